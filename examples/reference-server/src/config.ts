@@ -1,0 +1,76 @@
+import { TIERS, type Tier } from '@mcp-fleet/core';
+
+export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string };
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  store: StoreConfig;
+  apiKeys: { account: string; tier: Tier; secret: string }[];
+  allowPrivateNetworks: boolean;
+  stdioCommands: string[];
+  webhookRetryBaseMs: number;
+}
+
+export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
+
+/** A configuration error: the message names the variable, never its value (it may hold a secret). */
+export class ConfigError extends Error {}
+
+function parseStore(value: string | undefined): StoreConfig {
+  if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH };
+  if (value === 'memory://') return { kind: 'memory' };
+  if (value.startsWith('sqlite://')) {
+    const path = value.slice('sqlite://'.length);
+    if (path === '') throw new ConfigError('MCP_FLEET_STORE: sqlite:// needs a file path, e.g. sqlite://./data/fleet.sqlite');
+    return { kind: 'sqlite', path };
+  }
+  if (/^(redis|rediss|postgres|postgresql):\/\//.test(value)) {
+    throw new ConfigError('MCP_FLEET_STORE: Redis and PostgreSQL stores are not available in this version; use memory:// or sqlite://PATH');
+  }
+  throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH, redis://… or postgres://…');
+}
+
+function parseApiKeys(value: string | undefined): ServerConfig['apiKeys'] {
+  if (value === undefined || value.trim() === '') return [];
+  return value.split(',').map((triple, i) => {
+    const [account, tier, ...rest] = triple.trim().split(':');
+    const secret = rest.join(':');
+    if (!account || !tier || !secret) {
+      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be account:tier:secret`);
+    }
+    if (!(TIERS as readonly string[]).includes(tier)) {
+      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has tier "${tier}"; expected free, pro or enterprise`);
+    }
+    return { account, tier: tier as Tier, secret };
+  });
+}
+
+function parseFlag(name: string, value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === '0') return false;
+  if (value === '1') return true;
+  throw new ConfigError(`${name}: expected 1 or 0`);
+}
+
+function parseInteger(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name}: expected an integer from ${min} to ${max}`);
+  return n;
+}
+
+/** Reads the variables of CONTRACT "The reference server". */
+export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
+  return {
+    host: env.HOST || '127.0.0.1',
+    port: parseInteger('PORT', env.PORT, 3000, 0, 65535),
+    store: parseStore(env.MCP_FLEET_STORE),
+    apiKeys: parseApiKeys(env.MCP_FLEET_API_KEYS),
+    allowPrivateNetworks: parseFlag('MCP_FLEET_ALLOW_PRIVATE_NETWORKS', env.MCP_FLEET_ALLOW_PRIVATE_NETWORKS),
+    stdioCommands: (env.MCP_FLEET_STDIO_COMMANDS ?? '')
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== ''),
+    webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
+  };
+}

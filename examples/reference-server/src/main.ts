@@ -1,0 +1,66 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { createFleet, type FleetOptions } from '@mcp-fleet/core';
+import { createFleetApp } from '@mcp-fleet/hono';
+import { createSqliteStorage } from '@mcp-fleet/sqlite';
+import { Hono } from 'hono';
+import { ConfigError, readConfig, type ServerConfig } from './config.js';
+
+async function openStore(config: ServerConfig): Promise<{ options: Pick<FleetOptions, 'storage' | 'index'>; close: () => Promise<void>; label: string }> {
+  if (config.store.kind === 'memory') return { options: {}, close: async () => {}, label: 'memory (nothing survives a restart)' };
+  const sqlite = await createSqliteStorage({ path: config.store.path });
+  return { options: { storage: sqlite.storage, index: sqlite.index }, close: sqlite.close, label: `sqlite ${config.store.path}` };
+}
+
+async function main(): Promise<void> {
+  const config = readConfig(process.env);
+  const store = await openStore(config);
+  const fleet = createFleet({ ...store.options, stdio: { commands: config.stdioCommands } });
+
+  for (const key of config.apiKeys) {
+    (await fleet.keys.register(key)).match(
+      () => {},
+      (error) => {
+        throw new ConfigError(`MCP_FLEET_API_KEYS: the key of account "${key.account}" was refused: ${error.message}`);
+      },
+    );
+  }
+  if (config.apiKeys.length === 0 && (await fleet.keys.count()).unwrapOr(0) === 0) {
+    const created = (await fleet.keys.create({ account: 'default', tier: 'free', name: 'first key' }))._unsafeUnwrap();
+    console.log(`mcp-fleet: created an API key for account "default" (tier free). It is shown this once:\n\n  ${created.secret}\n`);
+  }
+
+  const app = new Hono();
+  app.route('/', createFleetApp(fleet));
+  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
+    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+    console.log(`mcp-fleet listening on http://${host}:${info.port}${fleet.prefix} (store: ${store.label})`);
+  });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`mcp-fleet: ${signal} received, finishing in-flight requests`);
+    // In-flight requests finish; idle keep-alive connections close now instead of holding the process open.
+    server.close(async () => {
+      await fleet.close();
+      await store.close();
+      console.log('mcp-fleet: stopped');
+      process.exit(0);
+    });
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    setTimeout(() => {
+      console.error('mcp-fleet: requests still running after 10 s; exiting');
+      process.exit(1);
+    }, 10_000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) console.error(`mcp-fleet: ${error.message}`);
+  else console.error('mcp-fleet: failed to start:', error);
+  process.exit(2);
+});

@@ -1,0 +1,139 @@
+import Keyv from 'keyv';
+import type { ResultAsync } from 'neverthrow';
+import { ApiKeys } from './auth/api-keys.js';
+import type { FleetError } from './errors/fleet-error.js';
+import { type Authenticate, createHandler, type ErrorHook, type FleetHandler } from './http/handler.js';
+import { DEFAULT_BODY_LIMIT } from './http/body.js';
+import { buildRoutes } from './http/routes.js';
+import { type ListServersQuery, ServerRegistry } from './registry/registry.js';
+import { type ServerPatch, type ServerInput, ServerValidator } from './registry/schema.js';
+import { type ServerDetail, toDetail } from './registry/views.js';
+import { IndexCalls } from './storage/index-calls.js';
+import type { IndexStore } from './storage/index-store.js';
+import { MemoryIndexStore } from './storage/memory-index-store.js';
+import { RecordStore } from './storage/records.js';
+import { ToolCallLog, type ToolCallRecord } from './toolcalls/tool-call-log.js';
+import { type Page, type PageQuery } from './util/pagination.js';
+
+export interface FleetOptions {
+  /**
+   * Where records live: any Keyv, created with `throwOnErrors: true` so that a storage outage is answered
+   * 503 instead of looking like missing data. Every key mcp-fleet writes starts with `keyPrefix`.
+   * @default an in-memory Keyv (nothing survives a restart)
+   */
+  storage?: Keyv;
+  /**
+   * The atomic side of storage: name claims and ordered listings. Must be as durable as `storage`.
+   * @default a MemoryIndexStore
+   */
+  index?: IndexStore;
+  /** Prefix of every key mcp-fleet writes to `storage`, so it never touches the host's own keys. @default 'mcp-fleet:' */
+  keyPrefix?: string;
+  /** Mount point that `handle` strips when the adapter gives no path. @default '/v1' */
+  prefix?: string;
+  /** Largest request body in bytes; larger ones get 413 before parsing. @default 65536 */
+  bodyLimit?: number;
+  /** Accept only `https:` and `wss:` endpoints. @default false */
+  requireTls?: boolean;
+  stdio?: {
+    /** Commands stdio servers may run (exact match). Empty: stdio servers cannot be created. @default [] */
+    commands?: readonly string[];
+  };
+  /** Replaces the built-in API key check. @default the API keys issued through `fleet.keys` */
+  authenticate?: Authenticate;
+  /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
+  onError?: ErrorHook;
+  /** Clock, for tests. @default Date.now */
+  now?: () => number;
+}
+
+/** The embedder's API to the servers of an account; responses never carry secrets. */
+export interface ServersApi {
+  create(account: string, input: ServerInput): ResultAsync<ServerDetail, FleetError>;
+  get(account: string, id: string): ResultAsync<ServerDetail, FleetError>;
+  update(account: string, id: string, patch: ServerPatch): ResultAsync<ServerDetail, FleetError>;
+  delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
+  list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
+}
+
+export interface ToolCallsApi {
+  get(account: string, id: string): ResultAsync<ToolCallRecord, FleetError>;
+  list(account: string, query?: Partial<PageQuery>): ResultAsync<Page<ToolCallRecord>, FleetError>;
+}
+
+export interface Fleet {
+  /** The mount point given as `prefix`, normalized (`/v1`). */
+  readonly prefix: string;
+  readonly servers: ServersApi;
+  readonly keys: ApiKeys;
+  readonly toolCalls: ToolCallsApi;
+  /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
+  readonly handle: FleetHandler;
+  /** Stops what the fleet started. Storage passed in stays open: it is the caller's to close. */
+  close(): Promise<void>;
+}
+
+/** Name claims older than this may be found stale; see ServerRegistry. */
+const CLAIM_GRACE_MS = 60_000;
+
+const defaultOnError: ErrorHook = (error, { requestId, method, path }) => {
+  console.error(`[mcp-fleet] ${error.code} on ${method} ${path} (${requestId})`, error.cause ?? '');
+};
+
+export function normalizePrefix(prefix: string): string {
+  const trimmed = prefix.trim().replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed.startsWith('/') ? trimmed : `/${trimmed}`)) {
+    throw new TypeError(`mcp-fleet: prefix must be a path like "/v1", got ${JSON.stringify(prefix)}`);
+  }
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
+
+/** Builds a fleet: the registry, API keys, tool-call log and the HTTP handler over one storage. */
+export function createFleet(options: FleetOptions = {}): Fleet {
+  const storage = options.storage ?? new Keyv({ throwOnErrors: true });
+  if (!storage.throwOnErrors) {
+    throw new TypeError(
+      'mcp-fleet: create the Keyv passed as `storage` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
+    );
+  }
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
+  const now = options.now ?? Date.now;
+  const prefix = normalizePrefix(options.prefix ?? '/v1');
+  const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
+  const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
+  const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands: options.stdio?.commands ?? [] });
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS });
+  const keys = new ApiKeys(records, index, now);
+  const toolCallLog = new ToolCallLog(records, index);
+  const handle = createHandler({
+    routes: buildRoutes({ registry, toolCalls: toolCallLog }),
+    keys,
+    prefix,
+    bodyLimit,
+    authenticate: options.authenticate,
+    onError: options.onError ?? defaultOnError,
+    now,
+  });
+  const page = (query: Partial<PageQuery> = {}) => ({ page: query.page ?? 1, limit: query.limit ?? 50 });
+
+  return {
+    prefix,
+    keys,
+    handle,
+    servers: {
+      create: (account, input) => registry.create(account, input).map(toDetail),
+      get: (account, id) => registry.get(account, id).map(toDetail),
+      update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
+      delete: (account, id) => registry.delete(account, id),
+      list: (account, query = {}) =>
+        registry.list(account, { ...query, ...page(query) }).map((p) => ({ ...p, data: p.data.map(toDetail) })),
+    },
+    toolCalls: {
+      get: (account, id) => toolCallLog.get(account, id),
+      list: (account, query) => toolCallLog.list(account, page(query)),
+    },
+    close: async () => {},
+  };
+}

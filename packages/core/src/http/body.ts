@@ -1,0 +1,70 @@
+import { err, ok, type Result } from 'neverthrow';
+import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+const tooLarge = (limit: number) =>
+  new FleetError('PAYLOAD_TOO_LARGE', { message: `The request body is larger than ${limit} bytes.`, details: { limit_bytes: limit } });
+
+function isJson(contentType: string): boolean {
+  const media = contentType.split(';', 1)[0]?.trim().toLowerCase();
+  return media === 'application/json';
+}
+
+/**
+ * Reads a JSON request body: 413 from `Content-Length` before reading and again as soon as the stream passes the
+ * limit, 415 for another media type, 400 for no body or malformed JSON. The JSON parser's own message is never
+ * returned: it quotes the body, which may hold secrets.
+ */
+export async function readJsonBody(request: Request, limit: number): Promise<Result<unknown, FleetError>> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) return err(tooLarge(limit));
+  const contentType = request.headers.get('content-type');
+  if (contentType !== null && !isJson(contentType)) {
+    return err(unsupported(contentType));
+  }
+  const bytes = await readLimited(request, limit);
+  if (bytes === undefined) return err(tooLarge(limit));
+  if (bytes.byteLength === 0) return err(invalidRequest([{ field: 'body', issue: 'is required: a JSON object' }]));
+  if (contentType === null) return err(unsupported(null));
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return err(invalidRequest([{ field: 'body', issue: 'is not valid UTF-8' }]));
+  }
+  try {
+    return ok(JSON.parse(text));
+  } catch {
+    return err(invalidRequest([{ field: 'body', issue: 'is not valid JSON' }], 'The request body is not valid JSON.'));
+  }
+}
+
+function unsupported(contentType: string | null): FleetError {
+  return new FleetError('UNSUPPORTED_MEDIA_TYPE', { details: { content_type: contentType === null ? null : contentType.slice(0, 200) } });
+}
+
+/** The whole body, or `undefined` as soon as it passes `limit` (the rest is never read). */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array | undefined> {
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+import { err, ok, type Result } from 'neverthrow';
+import type { ApiKeys } from '../auth/api-keys.js';
+import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
+import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
+import { newId } from '../util/ids.js';
+import { readJsonBody } from './body.js';
+import { errorResponse, type Meta, successResponse } from './envelope.js';
+import { matchRoute, type Route } from './routes.js';
+
+/** What an adapter knows about a request beyond the Web `Request` itself. */
+export interface RequestContext {
+  /**
+   * The path below the mount point (`/servers/srv_…`). When absent, the handler strips its `prefix` from the URL.
+   */
+  path?: string;
+  /** The client's address, for limits on unauthenticated requests. */
+  clientAddress?: string;
+}
+
+/** Maps a request to the account it acts for, or `null` (401). Replaces the built-in API key check. */
+export type Authenticate = (request: Request) => Principal | null | Promise<Principal | null>;
+
+/** Called with every 5xx error before it is answered: the place to log `error.cause`. */
+export type ErrorHook = (error: FleetError, info: { requestId: string; method: string; path: string }) => void;
+
+export interface HandlerDeps {
+  routes: readonly Route[];
+  keys: ApiKeys;
+  prefix: string;
+  bodyLimit: number;
+  authenticate: Authenticate | undefined;
+  onError: ErrorHook;
+  now: () => number;
+}
+
+export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
+
+const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
+
+const unauthorized = () => new FleetError('UNAUTHORIZED', { headers: { 'www-authenticate': 'Bearer' } });
+const routeNotFound = (path: string) =>
+  new FleetError('NOT_FOUND', { message: 'No such route.', details: { path: path.slice(0, 512) } });
+
+/**
+ * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
+ * Order: request id → route path → authentication (401) → route (404/405) → scope (403) → body (413/415/400)
+ * → operation. Nothing before authentication reads the body or reveals anything about the account.
+ */
+export function createHandler(deps: HandlerDeps): FleetHandler {
+  return async (request, context = {}) => {
+    const incoming = request.headers.get('x-request-id');
+    const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : newId('request');
+    const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
+    const path = context.path ?? stripPrefix(new URL(request.url).pathname, deps.prefix);
+    const fail = (error: FleetError) => {
+      if (error.status >= 500) deps.onError(error, { requestId, method: request.method, path: path ?? '' });
+      return errorResponse(error, meta());
+    };
+
+    try {
+      if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
+      const principal = await authenticate(request, deps);
+      if (principal === null) return fail(unauthorized());
+
+      const segments = splitPath(path);
+      if (!segments.isOk()) return fail(segments.error);
+      const match = matchRoute(deps.routes, segments.value, request.method);
+      if (match.kind === 'not-found') return fail(routeNotFound(path));
+      if (match.kind === 'method-not-allowed') {
+        return fail(
+          new FleetError('METHOD_NOT_ALLOWED', {
+            message: `${request.method} is not allowed here; allowed: ${match.allow.join(', ')}.`,
+            details: { method: request.method.slice(0, 32) },
+            headers: { allow: match.allow.join(', ') },
+          }),
+        );
+      }
+      const { operation, params } = match;
+      if (!hasScope(principal, operation.scope)) {
+        return fail(
+          new FleetError('FORBIDDEN', {
+            message: `This API key lacks the "${operation.scope}" scope.`,
+            details: { required_scope: operation.scope },
+          }),
+        );
+      }
+
+      let body: unknown;
+      if (operation.body) {
+        const read = await readJsonBody(request, deps.bodyLimit);
+        if (read.isErr()) return fail(read.error);
+        body = read.value;
+      }
+      const query = new URL(request.url).searchParams;
+      const outcome = await operation.run({ principal, params, query, body });
+      return outcome.match(
+        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination),
+        fail,
+      );
+    } catch (cause) {
+      return fail(toFleetError(cause));
+    }
+  };
+}
+
+async function authenticate(request: Request, deps: HandlerDeps): Promise<Principal | null> {
+  if (deps.authenticate !== undefined) {
+    const principal = await deps.authenticate(request);
+    if (principal !== null && !isPrincipal(principal)) {
+      throw new Error('mcp-fleet: the authenticate function returned an invalid principal');
+    }
+    return principal;
+  }
+  const header = request.headers.get('authorization');
+  const secret = header === null ? undefined : BEARER.exec(header)?.[1];
+  if (secret === undefined) return null;
+  const verified = await deps.keys.verify(secret);
+  if (verified.isErr()) throw verified.error;
+  return verified.value;
+}
+
+function isPrincipal(value: unknown): value is Principal {
+  if (typeof value !== 'object' || value === null) return false;
+  const p = value as Partial<Principal>;
+  return (
+    typeof p.account === 'string' &&
+    p.account.length > 0 &&
+    (TIERS as readonly unknown[]).includes(p.tier) &&
+    (p.scopes === null || (Array.isArray(p.scopes) && p.scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))))
+  );
+}
+
+/** The path below `prefix`, or `undefined` when the request is not under it. */
+export function stripPrefix(pathname: string, prefix: string): string | undefined {
+  if (prefix === '' || prefix === '/') return pathname;
+  if (pathname === prefix) return '/';
+  return pathname.startsWith(`${prefix}/`) ? pathname.slice(prefix.length) : undefined;
+}
+
+/** Decoded path segments; one trailing slash is forgiven. */
+function splitPath(path: string): Result<string[], FleetError> {
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  const raw = trimmed.split('/').slice(1);
+  const segments: string[] = [];
+  for (const segment of raw) {
+    try {
+      segments.push(decodeURIComponent(segment));
+    } catch {
+      return err(invalidRequest([{ field: 'path', issue: 'is not a valid percent-encoded path' }]));
+    }
+  }
+  return ok(segments);
+}

@@ -1,0 +1,41 @@
+export { createFleet, normalizePrefix, type Fleet, type FleetOptions, type ServersApi, type ToolCallsApi } from './fleet.js';
+
+export { ERROR_CODES, isErrorCode, type ErrorCode } from './errors/codes.js';
+export { FleetError, isFleetError, invalidRequest, toFleetError, type ErrorDetails, type FieldIssue } from './errors/fleet-error.js';
+
+export {
+  createHandler,
+  stripPrefix,
+  type Authenticate,
+  type ErrorHook,
+  type FleetHandler,
+  type RequestContext,
+} from './http/handler.js';
+export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';
+export { DEFAULT_BODY_LIMIT } from './http/body.js';
+
+export { ApiKeys, hashSecret, type ApiKey, type CreateApiKeyInput, type CreatedApiKey, type RegisterApiKeyInput } from './auth/api-keys.js';
+export { ACCOUNT_PATTERN, SCOPES, TIERS, hasScope, type Principal, type Scope, type Tier } from './auth/scopes.js';
+
+export type { ListServersQuery } from './registry/registry.js';
+export {
+  DEFAULT_TIMEOUT_MS,
+  HEALTH_VALUES,
+  SERVER_TYPES,
+  type HeartbeatConfig,
+  type Health,
+  type RetryConfig,
+  type ServerAuthentication,
+  type ServerConfig,
+  type ServerInput,
+  type ServerPatch,
+  type ServerType,
+} from './registry/schema.js';
+export type { RedactedAuthentication, ServerDetail, ServerSummary } from './registry/views.js';
+
+export type { ToolCallRecord, ToolCallStatus } from './toolcalls/tool-call-log.js';
+
+export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
+export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
+
+export type { Page, PageQuery, Pagination } from './util/pagination.js';

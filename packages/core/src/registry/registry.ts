@@ -1,0 +1,229 @@
+import { errAsync, okAsync, ResultAsync, safeTry, ok, err } from 'neverthrow';
+import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+import type { IndexTransaction } from '../storage/index-store.js';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { RecordStore } from '../storage/records.js';
+import { newId } from '../util/ids.js';
+import { KeyedMutex } from '../util/keyed-mutex.js';
+import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
+import type { ServerRecord } from './views.js';
+
+export interface ListServersQuery extends PageQuery {
+  type?: ServerType;
+  health?: Health;
+}
+
+export interface RegistryDeps {
+  records: RecordStore;
+  index: IndexCalls;
+  validator: ServerValidator;
+  now: () => number;
+  /**
+   * How old a name claim must be before it may be found stale (its server gone or renamed after a crash between
+   * two storage writes). Longer than any write sequence takes; shorter than anyone would wait for a freed name.
+   */
+  claimGraceMs: number;
+}
+
+const recordKey = (id: string) => `server:${id}`;
+const nameKey = (account: string, name: string) => `name:${encodeURIComponent(account)}:${name}`;
+
+function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
+  let key = `servers:${encodeURIComponent(account)}`;
+  if (filter.type !== undefined) key += `:type:${filter.type}`;
+  if (filter.health !== undefined) key += `:health:${filter.health}`;
+  return key;
+}
+
+/** Every listing a server appears in: all, by type, by health, by both. */
+function setsOf(record: ServerRecord): string[] {
+  const { account, health } = record;
+  const type = record.config.type;
+  return [setKey(account, {}), setKey(account, { type }), setKey(account, { health }), setKey(account, { type, health })];
+}
+
+/** Every listing any server of the account could appear in: where an orphaned id must be removed from. */
+function allSetsOf(account: string): string[] {
+  const sets = [setKey(account, {})];
+  for (const type of SERVER_TYPES) sets.push(setKey(account, { type }));
+  for (const health of HEALTH_VALUES) {
+    sets.push(setKey(account, { health }));
+    for (const type of SERVER_TYPES) sets.push(setKey(account, { type, health }));
+  }
+  return sets;
+}
+
+const score = (record: ServerRecord) => Date.parse(record.created_at);
+
+function indexChanges(before: ServerRecord | undefined, after: ServerRecord | undefined): IndexTransaction {
+  const old = new Set(before ? setsOf(before) : []);
+  const next = new Set(after ? setsOf(after) : []);
+  const id = (after ?? before)?.id ?? '';
+  return {
+    remove: [...old].filter((set) => !next.has(set)).map((set) => ({ set, member: id })),
+    add: after ? [...next].filter((set) => !old.has(set)).map((set) => ({ set, member: id, score: score(after) })) : [],
+  };
+}
+
+const serverNotFound = (id: string) => new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
+const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { details: { name } });
+
+/**
+ * The servers of every account. The keyv record is the truth; name claims and listings live in the IndexStore.
+ *
+ * Writes are ordered so that a crash between two storage calls never loses a server nor lets two servers share a
+ * name: a record is written before it is listed, a new name is claimed before a record carries it, and a name is
+ * released only after no record carries it. What a crash can leave behind (an orphaned listing entry, a claim whose
+ * server is gone) is repaired when it is next met. See docs/architecture.md.
+ */
+export class ServerRegistry {
+  private readonly mutex = new KeyedMutex();
+
+  constructor(private readonly deps: RegistryDeps) {}
+
+  create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
+    const validated = this.deps.validator.config(input);
+    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    const now = new Date(this.deps.now()).toISOString();
+    const record: ServerRecord = {
+      id: newId('server'),
+      account,
+      config: validated.value,
+      status: 'active',
+      health: 'unknown',
+      created_at: now,
+      updated_at: now,
+    };
+    const { records } = this.deps;
+    return records
+      .set(recordKey(record.id), record)
+      .andThen(() => this.claimName(record, indexChanges(undefined, record)))
+      .orElse((error) =>
+        // The record was written but never listed or named: remove it so nothing half-made remains.
+        records.delete(recordKey(record.id)).andThen(() => errAsync(error)),
+      )
+      .map(() => record);
+  }
+
+  get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
+    return this.deps.records.get<ServerRecord>(recordKey(id)).andThen((record) =>
+      record !== undefined && record.account === account ? okAsync(record) : errAsync(serverNotFound(id)),
+    );
+  }
+
+  update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
+    return this.exclusive(id, () => {
+      const self = this;
+      return safeTry(async function* () {
+        const current = yield* self.get(account, id);
+        const validated = self.deps.validator.update(current.config, patch);
+        if (!validated.ok) return err(invalidRequest(validated.issues));
+        const next: ServerRecord = { ...current, config: validated.value, updated_at: self.nextTimestamp(current.updated_at) };
+        const changes = indexChanges(current, next);
+        const oldName = current.config.name;
+        const newName = next.config.name;
+        if (newName === oldName) {
+          yield* self.deps.records.set(recordKey(id), next);
+          yield* self.commitQuietly(changes);
+          return ok(next);
+        }
+        yield* self.claimName(next, {});
+        yield* self.deps.records.set(recordKey(id), next).orElse((error) =>
+          self.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
+        );
+        yield* self.commitQuietly({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] });
+        return ok(next);
+      });
+    });
+  }
+
+  delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
+    return this.exclusive(id, () =>
+      this.get(account, id).andThen((record) =>
+        this.deps.records
+          .delete(recordKey(id))
+          .andThen(() =>
+            this.commitQuietly({
+              ...indexChanges(record, undefined),
+              releases: [{ key: nameKey(account, record.config.name), owner: id }],
+            }),
+          )
+          .map(() => ({ id, deleted: true as const })),
+      ),
+    );
+  }
+
+  list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError> {
+    const set = setKey(account, query);
+    const { index, records } = this.deps;
+    const range = { offset: (query.page - 1) * query.limit, limit: query.limit };
+    return ResultAsync.combine([index.count(set), index.range(set, range)]).andThen(([total, ids]) =>
+      records.getMany<ServerRecord>(ids.map(recordKey)).andThen((found) => {
+        const data: ServerRecord[] = [];
+        const repairs: IndexTransaction[] = [];
+        found.forEach((record, i) => {
+          const id = ids[i] as string;
+          if (record === undefined || record.account !== account) {
+            repairs.push({ remove: allSetsOf(account).map((s) => ({ set: s, member: id })) });
+          } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
+            repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
+          } else {
+            data.push(record);
+          }
+        });
+        const result = { data, pagination: pagination(query, total - repairs.length) };
+        if (repairs.length === 0) return okAsync(result);
+        return this.commitQuietly({ remove: repairs.flatMap((r) => r.remove ?? []), add: repairs.flatMap((r) => r.add ?? []) }).map(() => result);
+      }),
+    );
+  }
+
+  /** Changes the observed health of a server and moves it between the health listings. */
+  setHealth(account: string, id: string, health: Health): ResultAsync<ServerRecord, FleetError> {
+    return this.exclusive(id, () =>
+      this.get(account, id).andThen((current) => {
+        if (current.health === health) return okAsync(current);
+        const next = { ...current, health };
+        return this.deps.records
+          .set(recordKey(id), next)
+          .andThen(() => this.commitQuietly(indexChanges(current, next)))
+          .map(() => next);
+      }),
+    );
+  }
+
+  /** Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. */
+  private claimName(record: ServerRecord, tx: IndexTransaction): ResultAsync<void, FleetError> {
+    const key = nameKey(record.account, record.config.name);
+    const attempt = (replacing?: string) =>
+      this.deps.index.commit({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] });
+    return attempt().andThen((result) => {
+      if (result.ok) return okAsync(undefined);
+      const { owner, since } = result.conflict;
+      if (since > this.deps.now() - this.deps.claimGraceMs) return errAsync(nameExists(record.config.name));
+      return this.deps.records.get<ServerRecord>(recordKey(owner)).andThen((holder) => {
+        const live = holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
+        if (live) return errAsync(nameExists(record.config.name));
+        return attempt(owner).andThen((retry) => (retry.ok ? okAsync(undefined) : errAsync(nameExists(record.config.name))));
+      });
+    });
+  }
+
+  /** Index bookkeeping after the record write: the record is already the truth, so the change is done either way. */
+  private commitQuietly(tx: IndexTransaction): ResultAsync<void, FleetError> {
+    const empty = !tx.add?.length && !tx.remove?.length && !tx.claims?.length && !tx.releases?.length;
+    if (empty) return okAsync(undefined);
+    return this.deps.index.commit(tx).map(() => undefined).orElse(() => okAsync(undefined));
+  }
+
+  /** Serializes changes to one server within this process, so concurrent updates never lose one another. */
+  private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {
+    return new ResultAsync(this.mutex.run(id, async () => await task()));
+  }
+
+  /** Now, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */
+  private nextTimestamp(previous: string): string {
+    return new Date(Math.max(this.deps.now(), Date.parse(previous) + 1)).toISOString();
+  }
+}

@@ -1,0 +1,79 @@
+import type { Health, ServerAuthentication, ServerConfig, ServerType } from './schema.js';
+
+/** A server as stored: its validated configuration (secrets included) and what the service observes. */
+export interface ServerRecord {
+  id: string;
+  account: string;
+  config: ServerConfig;
+  status: 'active';
+  health: Health;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The eight fields of create and list responses. */
+export interface ServerSummary {
+  id: string;
+  name: string;
+  type: ServerType;
+  endpoint: string | null;
+  status: 'active';
+  health: Health;
+  created_at: string;
+  updated_at: string;
+}
+
+/** `authentication` as responses show it: never `token` nor `client_secret`. */
+export type RedactedAuthentication =
+  | { type: 'bearer' }
+  | { type: 'oauth2'; client_id: string; token_url?: string; scope?: string };
+
+/** Get and update responses: the summary plus the configuration, secrets replaced by their shape. */
+export interface ServerDetail extends ServerSummary {
+  timeout: number;
+  retry: { enabled: boolean; max_attempts: number; backoff: 'exponential' } | null;
+  heartbeat: { enabled: boolean; interval: number } | null;
+  command: string | null;
+  args: string[] | null;
+  working_directory: string | null;
+  authentication: RedactedAuthentication | null;
+  /** Names of the stdio `env` variables, sorted; their values never leave the service. */
+  env_keys: string[] | null;
+}
+
+export function toSummary(record: ServerRecord): ServerSummary {
+  const { config } = record;
+  return {
+    id: record.id,
+    name: config.name,
+    type: config.type,
+    endpoint: config.endpoint ?? null,
+    status: record.status,
+    health: record.health,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+  };
+}
+
+export function redactAuthentication(auth: ServerAuthentication): RedactedAuthentication {
+  if (auth.type === 'bearer') return { type: 'bearer' };
+  const { client_id, token_url, scope } = auth;
+  return { type: 'oauth2', client_id, ...(token_url !== undefined && { token_url }), ...(scope !== undefined && { scope }) };
+}
+
+export function toDetail(record: ServerRecord): ServerDetail {
+  const config = record.config;
+  const auth = 'authentication' in config ? config.authentication : undefined;
+  const stdio = config.type === 'stdio' ? config : undefined;
+  return {
+    ...toSummary(record),
+    timeout: config.timeout,
+    retry: config.retry ?? null,
+    heartbeat: (config.type === 'websocket' ? config.heartbeat : undefined) ?? null,
+    command: stdio?.command ?? null,
+    args: stdio?.args ?? null,
+    working_directory: stdio?.working_directory ?? null,
+    authentication: auth === undefined ? null : redactAuthentication(auth),
+    env_keys: stdio?.env === undefined ? null : Object.keys(stdio.env).sort(),
+  };
+}

@@ -1,0 +1,24 @@
+import { ResultAsync } from 'neverthrow';
+import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import type { CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
+
+/** The IndexStore seen through ResultAsync: a failing or unreachable store is STORAGE_UNAVAILABLE. */
+export class IndexCalls {
+  constructor(readonly store: IndexStore) {}
+
+  commit(tx: IndexTransaction): ResultAsync<CommitResult, FleetError> {
+    return ResultAsync.fromPromise(this.store.commit(tx), storageUnavailable);
+  }
+
+  claimOf(key: string) {
+    return ResultAsync.fromPromise(this.store.claimOf(key), storageUnavailable);
+  }
+
+  range(set: string, options: RangeOptions): ResultAsync<string[], FleetError> {
+    return ResultAsync.fromPromise(this.store.range(set, options), storageUnavailable);
+  }
+
+  count(set: string): ResultAsync<number, FleetError> {
+    return ResultAsync.fromPromise(this.store.count(set), storageUnavailable);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * The atomic side of storage. keyv holds the records; it has no atomic operations, so whatever must hold
+ * under concurrency across requests and processes (unique names, ordered listings) lives behind this port.
+ *
+ * Two structures:
+ * - claims: a key owned by one owner (a server's name, owned by its id), taken only when free;
+ * - ordered sets: members ordered by a numeric score then by member, read one page at a time.
+ *
+ * `commit` applies a batch all-or-nothing: every claim must be free (or already the same owner's, or held by
+ * `replacing`), else nothing is written and the first conflict is returned. Implementations: `MemoryIndexStore`
+ * here, SQLite in `@mcp-fleet/sqlite`; each must pass `indexStoreContract` (see `index-store.contract.ts`).
+ */
+export interface IndexStore {
+  commit(transaction: IndexTransaction): Promise<CommitResult>;
+  /** The current owner of a claim and when (Unix ms) it was claimed, or `undefined` when free. */
+  claimOf(key: string): Promise<Claim | undefined>;
+  /** Members of a set, ordered by score then member; `order: 'desc'` reverses both. */
+  range(set: string, options: RangeOptions): Promise<string[]>;
+  count(set: string): Promise<number>;
+  /** Releases connections. Idempotent. */
+  close?(): Promise<void>;
+}
+
+export interface IndexTransaction {
+  /** Claims to take; `replacing` lets a stale claim of that owner be taken over. */
+  claims?: readonly { key: string; owner: string; replacing?: string }[];
+  /** Claims to release; a claim is released only if `owner` still holds it. */
+  releases?: readonly { key: string; owner: string }[];
+  /** Members to add (or re-score) in sets. */
+  add?: readonly { set: string; member: string; score: number }[];
+  /** Members to remove from sets; absent members are ignored. */
+  remove?: readonly { set: string; member: string }[];
+}
+
+export interface Claim {
+  owner: string;
+  since: number;
+}
+
+export type CommitResult = { ok: true } | { ok: false; conflict: { key: string } & Claim };
+
+export interface RangeOptions {
+  offset: number;
+  limit: number;
+  order?: 'asc' | 'desc';
+}

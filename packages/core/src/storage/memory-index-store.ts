@@ -1,0 +1,114 @@
+import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
+
+interface Entry {
+  member: string;
+  score: number;
+}
+
+function compare(a: Entry, b: Entry): number {
+  return a.score - b.score || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0);
+}
+
+/** A set kept as a sorted array plus a member → score map: O(log n) search, O(1) count, O(limit) page. */
+class SortedSet {
+  private readonly entries: Entry[] = [];
+  private readonly scores = new Map<string, number>();
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  add(member: string, score: number): void {
+    if (this.scores.get(member) === score) return;
+    this.remove(member);
+    const entry = { member, score };
+    this.entries.splice(this.indexOf(entry), 0, entry);
+    this.scores.set(member, score);
+  }
+
+  remove(member: string): void {
+    const score = this.scores.get(member);
+    if (score === undefined) return;
+    this.entries.splice(this.indexOf({ member, score }), 1);
+    this.scores.delete(member);
+  }
+
+  range({ offset, limit, order = 'asc' }: RangeOptions): string[] {
+    if (order === 'asc') return this.entries.slice(offset, offset + limit).map((e) => e.member);
+    const end = this.entries.length - offset;
+    return this.entries
+      .slice(Math.max(0, end - limit), Math.max(0, end))
+      .reverse()
+      .map((e) => e.member);
+  }
+
+  /** First position whose entry is not less than `entry`. */
+  private indexOf(entry: Entry): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compare(this.entries[mid] as Entry, entry) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
+export interface MemoryIndexStoreOptions {
+  /** Clock for claim times. @default Date.now */
+  now?: () => number;
+}
+
+/** The in-process IndexStore: atomic because each commit runs synchronously. Nothing survives a restart. */
+export class MemoryIndexStore implements IndexStore {
+  private readonly claims = new Map<string, Claim>();
+  private readonly sets = new Map<string, SortedSet>();
+  private readonly now: () => number;
+
+  constructor(options: MemoryIndexStoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async commit(tx: IndexTransaction): Promise<CommitResult> {
+    for (const { key, owner, replacing } of tx.claims ?? []) {
+      const held = this.claims.get(key);
+      if (held !== undefined && held.owner !== owner && held.owner !== replacing) {
+        return { ok: false, conflict: { key, ...held } };
+      }
+    }
+    const since = this.now();
+    for (const { key, owner } of tx.releases ?? []) {
+      if (this.claims.get(key)?.owner === owner) this.claims.delete(key);
+    }
+    for (const { key, owner } of tx.claims ?? []) {
+      if (this.claims.get(key)?.owner !== owner) this.claims.set(key, { owner, since });
+    }
+    for (const { set, member } of tx.remove ?? []) {
+      const sorted = this.sets.get(set);
+      sorted?.remove(member);
+      if (sorted?.size === 0) this.sets.delete(set);
+    }
+    for (const { set, member, score } of tx.add ?? []) {
+      let sorted = this.sets.get(set);
+      if (sorted === undefined) this.sets.set(set, (sorted = new SortedSet()));
+      sorted.add(member, score);
+    }
+    return { ok: true };
+  }
+
+  async claimOf(key: string): Promise<Claim | undefined> {
+    const claim = this.claims.get(key);
+    return claim && { ...claim };
+  }
+
+  async range(set: string, options: RangeOptions): Promise<string[]> {
+    return this.sets.get(set)?.range(options) ?? [];
+  }
+
+  async count(set: string): Promise<number> {
+    return this.sets.get(set)?.size ?? 0;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,41 @@
+import type Keyv from 'keyv';
+import { ResultAsync } from 'neverthrow';
+import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+
+/**
+ * mcp-fleet's view of the embedder's Keyv: every key under `keyPrefix`, every failure a STORAGE_UNAVAILABLE.
+ * Keyv swallows store errors unless `throwOnErrors` is on (a failed read would look like a missing record),
+ * so `createFleet` refuses a Keyv without it.
+ */
+export class RecordStore {
+  constructor(
+    private readonly keyv: Keyv,
+    private readonly keyPrefix: string,
+  ) {}
+
+  get<T>(key: string): ResultAsync<T | undefined, FleetError> {
+    return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
+  }
+
+  /** Values in the order of `keys`, `undefined` where absent. */
+  getMany<T>(keys: readonly string[]): ResultAsync<(T | undefined)[], FleetError> {
+    if (keys.length === 0) return ResultAsync.fromSafePromise(Promise.resolve([]));
+    return ResultAsync.fromPromise(
+      this.keyv.getMany<T>(keys.map((key) => this.keyPrefix + key)),
+      storageUnavailable,
+    );
+  }
+
+  set(key: string, value: unknown): ResultAsync<void, FleetError> {
+    return ResultAsync.fromPromise(
+      this.keyv.set(this.keyPrefix + key, value).then((written) => {
+        if (written === false) throw new Error(`keyv refused to write ${key}`);
+      }),
+      storageUnavailable,
+    );
+  }
+
+  delete(key: string): ResultAsync<void, FleetError> {
+    return ResultAsync.fromPromise(this.keyv.delete(this.keyPrefix + key).then(() => undefined), storageUnavailable);
+  }
+}

@@ -1,0 +1,42 @@
+import { webcrypto } from 'node:crypto';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+// 62 * 4 = 248: bytes at or above it are dropped so every character is equally likely.
+const UNBIASED_LIMIT = 248;
+
+/** `length` characters of `[0-9A-Za-z]` from the system's CSPRNG. */
+export function randomToken(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const bytes = webcrypto.getRandomValues(new Uint8Array(length * 2));
+    for (const byte of bytes) {
+      if (byte >= UNBIASED_LIMIT) continue;
+      out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export const ID_PREFIXES = {
+  server: 'srv_',
+  toolCall: 'call_',
+  webhook: 'wh_',
+  event: 'evt_',
+  delivery: 'dlv_',
+  request: 'req_',
+  apiKey: 'key_',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/** A new identifier of the given kind: its prefix and 24 random characters. */
+export function newId(kind: IdKind): string {
+  return ID_PREFIXES[kind] + randomToken(24);
+}
+
+/** True when `value` has the exact form of an identifier of this kind. */
+export function isId(kind: IdKind, value: string): boolean {
+  const prefix = ID_PREFIXES[kind];
+  return value.length === prefix.length + 24 && value.startsWith(prefix) && /^[0-9A-Za-z]{24}$/.test(value.slice(prefix.length));
+}

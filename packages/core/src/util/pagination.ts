@@ -1,0 +1,23 @@
+export interface PageQuery {
+  /** 1-based page number. */
+  page: number;
+  /** Items per page, 1–100. */
+  limit: number;
+}
+
+export interface Pagination extends PageQuery {
+  total: number;
+  pages: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  pagination: Pagination;
+}
+
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 100;
+
+export function pagination({ page, limit }: PageQuery, total: number): Pagination {
+  return { page, limit, total, pages: Math.ceil(total / limit) };
+}
