@@ -1,0 +1,78 @@
+import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { createFleet, type Fleet, type FleetOptions } from '@mcp-fleet/core';
+import { fleetMiddleware } from '@mcp-fleet/express';
+import { createFleetApp } from '@mcp-fleet/hono';
+import express from 'express';
+import { Hono } from 'hono';
+
+/** A fleet served over real HTTP on a random loopback port by one adapter. */
+export interface Served {
+  fleet: Fleet;
+  /** Base URL including the mount point and prefix, e.g. `http://127.0.0.1:40123/v1`. */
+  url: string;
+  /** Just the origin, for requests outside the mount point. */
+  origin: string;
+  close(): Promise<void>;
+}
+
+export interface Adapter {
+  name: 'hono' | 'express';
+  /** Serves `fleet` with the adapter mounted at `mount` ('' = the root) inside a host app. */
+  serve(fleet: Fleet, mount: string): Promise<{ origin: string; server: Server }>;
+}
+
+function listening(server: Server): Promise<string> {
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+  });
+}
+
+export const ADAPTERS: Adapter[] = [
+  {
+    name: 'hono',
+    async serve(fleet, mount) {
+      const app = new Hono();
+      app.get('/host-route', (c) => c.text('host'));
+      app.route(mount === '' ? '/' : mount, createFleetApp(fleet));
+      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer }) as Server;
+      await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
+      return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+    },
+  },
+  {
+    name: 'express',
+    async serve(fleet, mount) {
+      const app = express();
+      app.get('/host-route', (_req, res) => {
+        res.type('text').send('host');
+      });
+      if (mount === '') app.use(fleetMiddleware(fleet));
+      else app.use(mount, fleetMiddleware(fleet));
+      const server = createServer(app);
+      return { origin: await listening(server), server };
+    },
+  },
+];
+
+export interface ServeOptions extends FleetOptions {
+  /** Where the host app mounts the adapter. @default '' */
+  mount?: string;
+}
+
+export async function serveFleet(adapter: Adapter, options: ServeOptions = {}): Promise<Served> {
+  const { mount = '', ...fleetOptions } = options;
+  const fleet = createFleet(fleetOptions);
+  const { origin, server } = await adapter.serve(fleet, mount);
+  return {
+    fleet,
+    origin,
+    url: `${origin}${mount}${fleet.prefix}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await fleet.close();
+    },
+  };
+}
