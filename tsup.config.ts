@@ -30,7 +30,7 @@ export default defineConfig([
   pkg('express', ['@mcp-fleet/core', 'express']),
   {
     name: 'reference-server',
-    entry: { main: 'examples/reference-server/src/main.ts' },
+    entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts' },
     outDir: 'examples/reference-server/dist',
     format: ['esm'],
     target: 'node20',

@@ -3,6 +3,7 @@
  *   PORT=3001 npm start -w examples/express-app
  * The fleet is mounted before express.json(), which only the app's own routes use.
  */
+import type { AddressInfo } from 'node:net';
 import { createFleet } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import express from 'express';
@@ -20,7 +21,14 @@ app.post('/notes', express.json(), (req, res) => {
 });
 
 const port = Number(process.env.PORT ?? 3001);
-const server = app.listen(port, process.env.HOST ?? '127.0.0.1', () => {
-  console.log(`my-app on http://127.0.0.1:${port} — try:\n  curl -H "Authorization: Bearer ${secret}" http://127.0.0.1:${port}/api/v1/servers`);
+const server = app.listen(port, process.env.HOST ?? '127.0.0.1', (error) => {
+  if (error) {
+    console.error(`my-app: cannot listen: ${error.message}`);
+    process.exit(1);
+  }
+  // The bound address, not the requested one: PORT=0 picks a free port.
+  const { address, family, port: bound } = server.address() as AddressInfo;
+  const origin = `http://${family === 'IPv6' ? `[${address}]` : address}:${bound}`;
+  console.log(`my-app on ${origin} — try:\n  curl -H "Authorization: Bearer ${secret}" ${origin}/api/v1/servers`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

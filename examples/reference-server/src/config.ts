@@ -40,7 +40,8 @@ function parseApiKeys(value: string | undefined): ServerConfig['apiKeys'] {
       throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be account:tier:secret`);
     }
     if (!(TIERS as readonly string[]).includes(tier)) {
-      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has tier "${tier}"; expected free, pro or enterprise`);
+      // The tier is not echoed: a comma inside a secret splits it, and a piece of it may land here.
+      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has an unknown tier; expected free, pro or enterprise`);
     }
     return { account, tier: tier as Tier, secret };
   });
@@ -54,7 +55,8 @@ function parseFlag(name: string, value: string | undefined): boolean {
 
 function parseInteger(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined || value === '') return fallback;
-  const n = Number(value);
+  // Digits only: Number() would also take ' ' (as 0), '0x50' and '1e3'.
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name}: expected an integer from ${min} to ${max}`);
   return n;
 }

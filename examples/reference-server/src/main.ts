@@ -1,20 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { createFleet, type FleetOptions } from '@mcp-fleet/core';
+import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
-import { createSqliteStorage } from '@mcp-fleet/sqlite';
 import { Hono } from 'hono';
-import { ConfigError, readConfig, type ServerConfig } from './config.js';
-
-async function openStore(config: ServerConfig): Promise<{ options: Pick<FleetOptions, 'storage' | 'index'>; close: () => Promise<void>; label: string }> {
-  if (config.store.kind === 'memory') return { options: {}, close: async () => {}, label: 'memory (nothing survives a restart)' };
-  const sqlite = await createSqliteStorage({ path: config.store.path });
-  return { options: { storage: sqlite.storage, index: sqlite.index }, close: sqlite.close, label: `sqlite ${config.store.path}` };
-}
+import { ConfigError, readConfig } from './config.js';
+import { openStore } from './store.js';
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
-  const store = await openStore(config);
+  const store = await openStore(config.store);
   const fleet = createFleet({ ...store.options, stdio: { commands: config.stdioCommands } });
 
   for (const key of config.apiKeys) {
@@ -30,14 +24,25 @@ async function main(): Promise<void> {
     console.log(`mcp-fleet: created an API key for account "default" (tier free). It is shown this once:\n\n  ${created.secret}\n`);
   }
 
+  let stopping = false;
   const app = new Hono();
+  // After SIGTERM a connection that was busy closes once its answer is sent, instead of idling on for the
+  // keep-alive timeout and holding the process open.
+  app.use(async (c, next) => {
+    await next();
+    if (stopping) c.header('Connection', 'close');
+  });
   app.route('/', createFleetApp(fleet));
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     console.log(`mcp-fleet listening on http://${host}:${info.port}${fleet.prefix} (store: ${store.label})`);
   });
+  // A port in use or a HOST that does not resolve is the operator's to fix: a clear line, not a stack trace.
+  server.once('error', (error: Error) => {
+    console.error(`mcp-fleet: cannot listen on HOST ${config.host}, PORT ${config.port}: ${error.message}`);
+    process.exit(2);
+  });
 
-  let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;

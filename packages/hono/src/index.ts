@@ -9,10 +9,29 @@ export interface FleetHonoOptions {
   clientAddress?: (c: Context) => string | undefined;
 }
 
+interface NodeIncoming {
+  socket?: { remoteAddress?: string };
+  httpVersionMajor?: number;
+  complete?: boolean;
+}
+
 /** `@hono/node-server` puts the Node request in `c.env.incoming`. */
+function nodeIncoming(c: Context): NodeIncoming | undefined {
+  return (c.env as { incoming?: NodeIncoming } | undefined)?.incoming;
+}
+
 function socketAddress(c: Context): string | undefined {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress;
+  return nodeIncoming(c)?.socket?.remoteAddress;
+}
+
+/**
+ * An answer given before the request body was read to its end (401, 413…): `@hono/node-server` gives up draining
+ * a body the core began to read and drops the connection, so tell an HTTP/1.1 client not to reuse it.
+ */
+function closeIfBodyUnread(c: Context, response: Response): Response {
+  const incoming = nodeIncoming(c);
+  if (incoming?.httpVersionMajor === 1 && incoming.complete === false) response.headers.set('connection', 'close');
+  return response;
 }
 
 /**
@@ -27,7 +46,9 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
     const mountDepth = c.req.routePath.replace(/\/\*$/, '').split('/').length;
     const path = `/${raw.slice(mountDepth).join('/')}`;
     const address = clientAddress(c);
-    return fleet.handle(c.req.raw, address === undefined ? { path } : { path, clientAddress: address });
+    return fleet
+      .handle(c.req.raw, address === undefined ? { path } : { path, clientAddress: address })
+      .then((response) => closeIfBodyUnread(c, response));
   };
   const app = new Hono();
   app.all(fleet.prefix === '' ? '/' : fleet.prefix, handler);

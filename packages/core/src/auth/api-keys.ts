@@ -74,11 +74,18 @@ function parse<T extends z.ZodType>(schema: T, input: unknown): ResultAsync<z.ou
   if (parsed.success) return okAsync(parsed.data);
   return errAsync(
     invalidRequest(
-      parsed.error.issues.map((issue) => ({
-        field: formatPath(issue.path) || 'input',
-        // Messages are ours or zod's type/enum texts; none carries the submitted secret.
-        issue: issue.code === 'custom' || issue.code === 'invalid_format' ? issue.message : issue.message.toLowerCase(),
-      })),
+      parsed.error.issues.flatMap((issue) =>
+        // An unknown field is named as the field itself, as the server validator does.
+        issue.code === 'unrecognized_keys'
+          ? issue.keys.map((key) => ({ field: formatPath([...issue.path, key]), issue: 'is not a known field' }))
+          : [
+              {
+                field: formatPath(issue.path) || 'input',
+                // Messages are ours or zod's type/enum texts; none carries the submitted secret.
+                issue: issue.code === 'custom' || issue.code === 'invalid_format' ? issue.message : issue.message.toLowerCase(),
+              },
+            ],
+      ),
     ),
   );
 }

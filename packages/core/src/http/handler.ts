@@ -52,14 +52,15 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const incoming = request.headers.get('x-request-id');
     const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : newId('request');
     const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
-    const path = context.path ?? stripPrefix(new URL(request.url).pathname, deps.prefix);
+    const url = new URL(request.url);
+    const path = context.path ?? stripPrefix(url.pathname, deps.prefix);
     const fail = (error: FleetError) => {
       if (error.status >= 500) deps.onError(error, { requestId, method: request.method, path: path ?? '' });
       return errorResponse(error, meta());
     };
 
     try {
-      if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
+      if (path === undefined) return fail(routeNotFound(url.pathname));
       const principal = await authenticate(request, deps);
       if (principal === null) return fail(unauthorized());
 
@@ -92,8 +93,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         if (read.isErr()) return fail(read.error);
         body = read.value;
       }
-      const query = new URL(request.url).searchParams;
-      const outcome = await operation.run({ principal, params, query, body });
+      const outcome = await operation.run({ principal, params, query: url.searchParams, body });
       return outcome.match(
         ({ status, data, pagination }) => successResponse(status, data, meta(), pagination),
         fail,

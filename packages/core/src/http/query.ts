@@ -8,13 +8,15 @@ export type ParamParser<T> = (raw: string) => { ok: true; value: T } | { ok: fal
 type Spec = Record<string, ParamParser<unknown>>;
 type Parsed<S extends Spec> = { [K in keyof S]?: S[K] extends ParamParser<infer T> ? T : never };
 
-const MAX_PAGE = 1_000_000;
+// CONTRACT: any `page` >= 1 is valid (a page past the end is empty); the only cap is what a JSON number holds exactly.
+const MAX_PAGE = Number.MAX_SAFE_INTEGER;
 
 export function integerParam(min: number, max: number): ParamParser<number> {
+  const issue = max === Number.MAX_SAFE_INTEGER ? `must be an integer of at least ${min}` : `must be an integer from ${min} to ${max}`;
   return (raw) => {
-    if (!/^\d{1,10}$/.test(raw)) return { ok: false, issue: `must be an integer from ${min} to ${max}` };
+    if (!/^\d{1,16}$/.test(raw)) return { ok: false, issue };
     const value = Number(raw);
-    return value >= min && value <= max ? { ok: true, value } : { ok: false, issue: `must be an integer from ${min} to ${max}` };
+    return value >= min && value <= max ? { ok: true, value } : { ok: false, issue };
   };
 }
 

@@ -182,11 +182,18 @@ export function formatPath(path: readonly PropertyKey[]): string {
 
 const describeType = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
 
+/** zod's name of an expected type as callers read it: "an integer", "an object", "a string". */
+function expectedType(expected: string): string {
+  if (expected === 'int') return 'an integer';
+  if (expected === 'record') return 'an object';
+  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+}
+
 /** Issue text written here, not by zod, so that no message ever echoes a submitted value (it may be a secret). */
 function issueText(issue: z.core.$ZodIssue, input: unknown): string {
   switch (issue.code) {
     case 'invalid_type':
-      return input === undefined ? 'is required' : `must be ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}`;
+      return input === undefined ? 'is required' : `must be ${expectedType(issue.expected)}`;
     case 'too_small':
       if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`;
       if (issue.origin === 'array') return `must have at least ${issue.minimum} items`;
@@ -229,12 +236,15 @@ function zodIssues(error: z.ZodError, input: unknown): FieldIssue[] {
       continue;
     }
     if (issue.code === 'invalid_key') {
-      out.push({ field: formatPath(issue.path), issue: 'has an invalid variable name' });
+      // The key's own refinement says why a valid-looking name (LD_PRELOAD) is refused; zod nests it here.
+      const reason = issue.issues.find((inner) => inner.code === 'custom');
+      out.push({ field: formatPath(issue.path), issue: reason?.message ?? 'has an invalid variable name' });
       continue;
     }
     const value = valueAt(input, issue.path);
-    const text =
-      issue.code === 'invalid_type' && value !== undefined ? `must be ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}, not ${describeType(value)}` : issueText(issue, value);
+    // "must be an integer, not number" would puzzle: say what was sent only when its type is the problem.
+    const wrongType = issue.code === 'invalid_type' && value !== undefined && !(issue.expected === 'int' && typeof value === 'number');
+    const text = wrongType ? `must be ${expectedType(issue.expected)}, not ${describeType(value)}` : issueText(issue, value);
     out.push({ field: formatPath(issue.path) || 'body', issue: text });
   }
   return out;

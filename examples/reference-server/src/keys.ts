@@ -1,0 +1,76 @@
+/**
+ * API keys of the reference server's store, from the command line:
+ *
+ *   npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes servers:read,servers:write] [--name text]
+ *   npm run keys -- list <account>
+ *   npm run keys -- revoke <key_id>
+ *
+ * It opens the store that MCP_FLEET_STORE names (default: the embedded one), so run it from the same directory
+ * as the server. The server may keep running: SQLite lets both write the file.
+ */
+import { parseArgs } from 'node:util';
+import { type ApiKey, createFleet, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { ConfigError, readConfig } from './config.js';
+import { openStore } from './store.js';
+
+const USAGE = `usage:
+  keys create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text]
+  keys list <account>
+  keys revoke <key_id>`;
+
+function describe(key: ApiKey): string {
+  const scopes = key.scopes === null ? 'all scopes' : key.scopes.join(',');
+  const state = key.revoked_at === null ? 'active' : `revoked ${key.revoked_at}`;
+  return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  created ${key.created_at}  ${state}`;
+}
+
+function fail(error: FleetError): never {
+  const details = Object.keys(error.details).length > 0 ? ` ${JSON.stringify(error.details)}` : '';
+  throw new ConfigError(`${error.code}: ${error.message}${details}`);
+}
+
+async function run(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { tier: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
+  });
+  const [command, target] = positionals;
+  if (command === undefined || target === undefined || positionals.length > 2) throw new ConfigError(USAGE);
+  const config = readConfig(process.env);
+  if (config.store.kind === 'memory') throw new ConfigError('MCP_FLEET_STORE is memory://: keys made here would vanish on exit');
+  const store = await openStore(config.store);
+  const fleet = createFleet(store.options);
+  try {
+    if (command === 'create') {
+      const tier = (values.tier ?? 'free') as Tier;
+      if (!TIERS.includes(tier)) throw new ConfigError(`--tier must be one of ${TIERS.join(', ')}`);
+      const scopes = values.scopes?.split(',').map((s) => s.trim()) as Scope[] | undefined;
+      const unknown = scopes?.find((s) => !SCOPES.includes(s));
+      if (unknown !== undefined) throw new ConfigError(`--scopes: unknown scope "${unknown}"; known: ${SCOPES.join(', ')}`);
+      const created = await fleet.keys.create({ account: target, tier, ...(scopes && { scopes }), ...(values.name && { name: values.name }) });
+      if (created.isErr()) fail(created.error);
+      console.log(describe(created.value.key));
+      console.log(`secret (shown this once): ${created.value.secret}`);
+    } else if (command === 'list') {
+      const keys = await fleet.keys.list(target);
+      if (keys.isErr()) fail(keys.error);
+      for (const key of keys.value) console.log(describe(key));
+      if (keys.value.length === 0) console.log(`no keys for account "${target}"`);
+    } else if (command === 'revoke') {
+      const revoked = await fleet.keys.revoke(target);
+      if (revoked.isErr()) fail(revoked.error);
+      console.log(describe(revoked.value));
+    } else {
+      throw new ConfigError(USAGE);
+    }
+  } finally {
+    await fleet.close();
+    await store.close();
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
+  process.exit(2);
+});

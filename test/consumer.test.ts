@@ -1,0 +1,308 @@
+/**
+ * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
+ * project, imported, type-checked and used. Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
+ * installing it compiles sqlite3 from source, which takes over a minute.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeTempDirs, tempDir } from './support/reference-server.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PACKAGES = ['core', 'hono', 'express', 'sqlite'] as const;
+type PackageName = (typeof PACKAGES)[number];
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+interface PackedFile {
+  filename: string;
+  files: { path: string }[];
+}
+
+let work: string;
+const tarballs = {} as Record<PackageName, string>;
+const packed = {} as Record<PackageName, PackedFile>;
+/** `npm run check:packages`, started in beforeAll so that it runs while the projects install. */
+let checkPackages: Promise<{ code: number | null; output: string }>;
+
+function npm(args: string[], cwd: string) {
+  return run('npm', args, { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+}
+
+function runScript(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(args[0] as string, args.slice(1), { cwd, env: { ...process.env, NO_COLOR: '1' } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+async function project(kind: 'esm' | 'cjs'): Promise<string> {
+  const dir = join(work, kind);
+  await mkdir(dir);
+  await writeFile(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `consumer-${kind}`, version: '1.0.0', private: true, type: kind === 'esm' ? 'module' : 'commonjs' }),
+  );
+  await writeFile(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        lib: ['es2023'],
+        types: ['node'],
+        strict: true,
+        noEmit: true,
+        esModuleInterop: true,
+        // Declarations are not checked line by line (slow, and mostly the frameworks'); the @ts-expect-error lines
+        // in check.ts fail if ours degrade to `any`.
+        skipLibCheck: true,
+      },
+      files: ['check.ts'],
+    }),
+  );
+  await npm(
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      tarballs.core,
+      tarballs.hono,
+      tarballs.express,
+      'hono@^4.6.0',
+      'express@^5.0.0',
+      'keyv@^5.6.0',
+      '@types/express@^5',
+      '@types/node@^20',
+    ],
+    dir,
+  );
+  return dir;
+}
+
+let esm: string;
+let cjs: string;
+
+beforeAll(async () => {
+  work = await tempDir('mcp-fleet-consumer-');
+  const tarballDir = join(work, 'tarballs');
+  await mkdir(tarballDir);
+  const { stdout } = await npm(['pack', '--json', '--pack-destination', tarballDir, ...PACKAGES.map((name) => join(ROOT, 'packages', name))], ROOT);
+  // The very tarballs the projects install, checked while they install.
+  checkPackages = runScript(['npm', 'run', '--silent', 'check:packages', '--', tarballDir], ROOT);
+  const list = JSON.parse(stdout) as PackedFile[];
+  PACKAGES.forEach((name, i) => {
+    const file = list[i] as PackedFile;
+    expect(file.filename).toBe(`mcp-fleet-${name}-0.1.0.tgz`);
+    packed[name] = file;
+    tarballs[name] = join(tarballDir, file.filename);
+  });
+  [esm, cjs] = await Promise.all([project('esm'), project('cjs')]);
+}, 120_000);
+
+afterAll(async () => {
+  await checkPackages;
+  await removeTempDirs();
+});
+
+/** Everything a consumer does first: make a key, ask for the servers, through the core and both adapters. */
+const USE = `
+  const keyv = new Keyv({ throwOnErrors: true });
+  const fleet = createFleet({ storage: keyv });
+  const created = await fleet.keys.create({ account: 'acme', tier: 'pro' });
+  const { secret } = created._unsafeUnwrap();
+  const auth = { authorization: 'Bearer ' + secret };
+  const core = await fleet.handle(new Request('http://x/v1/servers', { headers: auth }));
+  const coreBody = await core.json();
+  const anonymous = await fleet.handle(new Request('http://x/v1/servers'));
+  const made = await fleet.servers.create('acme', { name: 'one', type: 'http', endpoint: 'https://mcp.example.com/mcp' });
+
+  const hono = new Hono();
+  hono.route('/', createFleetApp(fleet));
+  const viaHono = await hono.request('/v1/servers', { headers: auth });
+  const honoBody = await viaHono.json();
+
+  const app = express();
+  app.use('/api', fleetMiddleware(fleet));
+  const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  const viaExpress = await fetch('http://127.0.0.1:' + server.address().port + '/api/v1/servers', { headers: auth });
+  const expressBody = await viaExpress.json();
+  await new Promise((resolve) => server.close(resolve));
+
+  console.log(JSON.stringify({
+    secret: /^mcpf_[0-9A-Za-z]{40}$/.test(secret),
+    core: [core.status, coreBody.success, coreBody.data.length],
+    anonymous: anonymous.status,
+    made: made.isOk(),
+    hono: [viaHono.status, honoBody.data.map((s) => s.name)],
+    express: [viaExpress.status, expressBody.data.map((s) => s.name)],
+    errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
+    resolved,
+  }));
+`;
+
+const ESM_MAIN = `
+import { createFleet, ERROR_CODES } from '@mcp-fleet/core';
+import { createFleetApp } from '@mcp-fleet/hono';
+import { fleetMiddleware } from '@mcp-fleet/express';
+import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
+import express from 'express';
+import { Hono } from 'hono';
+import Keyv from 'keyv';
+const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => import.meta.resolve(name)).concat(corePackage.name);
+${USE}
+`;
+
+const CJS_MAIN = `
+const { createFleet, ERROR_CODES } = require('@mcp-fleet/core');
+const { createFleetApp } = require('@mcp-fleet/hono');
+const { fleetMiddleware } = require('@mcp-fleet/express');
+const express = require('express');
+const { Hono } = require('hono');
+const { default: Keyv } = require('keyv');
+const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => require.resolve(name)).concat(require('@mcp-fleet/core/package.json').name);
+(async () => {
+${USE}
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
+
+/** Compiled with the consumer's own resolution (nodenext): the `types` of each exports condition must do. */
+const CHECK_TS = `
+import { createFleet, FleetError, type Fleet, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
+import { fleetMiddleware } from '@mcp-fleet/express';
+import { createFleetApp } from '@mcp-fleet/hono';
+import express from 'express';
+import { Hono } from 'hono';
+import Keyv from 'keyv';
+
+export async function check(): Promise<string> {
+  const fleet: Fleet = createFleet({ storage: new Keyv({ throwOnErrors: true }), prefix: '/v1' });
+  new Hono().route('/', createFleetApp(fleet));
+  express().use('/api', fleetMiddleware(fleet, { clientAddress: (req) => req.ip }));
+  const input: ServerInput = { name: 'one', type: 'http', endpoint: 'https://mcp.example.com/mcp' };
+  const created = await fleet.servers.create('acme', input);
+  const detail: ServerDetail | FleetError = created.isOk() ? created.value : created.error;
+  const response: Response = await fleet.handle(new Request('http://x/v1/servers'));
+  const total: number = (await fleet.servers.list('acme'))._unsafeUnwrap().pagination.total;
+  // @ts-expect-error: a number, not a string
+  const notText: string = total;
+  // @ts-expect-error: the prefix is read-only
+  fleet.prefix = '/v2';
+  // @ts-expect-error: a server type that does not exist
+  const wrong: ServerInput = { name: 'x', type: 'ftp', endpoint: 'ftp://x' };
+  return String(response.status) + JSON.stringify(detail) + JSON.stringify(wrong) + notText;
+}
+`;
+
+function parseLastLine(stdout: string): any {
+  const line = stdout.trim().split('\n').pop() as string;
+  return JSON.parse(line);
+}
+
+function expectUsable(result: any): void {
+  expect(result).toMatchObject({
+    secret: true,
+    core: [200, true, 0],
+    anonymous: 401,
+    made: true,
+    hono: [200, ['one']],
+    express: [200, ['one']],
+    errorCode: 409,
+  });
+}
+
+describe('the packed packages', () => {
+  it.each(PACKAGES)('@mcp-fleet/%s ships dist and a package.json whose every entry point is in the tarball', async (name) => {
+    const files = packed[name].files.map((f) => f.path).sort();
+    expect(files).toEqual(
+      ['dist/index.cjs', 'dist/index.cjs.map', 'dist/index.d.cts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.js.map', 'package.json'].concat(
+        files.filter((f) => /^(README\.md|LICENSE)$/.test(f)),
+      ).sort(),
+    );
+    const { stdout } = await run('tar', ['-xzOf', tarballs[name], 'package/package.json']);
+    const pkg = JSON.parse(stdout);
+    expect(pkg).toMatchObject({ name: `@mcp-fleet/${name}`, version: '0.1.0', type: 'module', sideEffects: false, files: ['dist', 'README.md'] });
+    expect(pkg.exports).toEqual({
+      '.': {
+        import: { types: './dist/index.d.ts', default: './dist/index.js' },
+        require: { types: './dist/index.d.cts', default: './dist/index.cjs' },
+      },
+      './package.json': './package.json',
+    });
+    for (const entry of [pkg.main, pkg.module, pkg.types]) expect(files).toContain(entry.replace(/^\.\//, ''));
+    // Workspace siblings are pinned to the version published with them.
+    if (name !== 'core') expect(pkg.dependencies['@mcp-fleet/core']).toBe('0.1.0');
+    // The host's framework is the host's: one copy, as a peer.
+    const peers: Record<PackageName, string[]> = { core: ['keyv'], hono: ['hono'], express: ['express'], sqlite: ['keyv'] };
+    expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
+    expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
+    expect(pkg.devDependencies).toBeUndefined();
+  });
+
+  it('an ESM project imports them and serves a request', async () => {
+    await writeFile(join(esm, 'main.js'), ESM_MAIN);
+    const { stdout } = await run(process.execPath, ['main.js'], { cwd: esm });
+    const result = parseLastLine(stdout);
+    expectUsable(result);
+    // The ESM build, not the CommonJS one.
+    expect(result.resolved.slice(0, 3)).toEqual(
+      ['core', 'hono', 'express'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/${name}/dist/index\\.js$`))),
+    );
+    expect(result.resolved[3]).toBe('@mcp-fleet/core');
+  });
+
+  it('a CommonJS project requires them and serves a request', async () => {
+    await writeFile(join(cjs, 'main.js'), CJS_MAIN);
+    const { stdout } = await run(process.execPath, ['main.js'], { cwd: cjs });
+    const result = parseLastLine(stdout);
+    expectUsable(result);
+    expect(result.resolved.slice(0, 3)).toEqual(
+      ['core', 'hono', 'express'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/${name}/dist/index\\.cjs$`))),
+    );
+    expect(result.resolved[3]).toBe('@mcp-fleet/core');
+  });
+
+  it.each(['esm', 'cjs'] as const)('the types resolve and check in the %s project (module nodenext)', async (kind) => {
+    const dir = kind === 'esm' ? esm : cjs;
+    await writeFile(join(dir, 'check.ts'), CHECK_TS);
+    const result = await runScript([process.execPath, TSC, '-p', 'tsconfig.json', '--listFiles'], dir);
+    expect(result.output).not.toContain('error TS');
+    expect(result.code, result.output).toBe(0);
+    // The declarations each resolution picked: .d.ts for import, .d.cts for require.
+    for (const name of ['core', 'hono', 'express']) {
+      expect(result.output).toContain(`node_modules/@mcp-fleet/${name}/dist/index.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
+    }
+  });
+
+  it('publint and attw find no problem in any tarball (npm run check:packages)', async () => {
+    const result = await checkPackages;
+    expect(result.output).not.toMatch(/Errors:|Warnings:|Suggestions:/);
+    for (const name of PACKAGES) {
+      expect(result.output).toContain(`publint run --strict ${join(work, 'tarballs', `mcp-fleet-${name}-0.1.0.tgz`)}`);
+      expect(result.output).toContain(`@mcp-fleet/${name} v0.1.0`);
+    }
+    expect(result.output.match(/All good!/g)).toHaveLength(PACKAGES.length);
+    expect(result.output.match(/No problems found/g)).toHaveLength(PACKAGES.length);
+    expect(result.output).toContain('check:packages: 4 packages, no problems');
+    expect(result.code, result.output).toBe(0);
+  });
+});
+
+describe('the installed projects', () => {
+  it('resolved @mcp-fleet/hono and @mcp-fleet/express to the one installed core', async () => {
+    for (const dir of [esm, cjs]) {
+      const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'));
+      const cores = Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/@mcp-fleet/core'));
+      expect(cores).toEqual(['node_modules/@mcp-fleet/core']);
+    }
+  });
+});

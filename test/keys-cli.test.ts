@@ -1,0 +1,58 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { api, killLeftovers, removeTempDirs, runToExit, startServer, tempDir } from './support/reference-server.js';
+
+/** The built key CLI, what `npm run keys` runs. */
+const KEYS_CLI = fileURLToPath(new URL('../examples/reference-server/dist/keys.js', import.meta.url));
+
+afterEach(async () => {
+  await killLeftovers();
+  await removeTempDirs();
+});
+
+const keys = (cwd: string, ...args: string[]) => runToExit({ cwd, script: KEYS_CLI, args });
+
+describe('npm run keys', () => {
+  it('creates a key that the running server accepts at once, lists it without its secret, and revokes it', async () => {
+    const cwd = await tempDir();
+    const server = await startServer({ cwd, env: { MCP_FLEET_API_KEYS: 'ops:pro:ops-secret-0123456789' } });
+
+    const created = await keys(cwd, 'create', 'acme', '--tier', 'pro', '--scopes', 'servers:read', '--name', 'ci');
+    expect(created.code).toBe(0);
+    const secret = /secret \(shown this once\): (mcpf_[0-9A-Za-z]{40})/.exec(created.stdout)?.[1];
+    const id = /^(key_[0-9A-Za-z]{24})  acme  pro  servers:read  ci /m.exec(created.stdout)?.[1];
+    expect(secret).toBeDefined();
+    expect(id).toBeDefined();
+
+    expect((await api(server.url, secret as string, 'GET', '/servers')).status).toBe(200);
+    // Its scopes hold: read only.
+    expect((await api(server.url, secret as string, 'POST', '/servers', { name: 'x', type: 'http', endpoint: 'https://x.example' })).status).toBe(403);
+
+    const listed = await keys(cwd, 'list', 'acme');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(id as string);
+    expect(listed.stdout).not.toContain(secret as string);
+
+    const revoked = await keys(cwd, 'revoke', id as string);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toMatch(/revoked \d{4}-/);
+    expect((await api(server.url, secret as string, 'GET', '/servers')).status).toBe(401);
+    await server.stop('SIGTERM');
+  });
+
+  it('refuses bad input with exit code 2 and a clear message', async () => {
+    const cwd = await tempDir();
+    const badTier = await keys(cwd, 'create', 'acme', '--tier', 'gold');
+    expect(badTier.code).toBe(2);
+    expect(badTier.stderr).toContain('--tier must be one of free, pro, enterprise');
+    const badScope = await keys(cwd, 'create', 'acme', '--scopes', 'servers:everything');
+    expect(badScope.code).toBe(2);
+    expect(badScope.stderr).toContain('unknown scope');
+    const unknownKey = await keys(cwd, 'revoke', 'key_000000000000000000000000');
+    expect(unknownKey.code).toBe(2);
+    expect(unknownKey.stderr).toContain('NOT_FOUND');
+    const memory = await runToExit({ cwd, script: KEYS_CLI, args: ['list', 'acme'], env: { MCP_FLEET_STORE: 'memory://' } });
+    expect(memory.code).toBe(2);
+    expect(memory.stderr).toContain('memory://');
+  });
+});
