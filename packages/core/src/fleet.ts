@@ -83,7 +83,8 @@ const defaultOnError: ErrorHook = (error, { requestId, method, path }) => {
 export function normalizePrefix(prefix: string): string {
   const trimmed = prefix.trim().replace(/\/+$/, '');
   if (trimmed === '') return '';
-  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed.startsWith('/') ? trimmed : `/${trimmed}`)) {
+  // "." and ".." segments never reach the handler (URL parsing resolves them), so such a prefix would match nothing.
+  if (!/^(\/(?!\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+)+$/.test(trimmed.startsWith('/') ? trimmed : `/${trimmed}`)) {
     throw new TypeError(`mcp-fleet: prefix must be a path like "/v1", got ${JSON.stringify(prefix)}`);
   }
   return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;

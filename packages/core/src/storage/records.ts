@@ -20,8 +20,13 @@ export class RecordStore {
   /** Values in the order of `keys`, `undefined` where absent. */
   getMany<T>(keys: readonly string[]): ResultAsync<(T | undefined)[], FleetError> {
     if (keys.length === 0) return ResultAsync.fromSafePromise(Promise.resolve([]));
+    const prefixed = keys.map((key) => this.keyPrefix + key);
+    // Keyv.getMany over a store without a getMany of its own settles each read separately and turns a failed one
+    // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
+    // repair its listings away). Read one by one then, so that any failure fails the call.
+    const batched = typeof (this.keyv.store as { getMany?: unknown }).getMany === 'function';
     return ResultAsync.fromPromise(
-      this.keyv.getMany<T>(keys.map((key) => this.keyPrefix + key)),
+      batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))),
       storageUnavailable,
     );
   }

@@ -8,7 +8,8 @@ const UNBIASED_LIMIT = 248;
 export function randomToken(length: number): string {
   let out = '';
   while (out.length < length) {
-    const bytes = webcrypto.getRandomValues(new Uint8Array(length * 2));
+    // getRandomValues refuses more than 65536 bytes at once.
+    const bytes = webcrypto.getRandomValues(new Uint8Array(Math.min(65_536, (length - out.length) * 2)));
     for (const byte of bytes) {
       if (byte >= UNBIASED_LIMIT) continue;
       out += ALPHABET[byte % 62];

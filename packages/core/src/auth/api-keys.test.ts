@@ -1,0 +1,295 @@
+import { createHash } from 'node:crypto';
+import Keyv from 'keyv';
+import { describe, expect, it } from 'vitest';
+import { createFleet } from '../fleet.js';
+import { isId } from '../util/ids.js';
+import { hashSecret } from './api-keys.js';
+import { hasScope, SCOPES } from './scopes.js';
+
+const T0 = Date.parse('2026-11-22T10:00:00.000Z');
+
+function setup() {
+  let clock = T0;
+  const map = new Map<string, unknown>();
+  const storage = new Keyv({ store: map, throwOnErrors: true });
+  const fleet = createFleet({ storage, now: () => clock });
+  return {
+    keys: fleet.keys,
+    map,
+    advance: (ms: number) => {
+      clock += ms;
+    },
+    /** Everything the storage holds, keys and values, as one string. */
+    dump: () => [...map.entries()].map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n'),
+  };
+}
+
+const API_KEY_FIELDS = ['account', 'created_at', 'id', 'name', 'revoked_at', 'scopes', 'tier'];
+
+describe('ApiKeys', () => {
+  describe('create', () => {
+    it('returns mcpf_ and 40 characters once, and a key_ id', async () => {
+      const { keys } = setup();
+      const created = (await keys.create({ account: 'acme', tier: 'pro', name: 'ci' }))._unsafeUnwrap();
+      expect(created.secret).toMatch(/^mcpf_[0-9A-Za-z]{40}$/);
+      expect(isId('apiKey', created.key.id)).toBe(true);
+      expect(created.key).toEqual({
+        id: created.key.id,
+        account: 'acme',
+        tier: 'pro',
+        scopes: null,
+        name: 'ci',
+        created_at: '2026-11-22T10:00:00.000Z',
+        revoked_at: null,
+      });
+      const again = (await keys.get(created.key.id))._unsafeUnwrap();
+      expect(again).toEqual(created.key);
+      expect(JSON.stringify(again)).not.toContain(created.secret);
+    });
+
+    it('gives every key its own secret', async () => {
+      const { keys } = setup();
+      const all = await Promise.all(Array.from({ length: 20 }, () => keys.create({ account: 'acme' })));
+      expect(new Set(all.map((r) => r._unsafeUnwrap().secret)).size).toBe(20);
+    });
+
+    it('defaults to the free tier, no name and every scope', async () => {
+      const { keys } = setup();
+      const { key } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      expect(key).toMatchObject({ tier: 'free', name: null, scopes: null });
+    });
+
+    it('stores only the SHA-256 of the secret, never the secret', async () => {
+      const { keys, dump } = setup();
+      const { secret } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      const stored = dump();
+      expect(stored).not.toContain(secret);
+      expect(stored).not.toContain(secret.slice(5));
+      const sha256 = createHash('sha256').update(secret).digest('hex');
+      expect(hashSecret(secret)).toBe(sha256);
+      expect(stored).toContain(sha256);
+    });
+  });
+
+  describe('verify', () => {
+    it('maps a secret to its account, tier, scopes and key id', async () => {
+      const { keys } = setup();
+      const { key, secret } = (await keys.create({ account: 'acme', tier: 'enterprise', scopes: ['servers:read', 'tool_calls:read'] }))._unsafeUnwrap();
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({
+        account: 'acme',
+        tier: 'enterprise',
+        scopes: ['servers:read', 'tool_calls:read'],
+        keyId: key.id,
+      });
+    });
+
+    it('is null for an unknown secret, a near miss and the hash itself', async () => {
+      const { keys } = setup();
+      const { secret } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      for (const wrong of ['mcpf_' + 'a'.repeat(40), secret.slice(0, -1), `${secret}x`, secret.toUpperCase(), hashSecret(secret), '']) {
+        expect((await keys.verify(wrong))._unsafeUnwrap()).toBeNull();
+      }
+    });
+
+    it('scopes null means every scope; a scope list means only those', async () => {
+      const { keys } = setup();
+      const all = (await keys.verify((await keys.create({ account: 'acme' }))._unsafeUnwrap().secret))._unsafeUnwrap();
+      const some = (await keys.verify((await keys.create({ account: 'acme', scopes: ['servers:read'] }))._unsafeUnwrap().secret))._unsafeUnwrap();
+      if (all === null || some === null) throw new Error('keys did not verify');
+      expect(all.scopes).toBeNull();
+      for (const scope of SCOPES) expect(hasScope(all, scope)).toBe(true);
+      expect(hasScope(some, 'servers:read')).toBe(true);
+      expect(SCOPES.filter((scope) => hasScope(some, scope))).toEqual(['servers:read']);
+    });
+  });
+
+  describe('revoke', () => {
+    it('makes verify null at once and keeps the key listed with revoked_at', async () => {
+      const { keys, advance } = setup();
+      const { key, secret } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      advance(1000);
+      const revoked = (await keys.revoke(key.id))._unsafeUnwrap();
+      expect(revoked).toEqual({ ...key, revoked_at: '2026-11-22T10:00:01.000Z' });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
+      expect((await keys.list('acme'))._unsafeUnwrap()).toEqual([revoked]);
+    });
+
+    it('is idempotent: revoking again keeps the first revoked_at', async () => {
+      const { keys, advance } = setup();
+      const { key } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      const first = (await keys.revoke(key.id))._unsafeUnwrap();
+      advance(5000);
+      expect((await keys.revoke(key.id))._unsafeUnwrap()).toEqual(first);
+    });
+
+    it('revokes only the key named', async () => {
+      const { keys } = setup();
+      const a = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      const b = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      await keys.revoke(a.key.id);
+      expect((await keys.verify(b.secret))._unsafeUnwrap()?.keyId).toBe(b.key.id);
+    });
+
+    it('is NOT_FOUND for an unknown key', async () => {
+      const { keys } = setup();
+      const error = (await keys.revoke('key_000000000000000000000000'))._unsafeUnwrapErr();
+      expect(error.code).toBe('NOT_FOUND');
+      expect(error.details).toEqual({ id: 'key_000000000000000000000000' });
+      expect((await keys.get('key_000000000000000000000000'))._unsafeUnwrapErr().code).toBe('NOT_FOUND');
+    });
+  });
+
+  describe('list and count', () => {
+    it('lists an account’s keys oldest first, without secrets or hashes', async () => {
+      const { keys, advance } = setup();
+      const first = (await keys.create({ account: 'acme', name: 'first' }))._unsafeUnwrap();
+      advance(10);
+      const second = (await keys.create({ account: 'acme', name: 'second' }))._unsafeUnwrap();
+      await keys.create({ account: 'other' });
+      const listed = (await keys.list('acme'))._unsafeUnwrap();
+      expect(listed.map((k) => k.name)).toEqual(['first', 'second']);
+      for (const key of listed) expect(Object.keys(key).sort()).toEqual(API_KEY_FIELDS);
+      const text = JSON.stringify(listed);
+      for (const { secret } of [first, second]) {
+        expect(text).not.toContain(secret);
+        expect(text).not.toContain(hashSecret(secret));
+      }
+    });
+
+    it('lists nothing for an account without keys', async () => {
+      const { keys } = setup();
+      expect((await keys.list('nobody'))._unsafeUnwrap()).toEqual([]);
+    });
+
+    it('counts keys of every account, revoked ones included', async () => {
+      const { keys } = setup();
+      expect((await keys.count())._unsafeUnwrap()).toBe(0);
+      const a = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+      await keys.create({ account: 'other' });
+      await keys.revoke(a.key.id);
+      expect((await keys.count())._unsafeUnwrap()).toBe(2);
+    });
+  });
+
+  describe('register', () => {
+    const secret = 'operator-chosen-secret-0001';
+
+    it('makes a chosen secret verify, storing only its hash', async () => {
+      const { keys, dump } = setup();
+      const key = (await keys.register({ account: 'acme', tier: 'pro', secret }))._unsafeUnwrap();
+      expect(isId('apiKey', key.id)).toBe(true);
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, keyId: key.id });
+      expect(dump()).not.toContain(secret);
+      expect(JSON.stringify(key)).not.toContain(secret);
+    });
+
+    it('is idempotent: the same secret twice keeps one key id and one listing entry', async () => {
+      const { keys } = setup();
+      const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
+      const second = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
+      expect(second.id).toBe(first.id);
+      expect(second.created_at).toBe(first.created_at);
+      expect((await keys.list('acme'))._unsafeUnwrap()).toHaveLength(1);
+      expect((await keys.count())._unsafeUnwrap()).toBe(1);
+    });
+
+    it('registering again updates tier and scopes', async () => {
+      const { keys } = setup();
+      const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
+      const second = (await keys.register({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], secret }))._unsafeUnwrap();
+      expect(second).toMatchObject({ id: first.id, tier: 'enterprise', scopes: ['servers:read'] });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], keyId: first.id });
+    });
+
+    it('registering a secret for another account revokes the old key and issues a new one', async () => {
+      const { keys } = setup();
+      const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
+      const second = (await keys.register({ account: 'other', secret }))._unsafeUnwrap();
+      expect(second.id).not.toBe(first.id);
+      expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ account: 'other', keyId: second.id });
+      expect((await keys.get(first.id))._unsafeUnwrap().revoked_at).not.toBeNull();
+    });
+
+    it('registering a revoked secret again makes it valid again', async () => {
+      const { keys } = setup();
+      const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
+      await keys.revoke(first.id);
+      expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
+      await keys.register({ account: 'acme', secret });
+      expect((await keys.verify(secret))._unsafeUnwrap()?.account).toBe('acme');
+    });
+
+    it.each([
+      ['too short', 'SHORT-SECRET-15'],
+      ['with a space', 'SECRET WITH A SPACE 123'],
+      ['with a non-ASCII character', 'SECRET-ÄÖÜ-1234567890'],
+      ['too long', `SECRET-${'x'.repeat(600)}`],
+      ['with a newline', 'SECRET-1234567890\nabc'],
+    ])('refuses a secret %s without echoing it', async (_label, bad) => {
+      const { keys, map } = setup();
+      const error = (await keys.register({ account: 'acme', secret: bad }))._unsafeUnwrapErr();
+      expect(error.code).toBe('INVALID_REQUEST');
+      expect(error.details).toMatchObject({ field: 'secret' });
+      const text = JSON.stringify({ message: error.message, details: error.details });
+      expect(text).not.toContain(bad);
+      expect(text).not.toContain('SECRET');
+      expect(map.size).toBe(0);
+    });
+
+    it('accepts a secret of exactly 16 printable characters', async () => {
+      const { keys } = setup();
+      expect((await keys.register({ account: 'acme', secret: '0123456789abcdef' })).isOk()).toBe(true);
+    });
+  });
+
+  describe('input validation', () => {
+    it.each([
+      ['an empty account', { account: '' }, 'account'],
+      ['an account with a colon', { account: 'a:b' }, 'account'],
+      ['an account starting with a dot', { account: '.acme' }, 'account'],
+      ['an account of 65 characters', { account: 'a'.repeat(65) }, 'account'],
+      ['an unknown tier', { account: 'acme', tier: 'platinum' }, 'tier'],
+      ['an unknown scope', { account: 'acme', scopes: ['servers:read', 'servers:admin'] }, 'scopes[1]'],
+      ['an empty scope list', { account: 'acme', scopes: [] }, 'scopes'],
+      ['an empty name', { account: 'acme', name: '' }, 'name'],
+      ['an unknown field', { account: 'acme', admin: true }, 'admin'],
+    ])('refuses %s with INVALID_REQUEST', async (_label, input, field) => {
+      const { keys, map } = setup();
+      const error = (await keys.create(input as never))._unsafeUnwrapErr();
+      expect(error.code).toBe('INVALID_REQUEST');
+      expect(error.status).toBe(400);
+      expect(error.details).toMatchObject({ field });
+      expect(map.size).toBe(0);
+      const registered = (await keys.register({ ...(input as object), secret: 'a-valid-secret-0123' } as never))._unsafeUnwrapErr();
+      expect(registered.code).toBe('INVALID_REQUEST');
+    });
+
+    it('accepts account ids of letters, digits, "_", "." and "-" up to 64 characters', async () => {
+      const { keys } = setup();
+      for (const account of ['a', 'A1', 'team_1.prod-eu', 'x'.repeat(64)]) {
+        expect((await keys.create({ account })).isOk(), account).toBe(true);
+      }
+    });
+  });
+
+  describe('storage failures', () => {
+    it('a store that fails makes create, verify and list STORAGE_UNAVAILABLE', async () => {
+      const failing = {
+        get: async () => {
+          throw new Error('down');
+        },
+        set: async () => {
+          throw new Error('down');
+        },
+        delete: async () => {
+          throw new Error('down');
+        },
+        clear: async () => {},
+      };
+      const fleet = createFleet({ storage: new Keyv({ store: failing, throwOnErrors: true }) });
+      expect((await fleet.keys.create({ account: 'acme' }))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
+      expect((await fleet.keys.verify('mcpf_whatever'))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
+      expect((await fleet.keys.register({ account: 'acme', secret: 'a-valid-secret-0123' }))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
+    });
+  });
+});

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { indexStoreContract } from '../../../../test/contracts/index-store.js';
+import { MemoryIndexStore } from './memory-index-store.js';
+
+indexStoreContract('MemoryIndexStore', async ({ now }) => new MemoryIndexStore({ now }));
+
+describe('MemoryIndexStore', () => {
+  it('uses Date.now when no clock is given', async () => {
+    const store = new MemoryIndexStore();
+    const before = Date.now();
+    await store.commit({ claims: [{ key: 'k', owner: 'a' }] });
+    const since = (await store.claimOf('k'))?.since ?? Number.NaN;
+    expect(since).toBeGreaterThanOrEqual(before);
+    expect(since).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('hands out copies: changing a returned claim does not change the store', async () => {
+    const store = new MemoryIndexStore({ now: () => 1 });
+    await store.commit({ claims: [{ key: 'k', owner: 'a' }] });
+    const claim = await store.claimOf('k');
+    if (claim) claim.owner = 'mallory';
+    expect(await store.claimOf('k')).toEqual({ owner: 'a', since: 1 });
+  });
+
+  it('keeps a large set in order through random adds, re-scores and removes', async () => {
+    const store = new MemoryIndexStore();
+    const model = new Map<string, number>();
+    let seed = 42;
+    const rand = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const member = `m${rand(300)}`;
+      if (rand(4) === 0) {
+        model.delete(member);
+        await store.commit({ remove: [{ set: 's', member }] });
+      } else {
+        const score = rand(50);
+        model.set(member, score);
+        await store.commit({ add: [{ set: 's', member, score }] });
+      }
+    }
+    const expected = [...model.entries()]
+      .sort(([ma, sa], [mb, sb]) => sa - sb || (ma < mb ? -1 : ma > mb ? 1 : 0))
+      .map(([member]) => member);
+    expect(await store.count('s')).toBe(model.size);
+    expect(await store.range('s', { offset: 0, limit: 10_000 })).toEqual(expected);
+    expect(await store.range('s', { offset: 10, limit: 25, order: 'desc' })).toEqual([...expected].reverse().slice(10, 35));
+  });
+});
