@@ -57,13 +57,14 @@ export const ADAPTERS: Adapter[] = [
 ];
 
 export interface ServeOptions extends FleetOptions {
+  // Rate limits are off unless a test passes `rateLimit`: most suites make more requests a minute than they allow.
   /** Where the host app mounts the adapter. @default '' */
   mount?: string;
 }
 
 export async function serveFleet(adapter: Adapter, options: ServeOptions = {}): Promise<Served> {
   const { mount = '', ...fleetOptions } = options;
-  const fleet = createFleet(fleetOptions);
+  const fleet = createFleet({ rateLimit: false, ...fleetOptions });
   const { origin, server } = await adapter.serve(fleet, mount);
   return {
     fleet,

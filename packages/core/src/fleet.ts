@@ -5,6 +5,7 @@ import type { FleetError } from './errors/fleet-error.js';
 import { type Authenticate, createHandler, type ErrorHook, type FleetHandler } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import { buildRoutes } from './http/routes.js';
+import { RateLimiter, type RateLimitOptions } from './ratelimit/limiter.js';
 import { type ListServersQuery, ServerRegistry } from './registry/registry.js';
 import { type ServerPatch, type ServerInput, ServerValidator } from './registry/schema.js';
 import { type ServerDetail, toDetail } from './registry/views.js';
@@ -39,6 +40,11 @@ export interface FleetOptions {
     /** Commands stdio servers may run (exact match). Empty: stdio servers cannot be created. @default [] */
     commands?: readonly string[];
   };
+  /**
+   * Rate limits per account (operation and tier, per minute) and per client address for 401s; `false` turns them
+   * off. See docs/rate-limits.md. @default {} (on, the contract's limits, counted in memory)
+   */
+  rateLimit?: RateLimitOptions | false;
   /** Replaces the built-in API key check. @default the API keys issued through `fleet.keys` */
   authenticate?: Authenticate;
   /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
@@ -108,12 +114,14 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS });
   const keys = new ApiKeys(records, index, now);
   const toolCallLog = new ToolCallLog(records, index);
+  const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now);
   const handle = createHandler({
     routes: buildRoutes({ registry, toolCalls: toolCallLog }),
     keys,
     prefix,
     bodyLimit,
     authenticate: options.authenticate,
+    limiter,
     onError: options.onError ?? defaultOnError,
     now,
   });
@@ -135,6 +143,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       get: (account, id) => toolCallLog.get(account, id),
       list: (account, query) => toolCallLog.list(account, page(query)),
     },
-    close: async () => {},
+    close: async () => {
+      await limiter?.close();
+    },
   };
 }

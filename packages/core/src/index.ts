@@ -39,3 +39,15 @@ export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } 
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
 
 export type { Page, PageQuery, Pagination } from './util/pagination.js';
+
+export {
+  DEFAULT_OPERATION_LIMITS,
+  DEFAULT_TIER_LIMITS,
+  DEFAULT_UNAUTHENTICATED_LIMIT,
+  RateLimiter,
+  type RateLimitDecision,
+  type RateLimitOptions,
+  type RateLimitScope,
+} from './ratelimit/limiter.js';
+export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';
+export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';

@@ -2,6 +2,7 @@ import { err, ok, type Result } from 'neverthrow';
 import type { ApiKeys } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
+import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import { newId } from '../util/ids.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, successResponse } from './envelope.js';
@@ -29,6 +30,8 @@ export interface HandlerDeps {
   prefix: string;
   bodyLimit: number;
   authenticate: Authenticate | undefined;
+  /** `undefined`: rate limits are off. */
+  limiter: RateLimiter | undefined;
   onError: ErrorHook;
   now: () => number;
 }
@@ -44,8 +47,8 @@ const routeNotFound = (path: string) =>
 
 /**
  * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
- * Order: request id → route path → authentication (401) → route (404/405) → scope (403) → body (413/415/400)
- * → operation. Nothing before authentication reads the body or reveals anything about the account.
+ * Order: request id → route path → the address's 401 budget (429) → authentication (401) → rate limits (429)
+ * → route (404/405) → scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
   return async (request, context = {}) => {
@@ -54,20 +57,48 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
     const url = new URL(request.url);
     const path = context.path ?? stripPrefix(url.pathname, deps.prefix);
+    // Rate-limit headers of the binding limit, on every answer once the request is counted.
+    let limitHeaders: Record<string, string> = {};
     const fail = (error: FleetError) => {
       if (error.status >= 500) deps.onError(error, { requestId, method: request.method, path: path ?? '' });
-      return errorResponse(error, meta());
+      return errorResponse(error, meta(), limitHeaders);
     };
+    /** Applies a limiter decision: its headers from now on, and the 429 when it refuses. */
+    const limited = (decision: RateLimitDecision | null): Response | undefined => {
+      limitHeaders = RateLimiter.headers(decision, deps.now());
+      return decision !== null && !decision.allowed ? fail(RateLimiter.refusal(decision)) : undefined;
+    };
+    const { limiter } = deps;
 
     try {
       if (path === undefined) return fail(routeNotFound(url.pathname));
+      if (limiter !== undefined) {
+        // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
+        const gate = await limiter.checkAddress(context.clientAddress);
+        if (gate.isErr()) return fail(gate.error);
+        if (gate.value !== null && !gate.value.allowed) return limited(gate.value) as Response;
+      }
       const principal = await authenticate(request, deps);
-      if (principal === null) return fail(unauthorized());
+      if (principal === null) {
+        if (limiter !== undefined) {
+          const counted = await limiter.countFailure(context.clientAddress);
+          if (counted.isErr()) return fail(counted.error);
+          if (counted.value !== null && !counted.value.allowed) return limited(counted.value) as Response;
+        }
+        return fail(unauthorized());
+      }
 
       const segments = splitPath(path);
-      if (!segments.isOk()) return fail(segments.error);
-      const match = matchRoute(deps.routes, segments.value, request.method);
-      if (match.kind === 'not-found') return fail(routeNotFound(path));
+      const match = segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
+      if (limiter !== undefined) {
+        // Every authenticated request counts against its tier, and against its operation's limit when it has one.
+        const decision = await limiter.admit(principal, match?.kind === 'found' ? match.operation.name : undefined);
+        if (decision.isErr()) return fail(decision.error);
+        const refused = limited(decision.value);
+        if (refused !== undefined) return refused;
+      }
+      if (segments.isErr()) return fail(segments.error);
+      if (match === undefined || match.kind === 'not-found') return fail(routeNotFound(path));
       if (match.kind === 'method-not-allowed') {
         return fail(
           new FleetError('METHOD_NOT_ALLOWED', {
@@ -95,7 +126,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       }
       const outcome = await operation.run({ principal, params, query: url.searchParams, body });
       return outcome.match(
-        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination),
+        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders),
         fail,
       );
     } catch (cause) {

@@ -1,0 +1,29 @@
+/**
+ * The atomic counter behind rate limits. One operation decides one request against all its counters at once,
+ * so that a request is admitted only if every counter has room and a refused request consumes none of them:
+ * nothing else can keep that rule exact when several processes share the counters.
+ *
+ * Implementations: `MemoryRateLimitStore` here, `RedisRateLimitStore` in `@mcp-fleet/redis` (one Lua script per
+ * decision). Each must pass `test/contracts/rate-limit-store.ts`.
+ */
+export interface RateLimitStore {
+  /**
+   * If every counter's current count plus `cost` is within its `limit`, adds `cost` to each; otherwise changes
+   * nothing. Counters are created at 0 and expire at `expiresAt` (Unix ms), the end of their window.
+   * `cost: 0` asks without consuming.
+   */
+  consume(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number): Promise<ConsumeResult>;
+  /** Releases connections. Idempotent. */
+  close?(): Promise<void>;
+}
+
+export interface RateLimitCounter {
+  key: string;
+  limit: number;
+}
+
+export interface ConsumeResult {
+  allowed: boolean;
+  /** Each counter's count after the decision, in the order given. */
+  counts: number[];
+}

@@ -1,0 +1,152 @@
+import type { RateLimitStore } from '@mcp-fleet/core';
+import { describe, expect, it } from 'vitest';
+import { ADAPTERS } from '../support/adapters.js';
+import { api, createKey, expectError, freshClient, httpServer, serveForSuite, UNKNOWN_SERVER_ID } from '../support/http-client.js';
+
+const MINUTE = 60_000;
+/** A fake clock: each test starts in a window of its own, a few seconds into it. */
+let clock = Date.UTC(2026, 10, 22, 10, 0, 5);
+const nextWindow = () => {
+  clock = (Math.floor(clock / MINUTE) + 1) * MINUTE + 5_000;
+  return (Math.floor(clock / MINUTE) + 1) * 60; // this window's reset, Unix seconds
+};
+const now = () => clock;
+
+function limits(res: { headers: Headers }) {
+  return {
+    limit: Number(res.headers.get('x-ratelimit-limit')),
+    remaining: Number(res.headers.get('x-ratelimit-remaining')),
+    reset: Number(res.headers.get('x-ratelimit-reset')),
+  };
+}
+
+describe.each(ADAPTERS)('rate limits through $name', (adapter) => {
+  describe('with the contract defaults', () => {
+    const suite = serveForSuite(adapter, { now, rateLimit: {} });
+
+    it('carries the binding limit on every authenticated answer, exact across a window', async () => {
+      const reset = nextWindow();
+      const client = api(suite.served, await createKey(suite.served, { account: 'hdr-free', tier: 'free' }));
+      // list: operation 100, tier free 60 → the tier binds (fewest remaining).
+      for (let i = 1; i <= 3; i++) {
+        const res = await client.get('/servers');
+        expect(res.status).toBe(200);
+        expect(limits(res)).toEqual({ limit: 60, remaining: 60 - i, reset });
+      }
+      // A 404, a 405 and a 403 are authenticated answers too: counted, with headers.
+      expect(limits(await client.get(`/servers/${UNKNOWN_SERVER_ID}`))).toEqual({ limit: 60, remaining: 56, reset });
+      expect(limits(await client.request('PATCH', '/servers'))).toEqual({ limit: 60, remaining: 55, reset });
+      expect(limits(await client.get('/nowhere'))).toEqual({ limit: 60, remaining: 54, reset });
+    });
+
+    it('refuses the 11th create in a minute with 429 while a list still passes, and the refusal consumes nothing', async () => {
+      const reset = nextWindow();
+      const client = await freshClient(suite.served);
+      for (let i = 0; i < 10; i++) expect((await client.post('/servers', httpServer())).status).toBe(201);
+      clock += 15_000;
+      const refused = await client.post('/servers', httpServer());
+      expectError(refused, 429, 'RATE_LIMITED', { limit: 10, reset, scope: 'operation' });
+      expect(refused.headers.get('retry-after')).toBe(String(reset - Math.floor(clock / 1000)));
+      expect(limits(refused)).toEqual({ limit: 10, remaining: 0, reset });
+      const list = await client.get('/servers');
+      expect(list.status).toBe(200);
+      expect(list.body.pagination.total).toBe(10);
+      expect(limits(list)).toEqual({ limit: 100, remaining: 99, reset });
+    });
+
+    it('counts accounts apart', async () => {
+      nextWindow();
+      const a = await freshClient(suite.served);
+      const b = await freshClient(suite.served);
+      for (let i = 0; i < 10; i++) await a.post('/servers', httpServer());
+      expect((await a.post('/servers', httpServer())).status).toBe(429);
+      const fromB = await b.post('/servers', httpServer());
+      expect(fromB.status).toBe(201);
+      expect(limits(fromB).remaining).toBe(9);
+    });
+
+    it('opens a new window when the clock passes the minute', async () => {
+      const reset = nextWindow();
+      const client = await freshClient(suite.served);
+      for (let i = 0; i < 10; i++) await client.post('/servers', httpServer());
+      expect((await client.post('/servers', httpServer())).status).toBe(429);
+      clock = reset * 1000; // the first instant of the next window
+      const again = await client.post('/servers', httpServer());
+      expect(again.status).toBe(201);
+      expect(limits(again)).toEqual({ limit: 10, remaining: 9, reset: reset + 60 });
+    });
+
+    it('answers 429 to an address that spent its 401 budget, even with a valid key, until the window ends', async () => {
+      const reset = nextWindow();
+      const valid = await createKey(suite.served, { account: 'guessed' });
+      const anonymous = api(suite.served, null);
+      for (let i = 0; i < 20; i++) expect((await anonymous.get('/servers', { key: `mcpf_wrong${i}` })).status).toBe(401);
+      const blocked = await anonymous.get('/servers', { key: 'mcpf_wrong-again' });
+      expectError(blocked, 429, 'RATE_LIMITED', { limit: 20, reset, scope: 'address' });
+      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+      // A right guess now would say so; the address may not try at all.
+      expect((await anonymous.get('/servers', { key: valid })).status).toBe(429);
+      clock = reset * 1000;
+      expect((await anonymous.get('/servers', { key: valid })).status).toBe(200);
+    });
+  });
+
+  describe('when the tier is smaller than the operation', () => {
+    const suite = serveForSuite(adapter, { now, rateLimit: { tiers: { free: 5, pro: 15 }, accounts: { 'big-co': 3 } } });
+
+    it('a request refused by one limit consumes none: the tier does not count the refused create', async () => {
+      const reset = nextWindow();
+      const client = await freshClient(suite.served); // pro: 15
+      for (let i = 0; i < 10; i++) expect((await client.post('/servers', httpServer())).status).toBe(201);
+      for (let i = 0; i < 3; i++) expect((await client.post('/servers', httpServer())).status).toBe(429);
+      // 10 creates + this list = 11 of 15: the three refused creates left the tier alone.
+      expect(limits(await client.get('/servers'))).toEqual({ limit: 15, remaining: 4, reset });
+    });
+
+    it('binds the tier first: the 6th list of a free account is 429 with scope tier', async () => {
+      const reset = nextWindow();
+      const client = api(suite.served, await createKey(suite.served, { account: 'small', tier: 'free' }));
+      for (let i = 0; i < 5; i++) expect((await client.get('/servers')).status).toBe(200);
+      expectError(await client.get('/servers'), 429, 'RATE_LIMITED', { limit: 5, reset, scope: 'tier' });
+    });
+
+    it('uses an account-specific limit instead of the tier one (enterprise contracts)', async () => {
+      nextWindow();
+      const client = api(suite.served, await createKey(suite.served, { account: 'big-co', tier: 'enterprise' }));
+      for (let i = 0; i < 3; i++) expect(limits(await client.get('/servers')).limit).toBe(3);
+      expect((await client.get('/servers')).body.error.details.scope).toBe('tier');
+    });
+  });
+
+  describe('on a tie of remaining requests', () => {
+    const suite = serveForSuite(adapter, { now, rateLimit: { tiers: { pro: 20 }, operations: { 'servers.list': 10 } } });
+
+    it('reports the smaller limit', async () => {
+      nextWindow();
+      const client = await freshClient(suite.served);
+      for (let i = 0; i < 10; i++) await client.get(`/servers/${UNKNOWN_SERVER_ID}`);
+      // tier 20 − 11 = 9 and list 10 − 1 = 9: the smaller limit binds.
+      expect(limits(await client.get('/servers'))).toMatchObject({ limit: 10, remaining: 9 });
+    });
+  });
+
+  describe('when the counter store fails', () => {
+    const broken: RateLimitStore = { consume: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) };
+    const closed = serveForSuite(adapter, { now, rateLimit: { store: broken }, onError: () => {} });
+    const open = serveForSuite(adapter, { now, rateLimit: { store: broken, failOpen: true } });
+
+    it('fails closed by default: 503 STORAGE_UNAVAILABLE, no internals', async () => {
+      const client = api(closed.served, await createKey(closed.served, { account: 'down' }));
+      const res = await client.get('/servers');
+      expectError(res, 503, 'STORAGE_UNAVAILABLE', {});
+      expect(res.text).not.toContain('ECONNREFUSED');
+    });
+
+    it('admits without rate-limit headers when told to fail open', async () => {
+      const client = api(open.served, await createKey(open.served, { account: 'down' }));
+      const res = await client.get('/servers');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit')).toBeNull();
+    });
+  });
+});
