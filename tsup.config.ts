@@ -26,6 +26,7 @@ function pkg(name: string, external: string[]): Options {
 export default defineConfig([
   pkg('core', ['keyv', 'zod', 'neverthrow']),
   pkg('sqlite', ['@mcp-fleet/core', 'keyv', '@keyv/sqlite', 'sqlite3']),
+  pkg('redis', ['@mcp-fleet/core', 'keyv', '@keyv/redis', '@redis/client']),
   pkg('hono', ['@mcp-fleet/core', 'hono']),
   pkg('express', ['@mcp-fleet/core', 'express']),
   {

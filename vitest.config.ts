@@ -11,6 +11,7 @@ export default defineConfig({
       '@mcp-fleet/hono': src('hono'),
       '@mcp-fleet/express': src('express'),
       '@mcp-fleet/sqlite': src('sqlite'),
+      '@mcp-fleet/redis': src('redis'),
     },
   },
   test: {

@@ -1,7 +1,8 @@
 /**
  * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
  * project, imported, type-checked and used. Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
- * installing it compiles sqlite3 from source, which takes over a minute.
+ * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis is installed and loaded,
+ * not connected: that needs a server.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -13,7 +14,7 @@ import { removeTempDirs, tempDir } from './support/reference-server.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'hono', 'express', 'sqlite'] as const;
+const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis'] as const;
 type PackageName = (typeof PACKAGES)[number];
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
@@ -78,6 +79,7 @@ async function project(kind: 'esm' | 'cjs'): Promise<string> {
       tarballs.core,
       tarballs.hono,
       tarballs.express,
+      tarballs.redis,
       'hono@^4.6.0',
       'express@^5.0.0',
       'keyv@^5.6.0',
@@ -147,6 +149,7 @@ const USE = `
     express: [viaExpress.status, expressBody.data.map((s) => s.name)],
     errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
     resolved,
+    redis: [typeof createRedisStorage, redisEntry],
   }));
 `;
 
@@ -154,11 +157,13 @@ const ESM_MAIN = `
 import { createFleet, ERROR_CODES } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { fleetMiddleware } from '@mcp-fleet/express';
+import { createRedisStorage } from '@mcp-fleet/redis';
 import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
 import express from 'express';
 import { Hono } from 'hono';
 import Keyv from 'keyv';
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => import.meta.resolve(name)).concat(corePackage.name);
+const redisEntry = import.meta.resolve('@mcp-fleet/redis');
 ${USE}
 `;
 
@@ -166,10 +171,12 @@ const CJS_MAIN = `
 const { createFleet, ERROR_CODES } = require('@mcp-fleet/core');
 const { createFleetApp } = require('@mcp-fleet/hono');
 const { fleetMiddleware } = require('@mcp-fleet/express');
+const { createRedisStorage } = require('@mcp-fleet/redis');
 const express = require('express');
 const { Hono } = require('hono');
 const { default: Keyv } = require('keyv');
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => require.resolve(name)).concat(require('@mcp-fleet/core/package.json').name);
+const redisEntry = require.resolve('@mcp-fleet/redis');
 (async () => {
 ${USE}
 })().catch((error) => { console.error(error); process.exit(1); });
@@ -180,9 +187,17 @@ const CHECK_TS = `
 import { createFleet, FleetError, type Fleet, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
+import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
 import express from 'express';
 import { Hono } from 'hono';
 import Keyv from 'keyv';
+
+export async function onRedis(url: string): Promise<Fleet> {
+  const redis: RedisStorage = await createRedisStorage({ url, keyPrefix: 'app:fleet:' });
+  // @ts-expect-error: the URL is required
+  await createRedisStorage({ keyPrefix: 'x' });
+  return createFleet({ storage: redis.storage, index: redis.index, rateLimit: { store: redis.rateLimits } });
+}
 
 export async function check(): Promise<string> {
   const fleet: Fleet = createFleet({ storage: new Keyv({ throwOnErrors: true }), prefix: '/v1' });
@@ -240,7 +255,7 @@ describe('the packed packages', () => {
     // Workspace siblings are pinned to the version published with them.
     if (name !== 'core') expect(pkg.dependencies['@mcp-fleet/core']).toBe('0.1.0');
     // The host's framework is the host's: one copy, as a peer.
-    const peers: Record<PackageName, string[]> = { core: ['keyv'], hono: ['hono'], express: ['express'], sqlite: ['keyv'] };
+    const peers: Record<PackageName, string[]> = { core: ['keyv'], hono: ['hono'], express: ['express'], sqlite: ['keyv'], redis: ['keyv'] };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
     expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
     expect(pkg.devDependencies).toBeUndefined();
@@ -256,6 +271,7 @@ describe('the packed packages', () => {
       ['core', 'hono', 'express'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/${name}/dist/index\\.js$`))),
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
+    expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.js$/)]);
   });
 
   it('a CommonJS project requires them and serves a request', async () => {
@@ -267,6 +283,7 @@ describe('the packed packages', () => {
       ['core', 'hono', 'express'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/${name}/dist/index\\.cjs$`))),
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
+    expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.cjs$/)]);
   });
 
   it.each(['esm', 'cjs'] as const)('the types resolve and check in the %s project (module nodenext)', async (kind) => {
@@ -276,7 +293,7 @@ describe('the packed packages', () => {
     expect(result.output).not.toContain('error TS');
     expect(result.code, result.output).toBe(0);
     // The declarations each resolution picked: .d.ts for import, .d.cts for require.
-    for (const name of ['core', 'hono', 'express']) {
+    for (const name of ['core', 'hono', 'express', 'redis']) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/${name}/dist/index.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
   });
@@ -290,13 +307,13 @@ describe('the packed packages', () => {
     }
     expect(result.output.match(/All good!/g)).toHaveLength(PACKAGES.length);
     expect(result.output.match(/No problems found/g)).toHaveLength(PACKAGES.length);
-    expect(result.output).toContain('check:packages: 4 packages, no problems');
+    expect(result.output).toContain(`check:packages: ${PACKAGES.length} packages, no problems`);
     expect(result.code, result.output).toBe(0);
   });
 });
 
 describe('the installed projects', () => {
-  it('resolved @mcp-fleet/hono and @mcp-fleet/express to the one installed core', async () => {
+  it('resolved @mcp-fleet/hono, @mcp-fleet/express and @mcp-fleet/redis to the one installed core', async () => {
     for (const dir of [esm, cjs]) {
       const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'));
       const cores = Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/@mcp-fleet/core'));

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   api,
   killLeftovers,
@@ -20,6 +20,7 @@ import {
   type Exit,
   type RunningServer,
 } from './support/reference-server.js';
+import { keysStartingWith, rawClient, REDIS_URL, withDatabase, withoutRedis } from './support/redis.js';
 
 afterEach(async () => {
   await killLeftovers();
@@ -196,8 +197,6 @@ describe('MCP_FLEET_STORE', () => {
   });
 
   it.each([
-    'redis://localhost:6379',
-    'rediss://cache.example.com:6380',
     'postgres://fleet:pw-hunter2-secret@db.example.com/fleet',
     'postgresql://fleet:pw-hunter2-secret@db.example.com/fleet',
   ])('%s exits 2: not available in this version', async (value) => {
@@ -209,6 +208,63 @@ describe('MCP_FLEET_STORE', () => {
     expect(exit.stdout + exit.stderr).not.toContain('hunter2');
     expect(exit.stdout).not.toContain('listening');
     expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
+  });
+
+  it.each(['redis://:pw-hunter2-secret@127.0.0.1:1', 'rediss://user:pw-hunter2-secret@127.0.0.1:1/2'])(
+    'a Redis that cannot be reached (%s) exits 2 within seconds, naming host and port, never the password',
+    async (value) => {
+      const cwd = await tempDir();
+      const started = Date.now();
+      const exit = await runToExit({ cwd, env: { MCP_FLEET_STORE: value } });
+      expect(Date.now() - started).toBeLessThan(8000);
+      expect(exit.code).toBe(2);
+      expect(exit.stderr).toMatch(/^mcp-fleet: MCP_FLEET_STORE: Cannot connect to Redis at 127\.0\.0\.1:1\b/m);
+      expect(exit.stderr).not.toMatch(/\n\s+at /);
+      expect(exit.stdout + exit.stderr).not.toContain('hunter2');
+      expect(exit.stdout).not.toContain('listening');
+      expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
+    },
+  );
+
+  describe.skipIf(withoutRedis('MCP_FLEET_STORE=redis://'))('redis:// (REDIS_URL, database 9)', () => {
+    // The server writes under the default prefix, `mcp-fleet:`; database 9 keeps that away from other data, and
+    // only the keys that appeared during this test are deleted afterwards.
+    const store = REDIS_URL === undefined ? '' : withDatabase(REDIS_URL, 9);
+    let before: Set<string>;
+    beforeAll(async () => {
+      before = new Set(await keysStartingWith('mcp-fleet:', store));
+    });
+    afterAll(async () => {
+      const client = await rawClient(store);
+      try {
+        const added = (await keysStartingWith('mcp-fleet:', store)).filter((key) => !before.has(key));
+        if (added.length > 0) await client.unlink(added);
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('keeps servers, keys and name claims across a restart, whatever the working directory', async () => {
+      // An account of this run's own, so that another run on the same database lists nothing of ours.
+      const account = `acme${randomBytes(4).toString('hex')}`;
+      const key = secret('acme');
+      const first = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: store, MCP_FLEET_API_KEYS: `${account}:pro:${key}` } });
+      expect(first.storeLabel).toBe(`redis ${new URL(store).hostname}:${new URL(store).port || '6379'}/9`);
+      const alpha = await create(first, key, httpServer('alpha', { authentication: { type: 'bearer', token: 'upstream-token-2' } }));
+      await create(first, key, httpServer('beta'));
+      expectCleanStop(await first.stop());
+
+      const cwd = await tempDir();
+      const second = await startServer({ cwd, env: { MCP_FLEET_STORE: store } });
+      expect(second.printedKeys).toEqual([]);
+      expect(await listNames(second, key)).toEqual(['alpha', 'beta']);
+      expect((await api(second.url, key, 'GET', `/servers/${alpha.id}`)).body.data).toMatchObject({ name: 'alpha', authentication: { type: 'bearer' } });
+      const again = await api(second.url, key, 'POST', '/servers', httpServer('alpha'));
+      expect(again.status).toBe(409);
+      expect(second.stdout() + second.stderr()).not.toContain('upstream-token-2');
+      expectCleanStop(await second.stop());
+      expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
+    });
   });
 
   it.each(['mysql://db/fleet', 'sqlite://', 'fleet.sqlite'])('an unknown or incomplete value (%s) exits 2', async (value) => {

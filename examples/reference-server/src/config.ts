@@ -1,6 +1,6 @@
 import { TIERS, type Tier } from '@mcp-fleet/core';
 
-export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string };
+export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
 
 export interface ServerConfig {
   host: string;
@@ -25,8 +25,13 @@ function parseStore(value: string | undefined): StoreConfig {
     if (path === '') throw new ConfigError('MCP_FLEET_STORE: sqlite:// needs a file path, e.g. sqlite://./data/fleet.sqlite');
     return { kind: 'sqlite', path };
   }
-  if (/^(redis|rediss|postgres|postgresql):\/\//.test(value)) {
-    throw new ConfigError('MCP_FLEET_STORE: Redis and PostgreSQL stores are not available in this version; use memory:// or sqlite://PATH');
+  if (/^rediss?:\/\//.test(value)) {
+    // Parsed here so that a malformed URL stops the start with a message that does not quote it (URL's would).
+    if (!URL.canParse(value)) throw new ConfigError('MCP_FLEET_STORE: not a valid redis:// URL; expected redis://[:password@]host[:port][/db]');
+    return { kind: 'redis', url: value };
+  }
+  if (/^(postgres|postgresql):\/\//.test(value)) {
+    throw new ConfigError('MCP_FLEET_STORE: PostgreSQL stores are not available in this version; use memory://, sqlite://PATH or redis://…');
   }
   throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH, redis://… or postgres://…');
 }

@@ -9,7 +9,12 @@ import { openStore } from './store.js';
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const store = await openStore(config.store);
-  const fleet = createFleet({ ...store.options, stdio: { commands: config.stdioCommands } });
+  // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
+  const fleet = createFleet({
+    ...store.options,
+    stdio: { commands: config.stdioCommands },
+    ...(store.rateLimits && { rateLimit: { store: store.rateLimits } }),
+  });
 
   for (const key of config.apiKeys) {
     (await fleet.keys.register(key)).match(
