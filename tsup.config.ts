@@ -12,7 +12,7 @@ const shared = {
 } satisfies Options;
 
 /** Each package builds on its own: its dependencies stay imports, never bundled in. */
-function pkg(name: string, external: string[]): Options {
+function pkg(name: string, external: (string | RegExp)[]): Options {
   return {
     ...shared,
     name,
@@ -24,7 +24,7 @@ function pkg(name: string, external: string[]): Options {
 }
 
 export default defineConfig([
-  pkg('core', ['keyv', 'zod', 'neverthrow']),
+  pkg('core', ['keyv', 'zod', 'neverthrow', 'undici', /^@modelcontextprotocol\//]),
   pkg('sqlite', ['@mcp-fleet/core', 'keyv', '@keyv/sqlite', 'sqlite3']),
   pkg('redis', ['@mcp-fleet/core', 'keyv', '@keyv/redis', '@redis/client']),
   pkg('hono', ['@mcp-fleet/core', 'hono']),

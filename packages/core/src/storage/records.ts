@@ -31,9 +31,10 @@ export class RecordStore {
     );
   }
 
-  set(key: string, value: unknown): ResultAsync<void, FleetError> {
+  /** Writes a record; with `ttlMs` the store lets it expire. */
+  set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
     return ResultAsync.fromPromise(
-      this.keyv.set(this.keyPrefix + key, value).then((written) => {
+      this.keyv.set(this.keyPrefix + key, value, ttlMs).then((written) => {
         if (written === false) throw new Error(`keyv refused to write ${key}`);
       }),
       storageUnavailable,
@@ -42,5 +43,13 @@ export class RecordStore {
 
   delete(key: string): ResultAsync<void, FleetError> {
     return ResultAsync.fromPromise(this.keyv.delete(this.keyPrefix + key).then(() => undefined), storageUnavailable);
+  }
+
+  deleteMany(keys: readonly string[]): ResultAsync<void, FleetError> {
+    if (keys.length === 0) return ResultAsync.fromSafePromise(Promise.resolve(undefined));
+    return ResultAsync.fromPromise(
+      this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)).then(() => undefined),
+      storageUnavailable,
+    );
   }
 }

@@ -1,0 +1,112 @@
+import Keyv from 'keyv';
+import { describe, expect, it } from 'vitest';
+import { RecordStore } from '../storage/records.js';
+import { type Attempt, formatPercent, HealthLog } from './health-log.js';
+
+const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
+
+function setup() {
+  let clock = T0;
+  const keyv = new Keyv({ throwOnErrors: true });
+  const log = new HealthLog(new RecordStore(keyv, 't:'), () => clock);
+  return {
+    log,
+    keyv,
+    advance: (ms: number) => {
+      clock += ms;
+    },
+    at: () => clock,
+  };
+}
+
+const probe = (at: number, ok: boolean, responseTimeMs = 12): Attempt => ({
+  kind: 'probe',
+  ok,
+  at,
+  responseTimeMs,
+  error: ok ? null : { code: 'UPSTREAM_UNREACHABLE', message: 'The server refused the connection.' },
+});
+const call = (at: number, ok: boolean): Attempt => ({ kind: 'call', ok, at, responseTimeMs: 5, error: null });
+
+describe('formatPercent', () => {
+  it.each([
+    [1, '100%'],
+    [0, '0%'],
+    [0.995, '99.5%'],
+    [2 / 3, '66.67%'],
+    [1 / 3, '33.33%'],
+    [0.5, '50%'],
+    [0.0001, '0.01%'],
+    [0.00001, '0%'],
+  ])('%s → %s', (share, text) => {
+    expect(formatPercent(share)).toBe(text);
+  });
+});
+
+describe('HealthLog', () => {
+  it('has no record before the first probe', async () => {
+    const { log } = setup();
+    expect((await log.read('srv_a'))._unsafeUnwrap()).toBeUndefined();
+  });
+
+  it('reports the latest probe and the shares of the last 24 hours', async () => {
+    const { log, at, advance } = setup();
+    await log.record('srv_a', probe(at(), true, 10));
+    advance(30_000);
+    await log.record('srv_a', probe(at(), true, 11));
+    advance(30_000);
+    await log.record('srv_a', probe(at(), false, 2000));
+    const record = (await log.read('srv_a'))._unsafeUnwrap();
+    expect(record).toEqual({
+      status: 'unhealthy',
+      response_time: 2000,
+      last_check: new Date(at()).toISOString(),
+      uptime: '66.67%',
+      error_rate: '33.33%',
+      error: { code: 'UPSTREAM_UNREACHABLE', message: 'The server refused the connection.' },
+    });
+  });
+
+  it('counts tool calls in error_rate but not in uptime, and keeps the latest probe as the status', async () => {
+    const { log, at } = setup();
+    await log.record('srv_a', probe(at(), true));
+    await log.record('srv_a', call(at(), false));
+    await log.record('srv_a', call(at(), false));
+    await log.record('srv_a', call(at(), true));
+    const record = (await log.read('srv_a'))._unsafeUnwrap();
+    expect(record).toMatchObject({ status: 'healthy', uptime: '100%', error_rate: '50%' });
+  });
+
+  it('forgets what is older than 24 hours', async () => {
+    const { log, at, advance } = setup();
+    await log.record('srv_a', probe(at(), false));
+    advance(24 * 60 * 60_000 + 10 * 60_000);
+    await log.record('srv_a', probe(at(), true));
+    expect((await log.read('srv_a'))._unsafeUnwrap()).toMatchObject({ uptime: '100%', error_rate: '0%' });
+  });
+
+  it('keeps servers apart, and forget() removes one server history', async () => {
+    const { log, at } = setup();
+    await log.record('srv_a', probe(at(), false));
+    await log.record('srv_b', probe(at(), true));
+    await log.forget('srv_a');
+    expect((await log.read('srv_a'))._unsafeUnwrap()).toBeUndefined();
+    expect((await log.read('srv_b'))._unsafeUnwrap()).toMatchObject({ uptime: '100%' });
+  });
+
+  it('loses no count under concurrent records in one process', async () => {
+    const { log, at } = setup();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => log.record('srv_a', probe(at(), i % 5 !== 0))));
+    expect((await log.read('srv_a'))._unsafeUnwrap()).toMatchObject({ uptime: '80%', error_rate: '20%' });
+  });
+
+  it('lets buckets expire in storage after a day', async () => {
+    const { log, at, keyv } = setup();
+    await log.record('srv_a', probe(at(), true));
+    const stored = [...(keyv.store as Map<string, string>).entries()].filter(([key]) => key.includes(':b:'));
+    expect(stored).toHaveLength(1);
+    const expires = JSON.parse(stored[0]?.[1] as string).expires as number;
+    expect(expires - Date.now()).toBeGreaterThan(24 * 60 * 60_000);
+    expect(expires - Date.now()).toBeLessThan(25 * 60 * 60_000);
+  });
+});

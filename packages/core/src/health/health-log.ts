@@ -1,0 +1,141 @@
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { RecordStore } from '../storage/records.js';
+import { KeyedMutex } from '../util/keyed-mutex.js';
+
+/** The upstream error of a failed probe or call: a code of CONTRACT "Health" and a message that quotes no body. */
+export interface UpstreamFailure {
+  code: string;
+  message: string;
+}
+
+/** One request the service made to a server: a probe, or (with tool calls) a call. */
+export interface Attempt {
+  kind: 'probe' | 'call';
+  ok: boolean;
+  /** When it ended, Unix ms. */
+  at: number;
+  /** Whole milliseconds. */
+  responseTimeMs: number;
+  error: UpstreamFailure | null;
+}
+
+/** The health record of CONTRACT "Health" (seed §2.5 plus `error`). */
+export interface HealthRecord {
+  status: 'healthy' | 'unhealthy';
+  response_time: number;
+  last_check: string;
+  uptime: string;
+  error_rate: string;
+  error: UpstreamFailure | null;
+}
+
+/** Counts of one five-minute bucket. */
+interface Bucket {
+  probes: number;
+  probesOk: number;
+  requests: number;
+  failures: number;
+}
+
+interface LastProbe {
+  ok: boolean;
+  response_time: number;
+  last_check: string;
+  error: UpstreamFailure | null;
+}
+
+const BUCKET_MS = 5 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
+/** Buckets are kept a little longer than the day they describe, then expire in storage. */
+const BUCKET_TTL_MS = DAY_MS + 2 * BUCKET_MS;
+
+const bucketKey = (serverId: string, index: number) => `health:${serverId}:b:${index}`;
+const lastKey = (serverId: string) => `health:${serverId}:last`;
+
+/** `0.995` → `"99.5%"`: up to two decimals, no trailing zeros. */
+export function formatPercent(share: number): string {
+  return `${Number((share * 100).toFixed(2))}%`;
+}
+
+/**
+ * What the service saw of each server over the last 24 hours, in five-minute buckets: a health request reads one
+ * `getMany` of 289 small records, whatever the probe rate. Updates of one server are serialized in this process;
+ * two processes probing one server at the same instant can lose one count (the monitor's lease keeps that rare).
+ */
+export class HealthLog {
+  private readonly mutex = new KeyedMutex();
+
+  constructor(
+    private readonly records: RecordStore,
+    private readonly now: () => number,
+  ) {}
+
+  /** Counts an attempt; a probe also becomes the server's latest. */
+  record(serverId: string, attempt: Attempt): ResultAsync<void, FleetError> {
+    const run = (): ResultAsync<void, FleetError> => {
+      const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
+      return this.records.get<Bucket>(key).andThen((found) => {
+        const bucket = found ?? { probes: 0, probesOk: 0, requests: 0, failures: 0 };
+        bucket.requests += 1;
+        if (!attempt.ok) bucket.failures += 1;
+        if (attempt.kind === 'probe') {
+          bucket.probes += 1;
+          if (attempt.ok) bucket.probesOk += 1;
+        }
+        const written = this.records.set(key, bucket, BUCKET_TTL_MS);
+        if (attempt.kind !== 'probe') return written;
+        const last: LastProbe = {
+          ok: attempt.ok,
+          response_time: attempt.responseTimeMs,
+          last_check: new Date(attempt.at).toISOString(),
+          error: attempt.error,
+        };
+        return written.andThen(() => this.records.set(lastKey(serverId), last));
+      });
+    };
+    return this.serialized(serverId, run);
+  }
+
+  /** The health record after the latest probe, or `undefined` before the first. */
+  read(serverId: string): ResultAsync<HealthRecord | undefined, FleetError> {
+    const now = this.now();
+    const newest = Math.floor(now / BUCKET_MS);
+    const oldest = Math.floor((now - DAY_MS) / BUCKET_MS);
+    const keys: string[] = [];
+    for (let index = oldest; index <= newest; index++) keys.push(bucketKey(serverId, index));
+    return this.records.get<LastProbe>(lastKey(serverId)).andThen((last) => {
+      if (last === undefined) return okAsync(undefined);
+      return this.records.getMany<Bucket>(keys).map((buckets) => {
+        const sum = { probes: 0, probesOk: 0, requests: 0, failures: 0 };
+        for (const bucket of buckets) {
+          if (bucket === undefined) continue;
+          sum.probes += bucket.probes;
+          sum.probesOk += bucket.probesOk;
+          sum.requests += bucket.requests;
+          sum.failures += bucket.failures;
+        }
+        return {
+          status: last.ok ? 'healthy' : 'unhealthy',
+          response_time: last.response_time,
+          last_check: last.last_check,
+          uptime: formatPercent(sum.probes === 0 ? 0 : sum.probesOk / sum.probes),
+          error_rate: formatPercent(sum.requests === 0 ? 0 : sum.failures / sum.requests),
+          error: last.error,
+        } satisfies HealthRecord;
+      });
+    });
+  }
+
+  /** Forgets a server's history (on delete). */
+  forget(serverId: string): ResultAsync<void, FleetError> {
+    const now = this.now();
+    const keys = [lastKey(serverId)];
+    for (let index = Math.floor((now - BUCKET_TTL_MS) / BUCKET_MS); index <= Math.floor(now / BUCKET_MS); index++) keys.push(bucketKey(serverId, index));
+    return this.serialized(serverId, () => this.records.deleteMany(keys));
+  }
+
+  private serialized(serverId: string, task: () => ResultAsync<void, FleetError>): ResultAsync<void, FleetError> {
+    return new ResultAsync(this.mutex.run(serverId, async () => await task()));
+  }
+}
