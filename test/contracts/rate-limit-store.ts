@@ -113,6 +113,15 @@ export function rateLimitStoreContract(
       expect(await store.consume([counter], expiresAt, 0)).toEqual({ allowed: true, counts: [2] });
     });
 
+    it('a cost-0 question creates no counter: the first real consume sets the expiry', async () => {
+      const counter = { key: key('question-first'), limit: 5 };
+      await store.consume([counter], clock.now() + 100, 0);
+      const expiresAt = clock.now() + 60_000;
+      expect(await store.consume([counter], expiresAt)).toEqual({ allowed: true, counts: [1] });
+      await clock.advance(250);
+      expect(await store.consume([counter], expiresAt, 0)).toEqual({ allowed: true, counts: [1] });
+    });
+
     it('counters start again at zero once expiresAt has passed', async () => {
       const counter = { key: key('window'), limit: 2 };
       const expiresAt = clock.now() + 200;

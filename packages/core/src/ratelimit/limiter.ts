@@ -1,8 +1,8 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import type { Principal, Tier } from '../auth/scopes.js';
 import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
-import type { RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
+import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 
 /** Requests per minute of each operation (seed §8.1, CONTRACT "Rate limits"); other operations: the tier limit alone. */
 export const DEFAULT_OPERATION_LIMITS: Readonly<Record<string, number>> = {
@@ -52,9 +52,19 @@ export interface RateLimitDecision {
   scope: RateLimitScope;
 }
 
-interface Counted {
-  counter: RateLimitCounter;
-  scope: RateLimitScope;
+interface Window {
+  /** The clock's time, Unix ms. */
+  now: number;
+  index: number;
+  /** Unix ms. */
+  end: number;
+}
+
+/** The counter keys of one account in the current window: `rl:{account}:tier:{window}` and `rl:{account}:op:{operation}:{window}`. */
+interface AccountKeys {
+  tier: string;
+  /** By operation; kept only while keys are cached. */
+  operations: Map<string, string> | undefined;
 }
 
 function positiveLimit(name: string, value: number): number {
@@ -71,6 +81,18 @@ export class RateLimiter {
   private readonly unauthenticated: number;
   private readonly failOpen: boolean;
   private readonly ownsStore: boolean;
+  /** The store when it is a plain MemoryRateLimitStore: decided synchronously, without a promise in between. */
+  private readonly memoryStore: MemoryRateLimitStore | undefined;
+  /**
+   * With a MemoryRateLimitStore: the counter keys of the current window, by account and by address. Building a key
+   * string and hashing it anew for every decision costs more than the count itself; the store meets the same string
+   * objects again, and holds them anyway. Cleared when the window changes, so they follow the live accounts as the
+   * store's counters do. Other stores keep their counters elsewhere: their keys are built for each decision, so
+   * that this process holds nothing per account for them.
+   */
+  private keysWindow = Number.NaN;
+  private readonly accountKeys = new Map<string, AccountKeys>();
+  private readonly addressKeys = new Map<string, string>();
 
   constructor(
     options: RateLimitOptions,
@@ -78,6 +100,9 @@ export class RateLimiter {
   ) {
     this.store = options.store ?? new MemoryRateLimitStore({ now });
     this.ownsStore = options.store === undefined;
+    // Only the class itself, or a subclass that keeps its `consume`: then `consume` is `consumeNow` in a promise.
+    this.memoryStore =
+      this.store instanceof MemoryRateLimitStore && this.store.consume === MemoryRateLimitStore.prototype.consume ? this.store : undefined;
     this.operations = new Map();
     for (const [name, limit] of Object.entries({ ...DEFAULT_OPERATION_LIMITS, ...options.operations })) {
       if (limit !== null && limit !== undefined) this.operations.set(name, positiveLimit(`operations["${name}"]`, limit));
@@ -97,27 +122,25 @@ export class RateLimiter {
    */
   admit(principal: Principal, operation: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
     const window = this.window();
-    const account = encodeURIComponent(principal.account);
-    const counted: Counted[] = [];
+    const keys = this.keysOf(principal.account, window);
     const operationLimit = operation === undefined ? undefined : this.operations.get(operation);
-    if (operationLimit !== undefined) {
-      counted.push({ scope: 'operation', counter: { key: `rl:${account}:op:${operation}:${window.index}`, limit: operationLimit } });
-    }
-    const tierLimit = this.accounts.get(principal.account) ?? this.tiers[principal.tier];
-    counted.push({ scope: 'tier', counter: { key: `rl:${account}:tier:${window.index}`, limit: tierLimit } });
-    return this.decide(counted, window, 1);
+    const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
+    const tier: RateLimitCounter = { key: keys.tier, limit: tierLimit };
+    if (operationLimit === undefined) return this.decide([tier], TIER_ONLY, window, 1, false);
+    const key = this.operationKey(keys, principal.account, operation as string, window);
+    return this.decide([{ key, limit: operationLimit }, tier], OPERATION_AND_TIER, window, 1, false);
   }
 
   /** Whether a client address may still try to authenticate (its 401 budget is not spent); consumes nothing. */
   checkAddress(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
-    return this.decide([this.addressCounter(address)], this.window(), 0).map((decision) =>
-      decision === null ? null : { ...decision, allowed: decision.remaining > 0 },
-    );
+    const window = this.window();
+    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 0, true);
   }
 
   /** Counts one 401 answer against the client address. */
   countFailure(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
-    return this.decide([this.addressCounter(address)], this.window(), 1);
+    const window = this.window();
+    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1, false);
   }
 
   /** The response headers of a decision. */
@@ -146,29 +169,111 @@ export class RateLimiter {
     if (this.ownsStore) await this.store.close?.();
   }
 
-  private addressCounter(address: string | undefined): Counted {
-    const window = this.window();
-    return { scope: 'address', counter: { key: `rl:addr:${encodeURIComponent(address ?? 'unknown')}:${window.index}`, limit: this.unauthenticated } };
+  private addressCounter(address: string | undefined, window: Window): RateLimitCounter {
+    const name = address ?? 'unknown';
+    let key = this.cacheKeys(window) ? this.addressKeys.get(name) : undefined;
+    if (key === undefined) {
+      key = `rl:addr:${encodeURIComponent(name)}:${window.index}`;
+      if (this.memoryStore !== undefined) this.addressKeys.set(name, key);
+    }
+    return { key, limit: this.unauthenticated };
   }
 
-  private window() {
-    const index = Math.floor(this.now() / WINDOW_MS);
-    return { index, end: (index + 1) * WINDOW_MS };
+  private keysOf(account: string, window: Window): AccountKeys {
+    let keys = this.cacheKeys(window) ? this.accountKeys.get(account) : undefined;
+    if (keys === undefined) {
+      keys = { tier: `rl:${encodeURIComponent(account)}:tier:${window.index}`, operations: undefined };
+      if (this.memoryStore !== undefined) this.accountKeys.set(account, keys);
+    }
+    return keys;
   }
 
-  private decide(counted: Counted[], window: { end: number }, cost: number): ResultAsync<RateLimitDecision | null, FleetError> {
-    const counters = counted.map((c) => c.counter);
-    return ResultAsync.fromPromise(this.store.consume(counters, window.end, cost), storageUnavailable)
-      .map(({ allowed, counts }) => {
-        let binding: RateLimitDecision | undefined;
-        counted.forEach(({ counter, scope }, i) => {
-          const remaining = Math.max(0, counter.limit - (counts[i] ?? 0));
-          if (binding === undefined || remaining < binding.remaining || (remaining === binding.remaining && counter.limit < binding.limit)) {
-            binding = { allowed, limit: counter.limit, remaining, reset: window.end / 1000, scope };
-          }
-        });
-        return binding as RateLimitDecision;
-      })
-      .orElse((error) => (this.failOpen ? okAsync(null) : errAsync(error)));
+  private operationKey(keys: AccountKeys, account: string, operation: string, window: Window): string {
+    let key = keys.operations?.get(operation);
+    if (key === undefined) {
+      key = `rl:${encodeURIComponent(account)}:op:${operation}:${window.index}`;
+      if (this.memoryStore !== undefined) (keys.operations ??= new Map()).set(operation, key);
+    }
+    return key;
   }
+
+  /** Whether keys are cached (the store is in memory); forgets the keys of other windows. */
+  private cacheKeys(window: Window): boolean {
+    if (this.memoryStore === undefined) return false;
+    if (window.index !== this.keysWindow) {
+      this.accountKeys.clear();
+      this.addressKeys.clear();
+      this.keysWindow = window.index;
+    }
+    return true;
+  }
+
+  private window(): Window {
+    const now = this.now();
+    const index = Math.floor(now / WINDOW_MS);
+    return { now, index, end: (index + 1) * WINDOW_MS };
+  }
+
+  /**
+   * One atomic consume of `counters`, and the binding limit of its outcome. `probe`: a question, not a request (cost
+   * 0): allowed while the binding limit has some left. A plain MemoryRateLimitStore decides synchronously here, with
+   * the same outcome as its `consume`; any other store through its promise.
+   */
+  private decide(
+    counters: RateLimitCounter[],
+    scopes: readonly RateLimitScope[],
+    window: Window,
+    cost: number,
+    probe: boolean,
+  ): ResultAsync<RateLimitDecision | null, FleetError> {
+    if (this.memoryStore !== undefined) {
+      let result: ConsumeResult;
+      try {
+        // A store the limiter made runs on the limiter's clock: the time just read serves both.
+        result = this.ownsStore
+          ? this.memoryStore.consumeAt(window.now, counters, window.end, cost)
+          : this.memoryStore.consumeNow(counters, window.end, cost);
+      } catch (cause) {
+        return this.failOpen ? okAsync(null) : errAsync(storageUnavailable(cause));
+      }
+      return okAsync(binding(counters, scopes, window, result, probe));
+    }
+    return new ResultAsync(
+      this.store.consume(counters, window.end, cost).then(
+        (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, probe)),
+        (cause: unknown): Result<RateLimitDecision | null, FleetError> => (this.failOpen ? ok(null) : err(storageUnavailable(cause))),
+      ),
+    );
+  }
+}
+
+const TIER_ONLY: readonly RateLimitScope[] = ['tier'];
+const OPERATION_AND_TIER: readonly RateLimitScope[] = ['operation', 'tier'];
+const ADDRESS: readonly RateLimitScope[] = ['address'];
+
+/** The limit that binds: the one with the fewest remaining (ties: the smaller limit). */
+function binding(
+  counters: readonly RateLimitCounter[],
+  scopes: readonly RateLimitScope[],
+  window: Window,
+  { allowed, counts }: ConsumeResult,
+  probe: boolean,
+): RateLimitDecision {
+  let best = -1;
+  let bestRemaining = 0;
+  for (let i = 0; i < counters.length; i++) {
+    const { limit } = counters[i] as RateLimitCounter;
+    const remaining = Math.max(0, limit - (counts[i] ?? 0));
+    if (best < 0 || remaining < bestRemaining || (remaining === bestRemaining && limit < (counters[best] as RateLimitCounter).limit)) {
+      best = i;
+      bestRemaining = remaining;
+    }
+  }
+  return {
+    allowed: probe ? bestRemaining > 0 : allowed,
+    limit: (counters[best] as RateLimitCounter).limit,
+    remaining: bestRemaining,
+    reset: window.end / 1000,
+    scope: scopes[best] as RateLimitScope,
+  };
 }

@@ -29,7 +29,15 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** The same decision, synchronously: for callers in this process that want no promise in between. */
   consumeNow(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): ConsumeResult {
-    const now = this.now();
+    return this.consumeAt(this.now(), counters, expiresAt, cost);
+  }
+
+  /**
+   * The same decision at `now`, a time the caller has just read from this store's own clock (the rate limiter that
+   * made the store reads it once per decision, not twice).
+   * @internal
+   */
+  consumeAt(now: number, counters: readonly RateLimitCounter[], expiresAt: number, cost: number): ConsumeResult {
     if (now >= this.nextSweep) this.sweep(now, expiresAt);
     const live: Counter[] = [];
     let allowed = true;
@@ -37,7 +45,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
       let counter = this.counters.get(key);
       if (counter === undefined || counter.expiresAt <= now) {
         counter = { count: 0, expiresAt };
-        this.counters.set(key, counter);
+        // A question (cost 0) creates nothing: the 401-budget check of every request would otherwise keep an entry
+        // per client address.
+        if (cost > 0) this.counters.set(key, counter);
       }
       live.push(counter);
       if (counter.count + cost > limit) allowed = false;

@@ -1,0 +1,38 @@
+// `npm run bench`: builds first (see package.json), then runs each section in its own node process and prints a
+// summary of the ratios. Every figure is a ratio against a baseline measured in this same run, never a number to
+// compare across runs or machines. See bench/README.md.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { fmtRatio, pad, verdict } from './stats.mjs';
+
+const started = Date.now();
+
+/** Runs a section in a fresh process (own heap, own JIT) and returns what it sent back. */
+function section(file, execArgv = []) {
+  return new Promise((resolve, reject) => {
+    const proc = fork(fileURLToPath(new URL(file, import.meta.url)), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let result;
+    proc.on('message', (message) => {
+      if (message.type === 'result') result = message.result;
+    });
+    proc.once('exit', (code) => (code === 0 && result !== undefined ? resolve(result) : reject(new Error(`${file} failed (exit ${code})`))));
+  });
+}
+
+console.log(`mcp-fleet benchmarks — node ${process.version}, ${(await import('node:os')).cpus().length} CPUs, ${new Date().toISOString()}`);
+const limiter = await section('./limiter.mjs', ['--expose-gc']);
+const http = await section('./http.mjs');
+
+const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
+console.log('\n== Summary (each ratio compares two variants measured alternately in this run; medians of per-round ratios)');
+for (const [name, r] of [
+  ['1a nothing refused', limiter.allowed],
+  ['1b most refused', limiter.refused],
+]) {
+  line(`${name}: store, as the limiter drives it / rlf consume`, r['store/rlf'], verdict(r['store/rlf'], 1));
+  line(`${name}: RateLimiter.admit / rlf consume`, r['admit/rlf'], verdict(r['admit/rlf'], 1));
+  line(`${name}: RateLimiter.admit / rlf two consumes (same job)`, r['admit/rlf2'], '(information)');
+}
+line('2 GET /v1/servers req/s, limits ON / OFF', http.ratio, verdict(http.ratio, 0.9));
+line('2 server CPU per request, OFF / ON', http.cpuRatio, '(information)');
+console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);

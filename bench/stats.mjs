@@ -1,0 +1,40 @@
+// Small helpers shared by the benchmarks: medians, ratios and fixed-width formatting.
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+export const min = (values) => Math.min(...values);
+export const max = (values) => Math.max(...values);
+
+/** 1234567 -> "1,234,567" */
+export function fmtInt(n) {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** 1.2345 -> "1.23×" */
+export function fmtRatio(r) {
+  return `${r.toFixed(2)}×`;
+}
+
+export function pad(text, width) {
+  const s = String(text);
+  return s.length >= width ? s : s + ' '.repeat(width - s.length);
+}
+
+export function padLeft(text, width) {
+  const s = String(text);
+  return s.length >= width ? s : ' '.repeat(width - s.length) + s;
+}
+
+/** Runs `gc()` when node was started with --expose-gc, so one variant's garbage is not collected on another's time. */
+export function collect() {
+  if (typeof globalThis.gc === 'function') globalThis.gc();
+}
+
+/** `target` met? A mark for the summary lines. */
+export function verdict(ratio, target) {
+  return ratio >= target ? `meets target ≥ ${target}×` : `MISSES target ≥ ${target}×`;
+}
