@@ -1,10 +1,12 @@
 import Keyv from 'keyv';
 import type { ResultAsync } from 'neverthrow';
 import { ApiKeys } from './auth/api-keys.js';
-import type { FleetError } from './errors/fleet-error.js';
+import { FleetError } from './errors/fleet-error.js';
 import { type Authenticate, createHandler, type ErrorHook, type FleetHandler } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import { buildRoutes } from './http/routes.js';
+import { EventBus } from './events/bus.js';
+import { HealthLog } from './health/health-log.js';
 import { RateLimiter, type RateLimitOptions } from './ratelimit/limiter.js';
 import { type ListServersQuery, ServerRegistry } from './registry/registry.js';
 import { type ServerPatch, type ServerInput, ServerValidator } from './registry/schema.js';
@@ -73,6 +75,8 @@ export interface Fleet {
   readonly servers: ServersApi;
   readonly keys: ApiKeys;
   readonly toolCalls: ToolCallsApi;
+  /** Changes as they land: `server.created`, `server.updated`, `server.deleted`, `server.health_changed`. */
+  readonly events: Pick<EventBus, 'on'>;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
   /** Stops what the fleet started. Storage passed in stays open: it is the caller's to close. */
@@ -111,7 +115,16 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
   const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands: options.stdio?.commands ?? [] });
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS });
+  const onError = options.onError ?? defaultOnError;
+  const events = new EventBus((cause, type) =>
+    onError(new FleetError('INTERNAL_ERROR', { message: `A listener of ${type} failed.`, cause }), { requestId: '-', method: 'EVENT', path: type }),
+  );
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, events });
+  const healthLog = new HealthLog(records, now);
+  // CONTRACT: a deleted server's health history goes with it (its buckets would expire within a day anyway).
+  events.on('server.deleted', ({ server }) => {
+    void healthLog.forget(server.id);
+  });
   const keys = new ApiKeys(records, index, now);
   const toolCallLog = new ToolCallLog(records, index);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now);
@@ -122,13 +135,14 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     bodyLimit,
     authenticate: options.authenticate,
     limiter,
-    onError: options.onError ?? defaultOnError,
+    onError,
     now,
   });
   const page = (query: Partial<PageQuery> = {}) => ({ page: query.page ?? 1, limit: query.limit ?? 50 });
 
   return {
     prefix,
+    events,
     keys,
     handle,
     servers: {

@@ -18,6 +18,8 @@ export interface Attempt {
   /** Whole milliseconds. */
   responseTimeMs: number;
   error: UpstreamFailure | null;
+  /** Probes: the protocol revision family that answered, remembered for the next probe. */
+  era?: string | undefined;
 }
 
 /** The health record of CONTRACT "Health" (seed §2.5 plus `error`). */
@@ -40,6 +42,7 @@ interface Bucket {
 
 interface LastProbe {
   ok: boolean;
+  era?: string | undefined;
   response_time: number;
   last_check: string;
   error: UpstreamFailure | null;
@@ -75,7 +78,7 @@ export class HealthLog {
   record(serverId: string, attempt: Attempt): ResultAsync<void, FleetError> {
     const run = (): ResultAsync<void, FleetError> => {
       const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
-      return this.records.get<Bucket>(key).andThen((found) => {
+      const counted = this.records.get<Bucket>(key).andThen((found) => {
         const bucket = found ?? { probes: 0, probesOk: 0, requests: 0, failures: 0 };
         bucket.requests += 1;
         if (!attempt.ok) bucket.failures += 1;
@@ -83,18 +86,28 @@ export class HealthLog {
           bucket.probes += 1;
           if (attempt.ok) bucket.probesOk += 1;
         }
-        const written = this.records.set(key, bucket, BUCKET_TTL_MS);
-        if (attempt.kind !== 'probe') return written;
-        const last: LastProbe = {
-          ok: attempt.ok,
-          response_time: attempt.responseTimeMs,
-          last_check: new Date(attempt.at).toISOString(),
-          error: attempt.error,
-        };
-        return written.andThen(() => this.records.set(lastKey(serverId), last));
+        return this.records.set(key, bucket, BUCKET_TTL_MS);
       });
+      if (attempt.kind !== 'probe') return counted;
+      return counted
+        .andThen(() => this.records.get<LastProbe>(lastKey(serverId)))
+        .andThen((previous) =>
+          this.records.set(lastKey(serverId), {
+            ok: attempt.ok,
+            // A failed probe learns nothing of the era: keep the one that last answered.
+            era: attempt.era ?? previous?.era,
+            response_time: attempt.responseTimeMs,
+            last_check: new Date(attempt.at).toISOString(),
+            error: attempt.error,
+          } satisfies LastProbe),
+        );
     };
     return this.serialized(serverId, run);
+  }
+
+  /** The protocol era the server last answered with, if any. */
+  eraOf(serverId: string): ResultAsync<string | undefined, FleetError> {
+    return this.records.get<LastProbe>(lastKey(serverId)).map((last) => last?.era);
   }
 
   /** The health record after the latest probe, or `undefined` before the first. */

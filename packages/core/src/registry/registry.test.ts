@@ -1,5 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
+import { EventBus, type FleetEventType } from '../events/bus.js';
 import { createFleet } from '../fleet.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import { IndexCalls } from '../storage/index-calls.js';
@@ -96,7 +97,17 @@ function setup(options: { batched?: boolean } = {}) {
   const store = options.batched ? new BatchedFlakyStore() : new FlakyStore();
   const keyv = new Keyv({ store, throwOnErrors: true });
   const index = new FlakyIndex(new MemoryIndexStore({ now }));
+  const events = new EventBus((error) => {
+    throw error;
+  });
+  const emitted: { type: FleetEventType; event: unknown }[] = [];
+  for (const type of ['server.created', 'server.updated', 'server.deleted'] as const) {
+    events.on(type, (event) => {
+      emitted.push({ type, event });
+    });
+  }
   const registry = new ServerRegistry({
+    events,
     records: new RecordStore(keyv, 'mcp-fleet:'),
     index: new IndexCalls(index),
     validator: new ServerValidator({ stdioCommands: ['node'] }),
@@ -107,6 +118,7 @@ function setup(options: { batched?: boolean } = {}) {
     registry,
     store,
     index,
+    emitted,
     advance: (ms: number) => {
       clock += ms;
     },
@@ -589,5 +601,27 @@ describe('ServerRegistry', () => {
       expect(JSON.stringify(listed)).not.toContain('SECRET-XYZ');
       expect(listed.pagination).toEqual({ page: 1, limit: 50, total: 1, pages: 1 });
     });
+  });
+});
+
+describe('ServerRegistry events', () => {
+  it('announces each change that landed, with the redacted view only', async () => {
+    const { registry, emitted } = setup();
+    const server = await created(registry, 'acme', http('events', { authentication: { type: 'bearer', token: 'TOKEN-XYZ' } }));
+    await registry.update('acme', server.id, { timeout: 5000 });
+    await registry.delete('acme', server.id);
+    expect(emitted.map((e) => e.type)).toEqual(['server.created', 'server.updated', 'server.deleted']);
+    expect(emitted[1]?.event).toMatchObject({ account: 'acme', server: { id: server.id, timeout: 5000, authentication: { type: 'bearer' } } });
+    expect(JSON.stringify(emitted)).not.toContain('TOKEN-XYZ');
+  });
+
+  it('announces nothing for a refused change', async () => {
+    const { registry, emitted } = setup();
+    const server = await created(registry, 'acme', http('taken'));
+    emitted.length = 0;
+    expect((await registry.create('acme', http('taken'))).isErr()).toBe(true);
+    expect((await registry.update('acme', server.id, { timeout: -1 })).isErr()).toBe(true);
+    expect((await registry.delete('other', server.id)).isErr()).toBe(true);
+    expect(emitted).toEqual([]);
   });
 });

@@ -7,7 +7,8 @@ import { newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
-import type { ServerRecord } from './views.js';
+import type { EventBus } from '../events/bus.js';
+import { type ServerRecord, toDetail } from './views.js';
 
 export interface ListServersQuery extends PageQuery {
   type?: ServerType;
@@ -24,6 +25,8 @@ export interface RegistryDeps {
    * two storage writes). Longer than any write sequence takes; shorter than anyone would wait for a freed name.
    */
   claimGraceMs: number;
+  /** Told of every change that landed. */
+  events: EventBus;
 }
 
 const recordKey = (id: string) => `server:${id}`;
@@ -103,7 +106,10 @@ export class ServerRegistry {
         // The record was written but never listed or named: remove it so nothing half-made remains.
         records.delete(recordKey(record.id)).andThen(() => errAsync(error)),
       )
-      .map(() => record);
+      .map(() => {
+        this.deps.events.emit('server.created', { account, server: toDetail(record) });
+        return record;
+      });
   }
 
   get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
@@ -126,6 +132,7 @@ export class ServerRegistry {
         if (newName === oldName) {
           yield* self.deps.records.set(recordKey(id), next);
           yield* self.commitQuietly(changes);
+          self.deps.events.emit('server.updated', { account, server: toDetail(next) });
           return ok(next);
         }
         yield* self.claimName(next, {});
@@ -133,6 +140,7 @@ export class ServerRegistry {
           self.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
         );
         yield* self.commitQuietly({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] });
+        self.deps.events.emit('server.updated', { account, server: toDetail(next) });
         return ok(next);
       });
     });
@@ -149,7 +157,10 @@ export class ServerRegistry {
               releases: [{ key: nameKey(account, record.config.name), owner: id }],
             }),
           )
-          .map(() => ({ id, deleted: true as const })),
+          .map(() => {
+            this.deps.events.emit('server.deleted', { account, server: toDetail(record) });
+            return { id, deleted: true as const };
+          }),
       ),
     );
   }

@@ -1,0 +1,78 @@
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { EventBus } from '../events/bus.js';
+import type { ServerRegistry } from '../registry/registry.js';
+import { type ServerRecord, toDetail } from '../registry/views.js';
+import type { HealthLog, HealthRecord, UpstreamFailure } from './health-log.js';
+
+/** What one probe found. A prober never throws: every failure is an outcome with an upstream error code. */
+export interface ProbeOutcome {
+  ok: boolean;
+  /** The protocol revision family that answered (`2025` or `2026-07-28`), remembered for the next probe. */
+  era: string | undefined;
+  responseTimeMs: number;
+  error: UpstreamFailure | null;
+}
+
+/** Probes one server now, over its transport, with its authentication, within its `timeout`. */
+export type Prober = (server: ServerRecord, rememberedEra: string | undefined) => Promise<ProbeOutcome>;
+
+export interface HealthServiceDeps {
+  registry: ServerRegistry;
+  log: HealthLog;
+  prober: Prober;
+  events: EventBus;
+  now: () => number;
+}
+
+/** Runs probes, records them, moves the server's `health`, and announces changes. */
+export class HealthService {
+  constructor(private readonly deps: HealthServiceDeps) {}
+
+  /** Probes the server now and answers its health record (the probe itself counted). */
+  check(account: string, id: string): ResultAsync<HealthRecord, FleetError> {
+    const { registry, log, prober, events } = this.deps;
+    return registry.get(account, id).andThen((server) =>
+      log.eraOf(id).andThen((era) =>
+        this.probe(server, era).andThen((outcome) =>
+          log
+            .record(id, { kind: 'probe', ok: outcome.ok, at: this.deps.now(), responseTimeMs: outcome.responseTimeMs, error: outcome.error, era: outcome.era })
+            .andThen(() => registry.setHealth(account, id, outcome.ok ? 'healthy' : 'unhealthy'))
+            .map((updated) => {
+              if (updated.health !== server.health) {
+                events.emit('server.health_changed', { account, server: toDetail(updated), previous: server.health, current: updated.health, error: outcome.error });
+              }
+            })
+            .andThen(() => log.read(id))
+            .andThen((record) => (record === undefined ? okAsync(fallback(outcome, this.deps.now())) : okAsync(record))),
+        ),
+      ),
+    );
+  }
+
+  private probe(server: ServerRecord, era: string | undefined): ResultAsync<ProbeOutcome, FleetError> {
+    const started = this.deps.now();
+    const outcome = this.deps.prober(server, era).catch(
+      (): ProbeOutcome => ({
+        ok: false,
+        era,
+        responseTimeMs: Math.max(0, Math.round(this.deps.now() - started)),
+        // A prober bug must not become a 500 that hides the server's state; it is a failed probe.
+        error: { code: 'UPSTREAM_PROTOCOL_ERROR', message: 'The probe failed unexpectedly.' },
+      }),
+    );
+    return ResultAsync.fromSafePromise(outcome);
+  }
+}
+
+/** Unreachable in practice (the record was just written); keeps the answer whole if storage lost it. */
+function fallback(outcome: ProbeOutcome, now: number): HealthRecord {
+  return {
+    status: outcome.ok ? 'healthy' : 'unhealthy',
+    response_time: outcome.responseTimeMs,
+    last_check: new Date(now).toISOString(),
+    uptime: outcome.ok ? '100%' : '0%',
+    error_rate: outcome.ok ? '0%' : '100%',
+    error: outcome.error,
+  };
+}
