@@ -51,3 +51,7 @@ export {
 } from './ratelimit/limiter.js';
 export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';
+
+export { EventBus, type FleetEventListener, type FleetEventMap, type FleetEventType } from './events/bus.js';
+export { formatPercent, type Attempt, type HealthRecord, type UpstreamFailure } from './health/health-log.js';
+export type { ProbeOutcome, Prober } from './health/health-service.js';
