@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { killLeftovers, removeTempDirs, startServer, tempDir } from './support/reference-server.js';
-import { keysStartingWith, rawClient, REDIS_URL, withDatabase, withoutRedis } from './support/redis.js';
+import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 /**
  * CONTRACT "Rate limits": N processes sharing one Redis admit exactly the limit, never more.
@@ -10,22 +10,10 @@ import { keysStartingWith, rawClient, REDIS_URL, withDatabase, withoutRedis } fr
 describe.skipIf(withoutRedis('rate limits across processes'))('rate limits across two reference servers on one Redis', () => {
   // Database 10: the reference-server suite cleans up database 9 while it runs.
   const store = REDIS_URL === undefined ? '' : withDatabase(REDIS_URL, 10);
-  let before: Set<string>;
-  beforeAll(async () => {
-    before = new Set(await keysStartingWith('mcp-fleet:', store));
-  });
+  removeKeysAddedDuring(store);
   afterEach(async () => {
     await killLeftovers();
     await removeTempDirs();
-  });
-  afterAll(async () => {
-    const client = await rawClient(store);
-    try {
-      const added = (await keysStartingWith('mcp-fleet:', store)).filter((key) => !before.has(key));
-      if (added.length > 0) await client.unlink(added);
-    } finally {
-      await client.close();
-    }
   });
 
   it('admits exactly the free tier (60) of 90 concurrent requests, whichever process answers', async () => {

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   api,
   killLeftovers,
@@ -20,7 +20,7 @@ import {
   type Exit,
   type RunningServer,
 } from './support/reference-server.js';
-import { keysStartingWith, rawClient, REDIS_URL, withDatabase, withoutRedis } from './support/redis.js';
+import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 afterEach(async () => {
   await killLeftovers();
@@ -230,19 +230,7 @@ describe('MCP_FLEET_STORE', () => {
     // The server writes under the default prefix, `mcp-fleet:`; database 9 keeps that away from other data, and
     // only the keys that appeared during this test are deleted afterwards.
     const store = REDIS_URL === undefined ? '' : withDatabase(REDIS_URL, 9);
-    let before: Set<string>;
-    beforeAll(async () => {
-      before = new Set(await keysStartingWith('mcp-fleet:', store));
-    });
-    afterAll(async () => {
-      const client = await rawClient(store);
-      try {
-        const added = (await keysStartingWith('mcp-fleet:', store)).filter((key) => !before.has(key));
-        if (added.length > 0) await client.unlink(added);
-      } finally {
-        await client.close();
-      }
-    });
+    removeKeysAddedDuring(store);
 
     it('keeps servers, keys and name claims across a restart, whatever the working directory', async () => {
       // An account of this run's own, so that another run on the same database lists nothing of ours.

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createClient } from '@redis/client';
+import { afterAll, beforeAll } from 'vitest';
 
 export const REDIS_URL: string | undefined = process.env.REDIS_URL || undefined;
 
@@ -63,4 +64,25 @@ export async function deleteKeys(prefix: string, url = REDIS_URL as string): Pro
   } finally {
     await client.close();
   }
+}
+
+/**
+ * For a suite whose servers write under the default prefix into a database of `url`: remembers the keys there
+ * before the suite and, after it, deletes only the keys that appeared meanwhile. Call inside the describe block.
+ */
+export function removeKeysAddedDuring(url: string, prefix = 'mcp-fleet:'): void {
+  let before = new Set<string>();
+  beforeAll(async () => {
+    before = new Set(await keysStartingWith(prefix, url));
+  });
+  afterAll(async () => {
+    const added = (await keysStartingWith(prefix, url)).filter((key) => !before.has(key));
+    if (added.length === 0) return;
+    const client = await rawClient(url);
+    try {
+      await client.unlink(added);
+    } finally {
+      await client.close();
+    }
+  });
 }
