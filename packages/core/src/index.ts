@@ -55,3 +55,45 @@ export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './rateli
 export { EventBus, type FleetEventListener, type FleetEventMap, type FleetEventType } from './events/bus.js';
 export { formatPercent, type Attempt, type HealthRecord, type UpstreamFailure } from './health/health-log.js';
 export type { ProbeOutcome, Prober } from './health/health-service.js';
+
+export {
+  createStdioSupervisor,
+  isStdioError,
+  STDIO_ERROR_CODES,
+  StdioError,
+  type CrashBackoffOptions,
+  type StdioChannel,
+  type StdioErrorCode,
+  type StdioExit,
+  type StdioExitReason,
+  type StdioProcessConfig,
+  type StdioProcessInfo,
+  type StdioSupervisor,
+  type StdioSupervisorOptions,
+} from './stdio/supervisor.js';
+export { StdioChannelTransport, type StdioChannelTransportOptions } from './stdio/stdio-transport.js';
+
+export {
+  classifyAddress,
+  createAddressPolicy,
+  type AddressClass,
+  type AddressPolicy,
+  type AddressPolicyOptions,
+  type BlockedRange,
+} from './net/address-policy.js';
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  createGuardedAgent,
+  isGuardedAgent,
+  type GuardedAgentOptions,
+  type HostnameResolver,
+} from './net/guarded-agent.js';
+export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
+export {
+  UPSTREAM_ERROR_CODES,
+  UpstreamError,
+  classifyUndiciError,
+  isUpstreamError,
+  isUpstreamErrorCode,
+  type UpstreamErrorCode,
+} from './net/upstream-error.js';

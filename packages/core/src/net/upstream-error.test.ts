@@ -1,0 +1,94 @@
+import { errors } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { isErrorCode } from '../errors/codes.js';
+import {
+  UPSTREAM_ERROR_CODES,
+  UpstreamError,
+  classifyUndiciError,
+  destinationNotAllowed,
+  isUpstreamErrorCode,
+} from './upstream-error.js';
+
+/** How undici's fetch reports a failure: a bare TypeError with the real error as its cause. */
+const fetchFailed = (cause: unknown) => new TypeError('fetch failed', { cause });
+const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
+
+describe('UpstreamError', () => {
+  it('has exactly the upstream codes of CONTRACT.md "Health", none of them an HTTP answer code', () => {
+    expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
+      ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_AUTH_FAILED', 'UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_TIMEOUT', 'UPSTREAM_UNREACHABLE'].sort(),
+    );
+    for (const code of Object.keys(UPSTREAM_ERROR_CODES)) {
+      expect(isUpstreamErrorCode(code)).toBe(true);
+      expect(isErrorCode(code)).toBe(false);
+    }
+    expect(isUpstreamErrorCode('toString')).toBe(false);
+    expect(isUpstreamErrorCode('INTERNAL_ERROR')).toBe(false);
+  });
+
+  it('serializes as { code, message } and keeps the cause out of it', () => {
+    const cause = new Error('<html>upstream body</html>');
+    const error = new UpstreamError('UPSTREAM_PROTOCOL_ERROR', { cause });
+    expect(error.cause).toBe(cause);
+    expect(error.name).toBe('UpstreamError');
+    expect(JSON.parse(JSON.stringify(error))).toEqual({ code: 'UPSTREAM_PROTOCOL_ERROR', message: UPSTREAM_ERROR_CODES.UPSTREAM_PROTOCOL_ERROR });
+  });
+
+  it('the refusal names no address', () => {
+    const error = destinationNotAllowed();
+    expect(error.code).toBe('DESTINATION_NOT_ALLOWED');
+    expect(error.message).not.toMatch(/\d+\.\d+\.\d+\.\d+|::/);
+  });
+});
+
+describe('classifyUndiciError', () => {
+  const cases: [string, unknown, string][] = [
+    ['the guard refusal inside fetch failed', fetchFailed(destinationNotAllowed()), 'DESTINATION_NOT_ALLOWED'],
+    ['a refusal-shaped error from another copy of this module', fetchFailed(withCode('DESTINATION_NOT_ALLOWED')), 'DESTINATION_NOT_ALLOWED'],
+    ['ECONNREFUSED', fetchFailed(withCode('ECONNREFUSED')), 'UPSTREAM_UNREACHABLE'],
+    ['ENOTFOUND', fetchFailed(withCode('ENOTFOUND')), 'UPSTREAM_UNREACHABLE'],
+    ['EAI_AGAIN', fetchFailed(withCode('EAI_AGAIN')), 'UPSTREAM_UNREACHABLE'],
+    ['ECONNRESET', fetchFailed(withCode('ECONNRESET')), 'UPSTREAM_UNREACHABLE'],
+    ['a socket closed by the other side', fetchFailed(new errors.SocketError('other side closed')), 'UPSTREAM_UNREACHABLE'],
+    ['a certificate that does not match', fetchFailed(withCode('ERR_TLS_CERT_ALTNAME_INVALID')), 'UPSTREAM_UNREACHABLE'],
+    ['a self-signed certificate', fetchFailed(withCode('DEPTH_ZERO_SELF_SIGNED_CERT')), 'UPSTREAM_UNREACHABLE'],
+    ['undici connect timeout', fetchFailed(new errors.ConnectTimeoutError()), 'UPSTREAM_TIMEOUT'],
+    ['undici headers timeout', fetchFailed(new errors.HeadersTimeoutError()), 'UPSTREAM_TIMEOUT'],
+    ['undici body timeout', fetchFailed(new errors.BodyTimeoutError()), 'UPSTREAM_TIMEOUT'],
+    ['ETIMEDOUT', fetchFailed(withCode('ETIMEDOUT')), 'UPSTREAM_TIMEOUT'],
+    ['AbortSignal.timeout', new DOMException('The operation was aborted due to timeout', 'TimeoutError'), 'UPSTREAM_TIMEOUT'],
+    ['an abort', new DOMException('This operation was aborted', 'AbortError'), 'UPSTREAM_TIMEOUT'],
+    ['happy eyeballs: refused and timed out', fetchFailed(new AggregateError([withCode('ECONNREFUSED'), withCode('ETIMEDOUT')])), 'UPSTREAM_TIMEOUT'],
+    ['happy eyeballs: all refused', fetchFailed(new AggregateError([withCode('ECONNREFUSED'), withCode('ENETUNREACH')])), 'UPSTREAM_UNREACHABLE'],
+    ['an HTTP parse error', fetchFailed(withCode('HPE_INVALID_CONSTANT')), 'UPSTREAM_PROTOCOL_ERROR'],
+    ['a content-length mismatch', fetchFailed(new errors.ResponseContentLengthMismatchError()), 'UPSTREAM_PROTOCOL_ERROR'],
+    ['an unknown error', new Error('something'), 'UPSTREAM_UNREACHABLE'],
+    ['a thrown string', 'boom', 'UPSTREAM_UNREACHABLE'],
+    ['undefined', undefined, 'UPSTREAM_UNREACHABLE'],
+  ];
+
+  it.each(cases)('%s', (_name, error, code) => {
+    const classified = classifyUndiciError(error);
+    expect(classified).toBeInstanceOf(UpstreamError);
+    expect(classified.code).toBe(code);
+    expect(classified.message).toBe(UPSTREAM_ERROR_CODES[classified.code]);
+    expect(classified.cause).toBe(error);
+  });
+
+  it('returns an UpstreamError as it is', () => {
+    const error = new UpstreamError('UPSTREAM_AUTH_FAILED');
+    expect(classifyUndiciError(error)).toBe(error);
+  });
+
+  it('never echoes what the upstream sent', () => {
+    const leak = withCode('HPE_INVALID_CONSTANT', 'Expected HTTP/, got <html>secret-token-123</html>');
+    expect(JSON.stringify(classifyUndiciError(fetchFailed(leak)))).not.toContain('secret-token-123');
+  });
+
+  it('stops on a cause cycle', () => {
+    const a: Error & { cause?: unknown } = new Error('a');
+    const b = new Error('b', { cause: a });
+    a.cause = b;
+    expect(classifyUndiciError(a).code).toBe('UPSTREAM_UNREACHABLE');
+  });
+});
