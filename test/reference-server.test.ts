@@ -20,6 +20,7 @@ import {
   type Exit,
   type RunningServer,
 } from './support/reference-server.js';
+import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 afterEach(async () => {
@@ -418,6 +419,32 @@ describe('variables of later features are validated now', () => {
     ]) {
       const server = await startServer({ cwd: await tempDir(), env: { ...env, MCP_FLEET_STORE: 'memory://' } });
       expectCleanStop(await server.stop());
+    }
+  });
+});
+
+describe('outgoing connections of the reference server', () => {
+  it('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1 lets a health probe reach a loopback MCP server; without it the guard refuses', async () => {
+    const fixture = await startV1Server();
+    try {
+      const key = secret('probe');
+      for (const [flag, expected] of [
+        ['1', { status: 'healthy', error: null }],
+        ['', { status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED' } }],
+      ] as const) {
+        const server = await startServer({
+          cwd: await tempDir(),
+          env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_API_KEYS: `acme:pro:${key}`, MCP_FLEET_ALLOW_PRIVATE_NETWORKS: flag },
+        });
+        const created = await api(server.url, key, 'POST', '/servers', { name: 'local', type: 'http', endpoint: fixture.url });
+        expect(created.status).toBe(201);
+        const health = await api(server.url, key, 'GET', `/servers/${created.body.data.id}/health`);
+        expect(health.status).toBe(200);
+        expect(health.body.data).toMatchObject(expected);
+        expectCleanStop(await server.stop());
+      }
+    } finally {
+      await fixture.close();
     }
   });
 });

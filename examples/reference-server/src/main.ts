@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   const fleet = createFleet({
     ...store.options,
     stdio: { commands: config.stdioCommands },
+    allowPrivateNetworks: config.allowPrivateNetworks,
     ...(store.rateLimits && { rateLimit: { store: store.rateLimits } }),
   });
 

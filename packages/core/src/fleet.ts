@@ -7,6 +7,11 @@ import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import { buildRoutes } from './http/routes.js';
 import { EventBus } from './events/bus.js';
 import { HealthLog } from './health/health-log.js';
+import { HealthService, type Prober } from './health/health-service.js';
+import { createMcpProber } from './health/mcp-prober.js';
+import { MemoryTokenCache } from './mcp/oauth.js';
+import { createGuardedFetch } from './net/guarded-fetch.js';
+import { createStdioSupervisor } from './stdio/supervisor.js';
 import { RateLimiter, type RateLimitOptions } from './ratelimit/limiter.js';
 import { type ListServersQuery, ServerRegistry } from './registry/registry.js';
 import { type ServerPatch, type ServerInput, ServerValidator } from './registry/schema.js';
@@ -39,9 +44,20 @@ export interface FleetOptions {
   /** Accept only `https:` and `wss:` endpoints. @default false */
   requireTls?: boolean;
   stdio?: {
-    /** Commands stdio servers may run (exact match). Empty: stdio servers cannot be created. @default [] */
+    /** Commands stdio servers may run (exact match), checked at create and at spawn. Empty: stdio is off. @default [] */
     commands?: readonly string[];
+    /** Live stdio processes per account. @default 5 */
+    maxProcessesPerAccount?: number;
+    /** A stdio process unused this long is stopped, in ms. @default 300000 */
+    idleTimeoutMs?: number;
   };
+  /**
+   * Lets probes, tool calls and webhooks reach private, loopback, link-local and metadata addresses: `true` for all,
+   * or a list of CIDRs and hostnames. Checked on the resolved address at connect time. @default false
+   */
+  allowPrivateNetworks?: boolean | readonly string[];
+  /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
+  prober?: Prober;
   /**
    * Rate limits per account (operation and tier, per minute) and per client address for 401s; `false` turns them
    * off. See docs/rate-limits.md. @default {} (on, the contract's limits, counted in memory)
@@ -79,7 +95,7 @@ export interface Fleet {
   readonly events: Pick<EventBus, 'on'>;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
-  /** Stops what the fleet started. Storage passed in stays open: it is the caller's to close. */
+  /** Ends every stdio process and outgoing connection, and what else the fleet started. Storage passed in stays open. */
   close(): Promise<void>;
 }
 
@@ -121,15 +137,28 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   );
   const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, events });
   const healthLog = new HealthLog(records, now);
-  // CONTRACT: a deleted server's health history goes with it (its buckets would expire within a day anyway).
+  const outbound = createGuardedFetch({ allowPrivateNetworks: options.allowPrivateNetworks ?? false });
+  const supervisor = createStdioSupervisor({
+    commands: options.stdio?.commands ?? [],
+    ...(options.stdio?.maxProcessesPerAccount !== undefined && { maxProcessesPerAccount: options.stdio.maxProcessesPerAccount }),
+    ...(options.stdio?.idleTimeoutMs !== undefined && { idleTimeoutMs: options.stdio.idleTimeoutMs }),
+  });
+  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens: new MemoryTokenCache(), now });
+  const health = new HealthService({ registry, log: healthLog, prober, events, now });
+  // CONTRACT: a deleted server's health history goes with it (its buckets would expire within a day anyway), and
+  // no process outlives its server or the configuration it was started with.
   events.on('server.deleted', ({ server }) => {
     void healthLog.forget(server.id);
+    void supervisor.stop(server.id);
+  });
+  events.on('server.updated', ({ server }) => {
+    void supervisor.stop(server.id);
   });
   const keys = new ApiKeys(records, index, now);
   const toolCallLog = new ToolCallLog(records, index);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now);
   const handle = createHandler({
-    routes: buildRoutes({ registry, toolCalls: toolCallLog }),
+    routes: buildRoutes({ registry, toolCalls: toolCallLog, health }),
     keys,
     prefix,
     bodyLimit,
@@ -158,6 +187,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       list: (account, query) => toolCallLog.list(account, page(query)),
     },
     close: async () => {
+      await supervisor.close();
+      await outbound.dispatcher.close();
       await limiter?.close();
     },
   };

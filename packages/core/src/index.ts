@@ -97,3 +97,18 @@ export {
   isUpstreamErrorCode,
   type UpstreamErrorCode,
 } from './net/upstream-error.js';
+
+export {
+  closeClient,
+  connectClient,
+  openTransport,
+  type ConnectClientOptions,
+  type ConnectedClient,
+  type McpClientDeps,
+  type McpEra,
+  type OpenTransportOptions,
+  type StdioTransportFactory,
+} from './mcp/connect.js';
+export { MemoryTokenCache, type CachedToken, type MemoryTokenCacheOptions, type TokenCache } from './mcp/oauth.js';
+export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
+export { MCP_SUBPROTOCOL, WebSocketClientTransport, type WebSocketClientTransportOptions } from './mcp/websocket-transport.js';

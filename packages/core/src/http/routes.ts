@@ -1,6 +1,7 @@
 import { errAsync, type ResultAsync } from 'neverthrow';
 import type { Principal, Scope } from '../auth/scopes.js';
 import { FleetError } from '../errors/fleet-error.js';
+import type { HealthService } from '../health/health-service.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import { toDetail, toSummary } from '../registry/views.js';
@@ -43,6 +44,7 @@ export interface Route {
 export interface RouteServices {
   registry: ServerRegistry;
   toolCalls: ToolCallLog;
+  health: HealthService;
 }
 
 const serverNotFound = (id: string) => new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
@@ -56,7 +58,7 @@ function serverId(params: Record<string, string>): string {
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
 
-export function buildRoutes({ registry, toolCalls }: RouteServices): Route[] {
+export function buildRoutes({ registry, toolCalls, health }: RouteServices): Route[] {
   const withServer = (id: string, run: () => ResultAsync<Outcome, FleetError>) =>
     isId('server', id) ? run() : errAsync(serverNotFound(id));
 
@@ -109,6 +111,20 @@ export function buildRoutes({ registry, toolCalls }: RouteServices): Route[] {
           run: ({ principal, params }) =>
             withServer(serverId(params), () =>
               registry.delete(principal.account, serverId(params)).map((data) => ({ status: 200, data })),
+            ),
+        },
+      },
+    },
+    {
+      segments: ['servers', ':id', 'health'],
+      methods: {
+        GET: {
+          name: 'servers.health',
+          scope: 'servers:health',
+          body: false,
+          run: ({ principal, params }) =>
+            withServer(serverId(params), () =>
+              health.check(principal.account, serverId(params)).map((record) => ({ status: 200, data: record })),
             ),
         },
       },

@@ -1,0 +1,52 @@
+import type { McpEra } from '../mcp/connect.js';
+import type { TokenCache } from '../mcp/oauth.js';
+import { probeServer } from '../mcp/probe.js';
+import type { GuardedFetch } from '../net/guarded-fetch.js';
+import { UpstreamError } from '../net/upstream-error.js';
+import { StdioChannelTransport } from '../stdio/stdio-transport.js';
+import { StdioError, type StdioSupervisor } from '../stdio/supervisor.js';
+import type { Prober } from './health-service.js';
+
+export interface McpProberDeps {
+  /** Every HTTP request and WebSocket handshake goes through it (the outgoing-connection guard). */
+  fetch: GuardedFetch;
+  /** Owns the processes of stdio servers. */
+  supervisor: StdioSupervisor;
+  /** One per fleet, so oauth2 tokens are reused until shortly before they expire. */
+  tokens: TokenCache;
+  now: () => number;
+}
+
+const ERAS: readonly string[] = ['2025', '2026-07-28'] satisfies McpEra[];
+
+/** The supervisor's refusals in the probe's terms; its messages never carry env values. */
+function asUpstream(error: unknown): unknown {
+  if (!(error instanceof StdioError)) return error;
+  const code = error.code === 'STDIO_CAPACITY' ? 'UPSTREAM_UNREACHABLE' : error.code;
+  return new UpstreamError(code, { message: error.message, cause: error });
+}
+
+/** Probes with a real MCP exchange over the server's transport: the prober `createFleet` uses. */
+export function createMcpProber(deps: McpProberDeps): Prober {
+  return async (server, rememberedEra) => {
+    const result = await probeServer(
+      server.config,
+      {
+        fetch: deps.fetch,
+        dispatcher: deps.fetch.dispatcher,
+        tokens: deps.tokens,
+        now: deps.now,
+        stdioTransport: async (config, { signal }) => {
+          const channel = await deps.supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
+            throw asUpstream(error);
+          });
+          return new StdioChannelTransport(channel, { signal });
+        },
+      },
+      rememberedEra !== undefined && ERAS.includes(rememberedEra) ? { era: rememberedEra as McpEra } : {},
+    );
+    return result.ok
+      ? { ok: true, era: result.era, responseTimeMs: result.responseTimeMs, error: null }
+      : { ok: false, era: undefined, responseTimeMs: result.responseTimeMs, error: result.error };
+  };
+}

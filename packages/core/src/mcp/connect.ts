@@ -1,0 +1,260 @@
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  type AuthProvider,
+  type ClientOptions,
+  type FetchLike,
+  type Transport,
+} from '@modelcontextprotocol/client';
+import type { Dispatcher } from 'undici';
+import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
+import { UpstreamError } from '../net/upstream-error.js';
+import { timeoutError, toUpstreamError } from './errors.js';
+import { ClientCredentialsSource, MemoryTokenCache, type TokenCache } from './oauth.js';
+import { WebSocketClientTransport } from './websocket-transport.js';
+
+/** The two eras of MCP a server may speak: the 2025 revisions (`initialize`, sessions) or 2026-07-28 (`server/discover`, stateless). */
+export type McpEra = '2025' | '2026-07-28';
+
+/** Opens the MCP transport of a stdio server; `stdio/`'s process supervisor provides it. */
+export type StdioTransportFactory = (config: StdioServerConfig, options: { signal: AbortSignal }) => Transport | Promise<Transport>;
+
+/** What the MCP client layer reaches servers with. Every field is injected so the outgoing-connection guard can be. */
+export interface McpClientDeps {
+  /** fetch for Streamable HTTP, OAuth discovery and token requests (the guarded fetch of `net/`). Redirects are never followed whatever it does. @default globalThis.fetch */
+  fetch?: FetchLike;
+  /** The undici dispatcher WebSocket handshakes go through (the guarded Agent of `net/`). @default undici's global dispatcher */
+  dispatcher?: Dispatcher;
+  /** Where oauth2 tokens are kept between probes and calls; share one per fleet. @default a new MemoryTokenCache per call, so nothing is reused */
+  tokens?: TokenCache;
+  /** Opens stdio servers' transports. @default undefined: stdio servers cannot be reached */
+  stdioTransport?: StdioTransportFactory;
+  /** Clock of token expiry. @default Date.now */
+  now?: () => number;
+}
+
+export interface OpenTransportOptions {
+  /** Aborting it closes the transport and fails what is in flight. @default undefined */
+  signal?: AbortSignal;
+  /** Bound of a WebSocket handshake. @default 30_000 */
+  connectTimeoutMs?: number;
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * `fetch` that never follows a redirect (CONTRACT "Outgoing connections"): it asks for `redirect: 'manual'` and
+ * fails on a 3xx. The SDK would otherwise follow same-origin redirects itself.
+ */
+export function withoutRedirects(fetch: FetchLike): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, { ...init, redirect: 'manual' });
+    if (REDIRECT_STATUSES.has(response.status) || response.type === 'opaqueredirect') {
+      await response.body?.cancel().catch(() => {});
+      throw new UpstreamError('UPSTREAM_PROTOCOL_ERROR', {
+        message: `The server answered with a redirect (HTTP ${response.status}); redirects are not followed.`,
+      });
+    }
+    return response;
+  };
+}
+
+function tokenSource(config: HttpServerConfig | WebSocketServerConfig, deps: McpClientDeps, fetch: FetchLike) {
+  const auth = config.authentication;
+  if (auth?.type !== 'oauth2') return undefined;
+  return new ClientCredentialsSource({
+    endpoint: config.endpoint,
+    credentials: auth,
+    fetch,
+    cache: deps.tokens ?? new MemoryTokenCache(),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+}
+
+/**
+ * The MCP transport of an http or websocket server, with its authentication, not yet started:
+ * the SDK's Streamable HTTP transport, or the WebSocket transport of this folder.
+ *
+ * - bearer: `Authorization: Bearer <token>` on every request (http: `requestInit.headers`; websocket: handshake headers).
+ * - oauth2: a client-credentials token, cached until shortly before it expires and fetched again after a 401
+ *   (http: as the transport's `authProvider`, which retries once after `onUnauthorized`; websocket: the handshake retries once).
+ */
+export function openTransport(
+  config: HttpServerConfig | WebSocketServerConfig,
+  deps: McpClientDeps = {},
+  options: OpenTransportOptions = {},
+): Transport {
+  const fetch = withoutRedirects(deps.fetch ?? globalThis.fetch);
+  const auth = config.authentication;
+  const bearer = auth?.type === 'bearer' ? { Authorization: `Bearer ${auth.token}` } : undefined;
+  const source = tokenSource(config, deps, fetch);
+  const url = new URL(config.endpoint);
+
+  let transport: Transport;
+  if (config.type === 'http') {
+    const authProvider: AuthProvider | undefined =
+      source === undefined
+        ? undefined
+        : {
+            token: () => source.token(),
+            onUnauthorized: async () => source.invalidate(),
+          };
+    transport = new StreamableHTTPClientTransport(url, {
+      fetch,
+      requestInit: { redirect: 'manual', ...(bearer === undefined ? {} : { headers: bearer }) },
+      ...(authProvider === undefined ? {} : { authProvider }),
+      // Client credentials cannot widen their scope by re-authorizing: a 403 insufficient_scope is final.
+      onInsufficientScope: 'throw',
+    });
+  } else {
+    transport = new WebSocketClientTransport(url, {
+      headers: async () => (source === undefined ? (bearer ?? {}) : { Authorization: `Bearer ${await source.token()}` }),
+      ...(source === undefined ? {} : { onUnauthorized: () => source.invalidate() }),
+      ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+  }
+  if (options.signal !== undefined) {
+    const signal = options.signal;
+    const close = () => void transport.close().catch(() => {});
+    if (signal.aborted) close();
+    else signal.addEventListener('abort', close, { once: true });
+  }
+  return transport;
+}
+
+export const CLIENT_INFO = { name: 'mcp-fleet', version: '0.1.0' } as const;
+
+export interface ConnectClientOptions {
+  /** The era this server answered last time: tried first, the other afterwards. @default undefined: 2026-07-28 first, then 2025 */
+  era?: McpEra;
+  /** Bounds everything: when it aborts, the connection closes and the attempt fails with UPSTREAM_TIMEOUT. */
+  signal: AbortSignal;
+  /** The bound `signal` stands for, in ms: the time requests may take and the figure of the timeout message. */
+  timeoutMs: number;
+}
+
+export interface ConnectedClient {
+  client: Client;
+  transport: Transport;
+  era: McpEra;
+}
+
+/** How one connection attempt negotiates: the SDK's probe-and-fallback, or one era straight away. */
+type Attempt = 'auto' | 'legacy' | 'modern';
+
+/**
+ * A remembered era goes first; without one the SDK's `auto` negotiation runs (`server/discover`, then
+ * `initialize` on a reply that is no MCP 2026 answer). Over a channel that is not HTTP, a server that stays
+ * silent on `server/discover` may be a 2025 server that ignores unknown methods, so `initialize` follows.
+ */
+function plan(era: McpEra | undefined, kind: ServerConfig['type']): Attempt[] {
+  if (era === '2025') return ['legacy', 'auto'];
+  if (era === '2026-07-28') return ['modern', 'auto'];
+  return kind === 'http' ? ['auto'] : ['auto', 'legacy'];
+}
+
+/** Whether the next attempt may still succeed where this one failed: an era mismatch, or a silent discover off HTTP. */
+function worthAnotherAttempt(error: UpstreamError, kind: ServerConfig['type']): boolean {
+  return error.code === 'UPSTREAM_PROTOCOL_ERROR' || (kind !== 'http' && error.code === 'UPSTREAM_TIMEOUT');
+}
+
+async function createTransport(config: ServerConfig, deps: McpClientDeps, signal: AbortSignal, remainingMs: number): Promise<Transport> {
+  if (config.type !== 'stdio') return openTransport(config, deps, { signal, connectTimeoutMs: remainingMs });
+  if (deps.stdioTransport === undefined) {
+    throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.' });
+  }
+  return deps.stdioTransport(config, { signal });
+}
+
+function clientOptions(attempt: Attempt, kind: ServerConfig['type'], remainingMs: number): ClientOptions {
+  if (attempt === 'modern') return { versionNegotiation: { mode: { pin: '2026-07-28' } } };
+  if (attempt === 'legacy') return {};
+  // Off HTTP a discover that goes unanswered is followed by `initialize`, so it may use only half the time.
+  return { versionNegotiation: { mode: 'auto', ...(kind === 'http' ? {} : { probe: { timeoutMs: Math.max(1, Math.floor(remainingMs / 2)) } }) } };
+}
+
+/** Rejects when `signal` aborts, whatever `promise` does; `promise`'s own later rejection is absorbed. */
+function bounded<T>(promise: Promise<T>, signal: AbortSignal, onAbort: () => Error): Promise<T> {
+  promise.catch(() => {});
+  if (signal.aborted) return Promise.reject(onAbort());
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(onAbort());
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * An MCP client connected to the server, with the era it answered in: 2026-07-28 (`server/discover` answered,
+ * nothing else sent) or 2025 (`initialize` answered and `notifications/initialized` sent). The SDK's `Client`
+ * does the negotiation; this picks the order of attempts and bounds them. Throws an `UpstreamError`.
+ * The caller closes the client with `closeClient`.
+ */
+export async function connectClient(config: ServerConfig, deps: McpClientDeps, options: ConnectClientOptions): Promise<ConnectedClient> {
+  const { signal, timeoutMs } = options;
+  const deadline = performance.now() + timeoutMs;
+  const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
+  const timedOut = () => timeoutError(timeoutMs);
+  const attempts = plan(options.era, config.type);
+  let lastError: UpstreamError = timedOut();
+
+  for (const [index, attempt] of attempts.entries()) {
+    if (signal.aborted) throw timedOut();
+    let client: Client | undefined;
+    let transport: Transport | undefined;
+    try {
+      const creating = createTransport(config, deps, signal, remaining());
+      // A transport that arrives after the deadline (a slow stdio spawn) is closed, not leaked.
+      creating
+        .then((late) => {
+          if (signal.aborted) void late.close().catch(() => {});
+        })
+        .catch(() => {});
+      transport = await bounded(creating, signal, timedOut);
+      const connected = new Client(CLIENT_INFO, clientOptions(attempt, config.type, remaining()));
+      client = connected;
+      const opened = transport;
+      await bounded(
+        connected.connect(opened, { timeout: remaining(), signal, ...(attempt === 'legacy' ? { prior: { kind: 'legacy' } } : {}) }),
+        signal,
+        timedOut,
+      );
+      return { client: connected, transport: opened, era: connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025' };
+    } catch (error) {
+      await closeClient(client, transport, 0);
+      lastError = signal.aborted ? timedOut() : toUpstreamError(error, timeoutMs);
+      const last = index === attempts.length - 1;
+      if (last || !worthAnotherAttempt(lastError, config.type)) throw lastError;
+    }
+  }
+  throw lastError;
+}
+
+/**
+ * Ends a connection quietly: a 2025 Streamable HTTP session is deleted (best effort, waiting at most `waitMs`),
+ * then the client and its transport close, which aborts anything still in flight.
+ */
+export async function closeClient(client: Client | undefined, transport: Transport | undefined, waitMs = 1000): Promise<void> {
+  if (waitMs > 0 && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([transport.terminateSession().catch(() => {}), waited]);
+    clearTimeout(timer);
+  }
+  if (client !== undefined) await client.close().catch(() => {});
+  else await transport?.close().catch(() => {});
+}
+

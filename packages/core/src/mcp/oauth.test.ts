@@ -1,0 +1,175 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { HttpServerConfig, WebSocketServerConfig } from '../registry/schema.js';
+import type { Listening } from './fixtures/listen.js';
+import { startAuthServer, type AuthServer } from './fixtures/misc-servers.js';
+import { startV2Server } from './fixtures/v2-server.js';
+import { startWsServer } from './fixtures/ws-server.js';
+import { MemoryTokenCache } from './oauth.js';
+import { probeServer } from './probe.js';
+
+const CLIENT = { clientId: 'fleet-client', clientSecret: 'fleet-secret' };
+
+const servers: Listening[] = [];
+async function started<T extends Listening>(server: Promise<T>): Promise<T> {
+  const value = await server;
+  servers.push(value);
+  return value;
+}
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+function oauth(endpoint: string, extra: { token_url?: string; scope?: string; client_secret?: string } = {}): HttpServerConfig {
+  return {
+    name: 'oauth-test',
+    type: 'http',
+    endpoint,
+    timeout: 3000,
+    authentication: { type: 'oauth2', client_id: CLIENT.clientId, client_secret: extra.client_secret ?? CLIENT.clientSecret, token_url: extra.token_url, scope: extra.scope },
+  };
+}
+
+/** An MCP server that accepts only the tokens `auth` issued, and records the Authorization headers it saw. */
+async function protectedServer(auth: AuthServer, options: { discoverable?: boolean } = {}) {
+  const seen: (string | undefined)[] = [];
+  let url = '';
+  const server = await started(
+    startV2Server({
+      authorize: (header) => {
+        seen.push(header);
+        return auth.accepts(header);
+      },
+      get resourceMetadata() {
+        return options.discoverable === true ? `${new URL(url).origin}/.well-known/oauth-protected-resource/mcp` : undefined;
+      },
+      get documents() {
+        return options.discoverable === true
+          ? { '/.well-known/oauth-protected-resource/mcp': { resource: url, authorization_servers: [auth.origin] } }
+          : undefined;
+      },
+    }),
+  );
+  url = server.url;
+  return { server, seen };
+}
+
+describe('oauth2 client credentials', () => {
+  it('fetches a token from token_url, sends it, and caches it: the token endpoint is hit once for two probes', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server, seen } = await protectedServer(auth);
+    const tokens = new MemoryTokenCache();
+    const config = oauth(server.url, { token_url: auth.tokenUrl, scope: 'mcp:probe' });
+
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true, era: '2026-07-28' });
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true, era: '2026-07-28' });
+
+    expect(auth.requests).toHaveLength(1);
+    expect(auth.requests[0]?.params.get('grant_type')).toBe('client_credentials');
+    expect(auth.requests[0]?.params.get('scope')).toBe('mcp:probe');
+    expect(auth.requests[0]?.params.get('resource')).toBe(server.url);
+    expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1']);
+  });
+
+  it('discovers the token endpoint from protected-resource metadata, then authorization-server metadata', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server, seen } = await protectedServer(auth, { discoverable: true });
+    const tokens = new MemoryTokenCache();
+
+    await expect(probeServer(oauth(server.url), { tokens })).resolves.toMatchObject({ ok: true });
+    await expect(probeServer(oauth(server.url), { tokens })).resolves.toMatchObject({ ok: true });
+
+    expect(auth.requests).toHaveLength(1);
+    expect(auth.requests[0]?.params.get('resource')).toBe(server.url);
+    expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1']);
+  });
+
+  it('fetches a new token shortly before the cached one expires', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
+    const { server, seen } = await protectedServer(auth);
+    let now = 1_000_000;
+    const deps = { tokens: new MemoryTokenCache(), now: () => now };
+    const config = oauth(server.url, { token_url: auth.tokenUrl });
+
+    await expect(probeServer(config, deps)).resolves.toMatchObject({ ok: true });
+    now += 8_000; // still 2 s of its 10 s left: a tenth of the lifetime is the margin
+    await expect(probeServer(config, deps)).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(1);
+    now += 1_500; // inside the margin
+    await expect(probeServer(config, deps)).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(2);
+    expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1', 'Bearer fixture-token-2']);
+  });
+
+  it('fetches a new token when the server answers 401 to the cached one', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server, seen } = await protectedServer(auth);
+    const tokens = new MemoryTokenCache();
+    const config = oauth(server.url, { token_url: auth.tokenUrl });
+
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true });
+    auth.revokeAll();
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(2);
+    expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1', 'Bearer fixture-token-2']);
+  });
+
+  it('shares one token request between concurrent probes', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server } = await protectedServer(auth);
+    const tokens = new MemoryTokenCache();
+    const config = oauth(server.url, { token_url: auth.tokenUrl });
+    const results = await Promise.all([probeServer(config, { tokens }), probeServer(config, { tokens }), probeServer(config, { tokens })]);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(auth.requests).toHaveLength(1);
+  });
+
+  it('maps refused client credentials to UPSTREAM_AUTH_FAILED without quoting the token endpoint', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server, seen } = await protectedServer(auth);
+    const result = await probeServer(oauth(server.url, { token_url: auth.tokenUrl, client_secret: 'wrong' }));
+    expect(result).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    if (!result.ok) {
+      expect(result.error.message).not.toContain('FIXTURE-TOKEN-ERROR-TEXT');
+      expect(result.error.message).not.toContain('wrong');
+    }
+    expect(seen).toEqual([]);
+  });
+
+  it('maps a server that refuses even a fresh token to UPSTREAM_AUTH_FAILED', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const server = await started(startV2Server({ authorize: () => false }));
+    const result = await probeServer(oauth(server.url, { token_url: auth.tokenUrl }));
+    expect(result).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    // One token, refused; one more after the 401, refused again.
+    expect(auth.requests).toHaveLength(2);
+  });
+
+  it('keys the cache by the secret: a changed secret never reuses the old token', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server } = await protectedServer(auth);
+    const tokens = new MemoryTokenCache();
+    await expect(probeServer(oauth(server.url, { token_url: auth.tokenUrl }), { tokens })).resolves.toMatchObject({ ok: true });
+    const changed = await probeServer(oauth(server.url, { token_url: auth.tokenUrl, client_secret: 'rotated' }), { tokens });
+    expect(changed).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(auth.requests).toHaveLength(2);
+  });
+
+  it('authenticates a WebSocket handshake with the token and refetches it after a 401', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const server = await started(startWsServer({ authorize: (header) => auth.accepts(header) }));
+    const tokens = new MemoryTokenCache();
+    const config: WebSocketServerConfig = {
+      name: 'oauth-ws',
+      type: 'websocket',
+      endpoint: server.url,
+      timeout: 3000,
+      authentication: { type: 'oauth2', client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret, token_url: auth.tokenUrl },
+    };
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true, era: '2025' });
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(1);
+    auth.revokeAll();
+    await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(2);
+  });
+});

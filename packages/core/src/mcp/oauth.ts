@@ -1,0 +1,212 @@
+import { createHash } from 'node:crypto';
+import {
+  ClientCredentialsProvider,
+  discoverOAuthServerInfo,
+  fetchToken,
+  InsecureTokenEndpointError,
+  OAuthError,
+  resourceUrlFromServerUrl,
+  selectResourceURL,
+  type AuthorizationServerMetadata,
+  type FetchLike,
+  type OAuthProtectedResourceMetadata,
+} from '@modelcontextprotocol/client';
+import { UpstreamError } from '../net/upstream-error.js';
+import { networkFailure } from './errors.js';
+
+/** The oauth2 authentication of a server configuration (CONTRACT "Servers"). */
+export interface OAuth2Credentials {
+  client_id: string;
+  client_secret: string;
+  token_url?: string;
+  scope?: string;
+}
+
+/** An access token as cached: `expiresAt` is Unix ms, absent when the token endpoint gave no `expires_in`. */
+export interface CachedToken {
+  accessToken: string;
+  expiresAt?: number;
+}
+
+/**
+ * Where client-credentials tokens live between probes and calls. One per fleet, shared by every server:
+ * entries are keyed by a hash of endpoint, token URL, client id, secret and scope, so a changed secret never
+ * reuses an old token and the secret itself is never a key.
+ */
+export interface TokenCache {
+  get(key: string): CachedToken | undefined;
+  set(key: string, token: CachedToken): void;
+  delete(key: string): void;
+}
+
+export interface MemoryTokenCacheOptions {
+  /** Most tokens kept; the oldest is dropped first. @default 10_000 */
+  maxEntries?: number;
+}
+
+/** The in-process `TokenCache`. */
+export class MemoryTokenCache implements TokenCache {
+  private readonly entries = new Map<string, CachedToken>();
+  private readonly maxEntries: number;
+
+  constructor(options: MemoryTokenCacheOptions = {}) {
+    this.maxEntries = options.maxEntries ?? 10_000;
+  }
+
+  get(key: string): CachedToken | undefined {
+    return this.entries.get(key);
+  }
+
+  set(key: string, token: CachedToken): void {
+    this.entries.delete(key);
+    this.entries.set(key, token);
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done !== true) this.entries.delete(oldest.value);
+    }
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+}
+
+/** A token is refreshed this long before it expires: a tenth of its lifetime, at most a minute. */
+const MAX_EXPIRY_MARGIN_MS = 60_000;
+
+export interface ClientCredentialsOptions {
+  /** The MCP server's endpoint (`http(s)://` or `ws(s)://`): discovery starts there and it is the token's resource. */
+  endpoint: string;
+  credentials: OAuth2Credentials;
+  /** fetch for discovery and the token request; must not follow redirects. */
+  fetch: FetchLike;
+  cache: TokenCache;
+  now?: () => number;
+}
+
+/** Token requests in flight per cache and key, so concurrent probes of one server share one request. */
+const inFlightByCache = new WeakMap<TokenCache, Map<string, Promise<CachedToken>>>();
+
+/**
+ * Client-credentials tokens for one server: from the cache while they are fresh, else from the token endpoint
+ * (`token_url`, or discovered as MCP authorization prescribes: protected-resource metadata, then
+ * authorization-server metadata). The SDK does discovery, resource selection and the token request; this adds
+ * the expiry-aware cache its `ClientCredentialsProvider` lacks (that one keeps a token until a 401).
+ */
+export class ClientCredentialsSource {
+  private readonly key: string;
+  private readonly now: () => number;
+
+  constructor(private readonly options: ClientCredentialsOptions) {
+    const { endpoint, credentials } = options;
+    this.key = createHash('sha256')
+      .update(JSON.stringify([endpoint, credentials.token_url ?? '', credentials.client_id, credentials.client_secret, credentials.scope ?? '']))
+      .digest('base64url');
+    this.now = options.now ?? Date.now;
+  }
+
+  /** A token valid for a while yet, fetching one if the cache has none. */
+  async token(): Promise<string> {
+    const cached = this.options.cache.get(this.key);
+    if (cached !== undefined && (cached.expiresAt === undefined || this.now() < cached.expiresAt)) return cached.accessToken;
+    let inFlight = inFlightByCache.get(this.options.cache);
+    if (inFlight === undefined) {
+      inFlight = new Map();
+      inFlightByCache.set(this.options.cache, inFlight);
+    }
+    let pending = inFlight.get(this.key);
+    if (pending === undefined) {
+      const requests = inFlight;
+      pending = this.fetchToken().finally(() => requests.delete(this.key));
+      requests.set(this.key, pending);
+    }
+    return (await pending).accessToken;
+  }
+
+  /** Drops the cached token: the server refused it, so the next `token()` fetches a new one. */
+  invalidate(): void {
+    this.options.cache.delete(this.key);
+  }
+
+  private async fetchToken(): Promise<CachedToken> {
+    const { credentials, fetch } = this.options;
+    const serverUrl = httpUrlOf(this.options.endpoint);
+    const startedAt = this.now();
+    let tokens;
+    try {
+      const { authorizationServerUrl, metadata, resourceMetadata } =
+        credentials.token_url === undefined ? await discover(serverUrl, fetch) : configured(credentials.token_url);
+      const provider = new ClientCredentialsProvider({
+        clientId: credentials.client_id,
+        clientSecret: credentials.client_secret,
+        clientName: 'mcp-fleet',
+        ...(credentials.scope === undefined ? {} : { scope: credentials.scope }),
+        // The issuer fetchToken checks the credentials against: the one just discovered or configured.
+        expectedIssuer: metadata.issuer,
+      });
+      // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server.
+      const resource = (await selectResourceURL(serverUrl, provider, resourceMetadata)) ?? resourceUrlFromServerUrl(serverUrl);
+      tokens = await fetchToken(provider, authorizationServerUrl, { metadata, resource, scope: credentials.scope, fetchFn: fetch });
+    } catch (error) {
+      throw tokenFailure(error);
+    }
+    const token: CachedToken = { accessToken: tokens.access_token };
+    if (typeof tokens.expires_in === 'number' && tokens.expires_in > 0) {
+      const lifetime = tokens.expires_in * 1000;
+      token.expiresAt = startedAt + lifetime - Math.min(MAX_EXPIRY_MARGIN_MS, lifetime / 10);
+    }
+    this.options.cache.set(this.key, token);
+    return token;
+  }
+}
+
+/** Discovery and the token request speak HTTP even for a WebSocket server: `wss://h/p` → `https://h/p`. */
+function httpUrlOf(endpoint: string): URL {
+  const url = new URL(endpoint);
+  if (url.protocol === 'ws:') url.protocol = 'http:';
+  else if (url.protocol === 'wss:') url.protocol = 'https:';
+  return url;
+}
+
+interface TokenEndpoint {
+  authorizationServerUrl: string;
+  metadata: AuthorizationServerMetadata;
+  resourceMetadata?: OAuthProtectedResourceMetadata;
+}
+
+async function discover(serverUrl: URL, fetch: FetchLike): Promise<TokenEndpoint> {
+  const info = await discoverOAuthServerInfo(serverUrl, { fetchFn: fetch });
+  if (info.authorizationServerMetadata?.token_endpoint === undefined) {
+    throw new UpstreamError('UPSTREAM_AUTH_FAILED', { message: 'OAuth discovery found no token endpoint for this server; configure token_url.' });
+  }
+  return {
+    authorizationServerUrl: info.authorizationServerUrl,
+    metadata: info.authorizationServerMetadata,
+    ...(info.resourceMetadata === undefined ? {} : { resourceMetadata: info.resourceMetadata }),
+  };
+}
+
+/** A configured `token_url` as the metadata the SDK's token request reads: only `token_endpoint` matters there. */
+function configured(tokenUrl: string): TokenEndpoint {
+  const issuer = new URL(tokenUrl).origin;
+  return {
+    authorizationServerUrl: issuer,
+    metadata: {
+      issuer,
+      token_endpoint: tokenUrl,
+      authorization_endpoint: tokenUrl,
+      response_types_supported: [],
+      grant_types_supported: ['client_credentials'],
+    },
+  };
+}
+
+/** A token-endpoint failure as an upstream failure whose message names the token endpoint and quotes nothing. */
+function tokenFailure(error: unknown): UpstreamError {
+  const network = networkFailure(error, 'the token endpoint');
+  if (network !== undefined) return network;
+  const auth = (message: string) => new UpstreamError('UPSTREAM_AUTH_FAILED', { message, cause: error });
+  if (error instanceof InsecureTokenEndpointError) return auth('The token endpoint must use https.');
+  if (error instanceof OAuthError) return auth('The token endpoint did not issue a token for these client credentials.');
+  return auth('Could not obtain an OAuth token: discovery or the token request failed.');
+}

@@ -1,0 +1,53 @@
+import type { ServerConfig } from '../registry/schema.js';
+import { closeClient, connectClient, type McpClientDeps, type McpEra } from './connect.js';
+import { timeoutError, toUpstreamError, type UpstreamFailure } from './errors.js';
+
+/** The outcome of one probe. `responseTimeMs` is whole milliseconds from the start to the answer or the failure. */
+export type ProbeResult =
+  | { ok: true; era: McpEra; responseTimeMs: number }
+  | { ok: false; error: UpstreamFailure; responseTimeMs: number };
+
+export interface ProbeOptions {
+  /** The era the server answered at its last probe; it is tried first. @default undefined: 2026-07-28 first, then 2025 */
+  era?: McpEra;
+}
+
+/**
+ * Probes a server now with a real MCP exchange over its transport and authentication, bounded by its `timeout`:
+ * 2026-07-28 `server/discover` (stateless: one request, no session), or the 2025 `initialize` →
+ * `notifications/initialized` → `ping`. Never throws: every failure is a result with a code of CONTRACT
+ * "Health" and a message that quotes nothing the server sent. Remember `era` of a success for the next probe.
+ */
+export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}, options: ProbeOptions = {}): Promise<ProbeResult> {
+  const timeoutMs = config.timeout;
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const { signal } = controller;
+
+  let connected;
+  try {
+    connected = await connectClient(config, deps, { signal, timeoutMs, ...(options.era === undefined ? {} : { era: options.era }) });
+  } catch (error) {
+    clearTimeout(timer);
+    return { ok: false, error: toUpstreamError(error, timeoutMs).toJSON(), responseTimeMs: elapsed() };
+  }
+
+  const { client, transport, era } = connected;
+  try {
+    // 2026-07-28 has no ping: the answered `server/discover` was the whole exchange.
+    if (era === '2025') {
+      const remaining = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+      await client.ping({ timeout: remaining, signal });
+    }
+    return { ok: true, era, responseTimeMs: elapsed() };
+  } catch (error) {
+    const failure = signal.aborted ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
+    return { ok: false, error: failure.toJSON(), responseTimeMs: elapsed() };
+  } finally {
+    // Deleting a 2025 session may use what is left of the timeout, never more.
+    await closeClient(client, transport, Math.max(0, Math.min(1000, Math.round(timeoutMs - (performance.now() - started)))));
+    clearTimeout(timer);
+  }
+}

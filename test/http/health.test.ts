@@ -1,0 +1,125 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHtmlServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
+import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
+import { startV1Server } from '../../packages/core/src/mcp/fixtures/v1-server.js';
+import { startV2Server } from '../../packages/core/src/mcp/fixtures/v2-server.js';
+import { startWsServer } from '../../packages/core/src/mcp/fixtures/ws-server.js';
+import { ADAPTERS } from '../support/adapters.js';
+import { expectError, expectSuccess, freshClient, serveForSuite, UNKNOWN_SERVER_ID, uniqueName } from '../support/http-client.js';
+
+const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+/** This test process's own children that run server-everything (vitest runs each file in its own process). */
+function everythingChildren(): number {
+  const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes(EVERYTHING)).length;
+}
+
+async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (check()) return true;
+  return check();
+}
+
+const HEALTH_FIELDS = ['error', 'error_rate', 'last_check', 'response_time', 'status', 'uptime'];
+
+type Started = { url?: string; origin: string; close(): Promise<void> };
+const fixtures: Record<string, Started> = {};
+let refused = 0;
+
+beforeAll(async () => {
+  fixtures.v1 = await startV1Server();
+  fixtures.v1Auth = await startV1Server({ authorize: (header) => header === 'Bearer right-token' });
+  fixtures.v2 = await startV2Server();
+  fixtures.ws = await startWsServer();
+  fixtures.html = await startHtmlServer();
+  refused = await refusedPort();
+});
+afterAll(async () => {
+  await Promise.all(Object.values(fixtures).map((f) => f.close()));
+});
+
+describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
+  const open = serveForSuite(adapter, { allowPrivateNetworks: true, stdio: { commands: [process.execPath] } });
+  const guarded = serveForSuite(adapter, {});
+
+  async function healthOf(body: Record<string, unknown>, suite = open) {
+    const client = await freshClient(suite.served);
+    const created = expectSuccess(await client.post('/servers', { name: uniqueName('h'), ...body }), 201);
+    const res = await client.get(`/servers/${created.id}/health`);
+    return { client, id: created.id as string, res };
+  }
+
+  it('probes a 2025-era server (SDK v1) for real: healthy, and the server field follows', async () => {
+    const { client, id, res } = await healthOf({ type: 'http', endpoint: fixtures.v1?.url });
+    const data = expectSuccess(res, 200);
+    expect(Object.keys(data).sort()).toEqual(HEALTH_FIELDS);
+    expect(data).toMatchObject({ status: 'healthy', uptime: '100%', error_rate: '0%', error: null });
+    expect(Number.isInteger(data.response_time)).toBe(true);
+    expect(Date.parse(data.last_check)).toBeGreaterThan(Date.now() - 10_000);
+    expect(expectSuccess(await client.get(`/servers/${id}`), 200).health).toBe('healthy');
+  });
+
+  it('probes a 2026-07-28 server (SDK v2), a WebSocket server, and a stdio server (server-everything)', async () => {
+    for (const body of [
+      { type: 'http', endpoint: fixtures.v2?.url },
+      { type: 'websocket', endpoint: (fixtures.ws as { url: string }).url },
+      { type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 },
+    ]) {
+      const { res } = await healthOf(body);
+      expect(expectSuccess(res, 200), JSON.stringify(body)).toMatchObject({ status: 'healthy', error: null });
+    }
+  });
+
+  it('sends the server authentication: right token healthy, wrong token UPSTREAM_AUTH_FAILED', async () => {
+    const right = await healthOf({ type: 'http', endpoint: fixtures.v1Auth?.url, authentication: { type: 'bearer', token: 'right-token' } });
+    expect(expectSuccess(right.res, 200).status).toBe('healthy');
+    const wrong = await healthOf({ type: 'http', endpoint: fixtures.v1Auth?.url, authentication: { type: 'bearer', token: 'wrong-token' } });
+    expect(expectSuccess(wrong.res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(wrong.res.text).not.toContain('wrong-token');
+  });
+
+  it('answers 200 unhealthy with the code of what went wrong, quoting nothing the upstream sent', async () => {
+    const down = await healthOf({ type: 'http', endpoint: `http://127.0.0.1:${refused}/mcp` });
+    expect(expectSuccess(down.res, 200)).toMatchObject({ status: 'unhealthy', uptime: '0%', error_rate: '100%', error: { code: 'UPSTREAM_UNREACHABLE' } });
+    const html = await healthOf({ type: 'http', endpoint: `${fixtures.html?.origin}/` });
+    expect(expectSuccess(html.res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_PROTOCOL_ERROR' } });
+    expect(html.res.text).not.toContain('FIXTURE-HTML-PAGE');
+    expect(expectSuccess(await html.client.get(`/servers/${html.id}`), 200).health).toBe('unhealthy');
+  });
+
+  it('keeps uptime over the probes of the day: healthy, then the server goes away', async () => {
+    const fixture = await startV2Server();
+    const { client, id, res } = await healthOf({ type: 'http', endpoint: fixture.url });
+    expect(expectSuccess(res, 200).uptime).toBe('100%');
+    await fixture.close();
+    const after = expectSuccess(await client.get(`/servers/${id}/health`), 200);
+    expect(after).toMatchObject({ status: 'unhealthy', uptime: '50%', error_rate: '50%' });
+    expect((await client.get('/servers?health=unhealthy')).body.pagination.total).toBe(1);
+  });
+
+  it('refuses private and loopback destinations unless the embedder allows them: DESTINATION_NOT_ALLOWED', async () => {
+    const { res } = await healthOf({ type: 'http', endpoint: fixtures.v1?.url }, guarded);
+    expect(expectSuccess(res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED' } });
+  });
+
+  it('is 404 for an unknown server or another account, and 403 without servers:health', async () => {
+    const owner = await freshClient(open.served);
+    const created = expectSuccess(await owner.post('/servers', { name: uniqueName('h'), type: 'http', endpoint: fixtures.v1?.url }), 201);
+    const intruder = await freshClient(open.served);
+    expectError(await intruder.get(`/servers/${created.id}/health`), 404, 'SERVER_NOT_FOUND', { server_id: created.id });
+    expectError(await owner.get(`/servers/${UNKNOWN_SERVER_ID}/health`), 404, 'SERVER_NOT_FOUND');
+    const readOnly = await freshClient(open.served, ['servers:read']);
+    expectError(await readOnly.get(`/servers/${UNKNOWN_SERVER_ID}/health`), 403, 'FORBIDDEN', { required_scope: 'servers:health' });
+    expectError(await owner.post(`/servers/${created.id}/health`), 405, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('ends the stdio process of a server when it is deleted', async () => {
+    const before = everythingChildren();
+    const { client, id, res } = await healthOf({ type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
+    expect(expectSuccess(res, 200).status).toBe('healthy');
+    expect(everythingChildren()).toBe(before + 1);
+    expectSuccess(await client.delete(`/servers/${id}`), 200);
+    expect(await eventually(() => everythingChildren() === before)).toBe(true);
+  });
+});
