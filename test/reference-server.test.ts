@@ -424,6 +424,33 @@ describe('variables of later features are validated now', () => {
 });
 
 describe('outgoing connections of the reference server', () => {
+  it('runs the background monitor: a new server turns healthy without anyone asking (MCP_FLEET_HEALTH_INTERVAL_MS)', async () => {
+    const fixture = await startV1Server();
+    try {
+      const key = secret('monitor');
+      const server = await startServer({
+        cwd: await tempDir(),
+        env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_API_KEYS: `acme:pro:${key}`, MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1', MCP_FLEET_HEALTH_INTERVAL_MS: '1000' },
+      });
+      const created = await api(server.url, key, 'POST', '/servers', { name: 'watched', type: 'http', endpoint: fixture.url });
+      let health = 'unknown';
+      for (const end = Date.now() + 6000; health === 'unknown' && Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+        health = (await api(server.url, key, 'GET', `/servers/${created.body.data.id}`)).body.data.health;
+      }
+      expect(health).toBe('healthy');
+      expect(fixture.methods).toContain('ping');
+      expectCleanStop(await server.stop());
+    } finally {
+      await fixture.close();
+    }
+  });
+
+  it.each(['500', 'soon', '-1'])('MCP_FLEET_HEALTH_INTERVAL_MS=%s exits 2', async (value) => {
+    const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_HEALTH_INTERVAL_MS: value } });
+    expect(exit.code).toBe(2);
+    expect(exit.stderr).toContain('MCP_FLEET_HEALTH_INTERVAL_MS');
+  });
+
   it('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1 lets a health probe reach a loopback MCP server; without it the guard refuses', async () => {
     const fixture = await startV1Server();
     try {

@@ -10,6 +10,8 @@ export interface ServerConfig {
   allowPrivateNetworks: boolean;
   stdioCommands: string[];
   webhookRetryBaseMs: number;
+  /** Background health probes every this many ms; 0 turns them off. */
+  healthIntervalMs: number;
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -66,7 +68,13 @@ function parseInteger(name: string, value: string | undefined, fallback: number,
   return n;
 }
 
-/** Reads the variables of CONTRACT "The reference server". */
+function parseHealthInterval(value: string | undefined): number {
+  const ms = parseInteger('MCP_FLEET_HEALTH_INTERVAL_MS', value, 60_000, 0, 86_400_000);
+  if (ms !== 0 && ms < 1000) throw new ConfigError('MCP_FLEET_HEALTH_INTERVAL_MS: expected 0 (off) or at least 1000');
+  return ms;
+}
+
+/** Reads the variables of CONTRACT "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   return {
     host: env.HOST || '127.0.0.1',
@@ -78,6 +86,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
       .split(',')
       .map((c) => c.trim())
       .filter((c) => c !== ''),
+    healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     ...store.options,
     stdio: { commands: config.stdioCommands },
     allowPrivateNetworks: config.allowPrivateNetworks,
+    ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
     ...(store.rateLimits && { rateLimit: { store: store.rateLimits } }),
   });
 

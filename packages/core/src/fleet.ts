@@ -9,6 +9,8 @@ import { EventBus } from './events/bus.js';
 import { HealthLog } from './health/health-log.js';
 import { HealthService, type Prober } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
+import { HealthMonitor, type HealthMonitorOptions } from './health/monitor.js';
+import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { createStdioSupervisor } from './stdio/supervisor.js';
@@ -58,6 +60,11 @@ export interface FleetOptions {
   allowPrivateNetworks?: boolean | readonly string[];
   /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
   prober?: Prober;
+  /**
+   * Probes every server in the background, once per interval; with several processes sharing `monitor.leases` (or
+   * the rate limiter's store), each server is probed by one of them. `true` for the defaults. @default false (off)
+   */
+  monitor?: boolean | HealthMonitorOptions;
   /**
    * Rate limits per account (operation and tier, per minute) and per client address for 401s; `false` turns them
    * off. See docs/rate-limits.md. @default {} (on, the contract's limits, counted in memory)
@@ -145,6 +152,21 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   });
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens: new MemoryTokenCache(), now });
   const health = new HealthService({ registry, log: healthLog, prober, events, now });
+  const monitorOptions = options.monitor === true ? {} : options.monitor === false || options.monitor === undefined ? undefined : options.monitor;
+  const monitor =
+    monitorOptions === undefined
+      ? undefined
+      : new HealthMonitor(
+          {
+            registry,
+            health,
+            leases: monitorOptions.leases ?? (options.rateLimit === false ? undefined : options.rateLimit?.store) ?? new MemoryRateLimitStore({ now }),
+            now,
+            onError: (cause) => onError(new FleetError('INTERNAL_ERROR', { message: 'A health monitor round failed.', cause }), { requestId: '-', method: 'MONITOR', path: '-' }),
+          },
+          monitorOptions,
+        );
+  monitor?.start();
   // CONTRACT: a deleted server's health history goes with it (its buckets would expire within a day anyway), and
   // no process outlives its server or the configuration it was started with.
   events.on('server.deleted', ({ server }) => {
@@ -187,6 +209,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       list: (account, query) => toolCallLog.list(account, page(query)),
     },
     close: async () => {
+      await monitor?.stop();
       await supervisor.close();
       await outbound.dispatcher.close();
       await limiter?.close();

@@ -39,16 +39,19 @@ function setKey(account: string, filter: { type?: ServerType | undefined; health
   return key;
 }
 
-/** Every listing a server appears in: all, by type, by health, by both. */
+/** Every server of every account, for the background monitor. Account keys start `servers:`, so no clash. */
+const ALL_SERVERS = 'servers-all';
+
+/** Every listing a server appears in: all, by type, by health, by both, and the global one. */
 function setsOf(record: ServerRecord): string[] {
   const { account, health } = record;
   const type = record.config.type;
-  return [setKey(account, {}), setKey(account, { type }), setKey(account, { health }), setKey(account, { type, health })];
+  return [setKey(account, {}), setKey(account, { type }), setKey(account, { health }), setKey(account, { type, health }), ALL_SERVERS];
 }
 
 /** Every listing any server of the account could appear in: where an orphaned id must be removed from. */
 function allSetsOf(account: string): string[] {
-  const sets = [setKey(account, {})];
+  const sets = [setKey(account, {}), ALL_SERVERS];
   for (const type of SERVER_TYPES) sets.push(setKey(account, { type }));
   for (const health of HEALTH_VALUES) {
     sets.push(setKey(account, { health }));
@@ -188,6 +191,17 @@ export class ServerRegistry {
         return this.commitQuietly({ remove: repairs.flatMap((r) => r.remove ?? []), add: repairs.flatMap((r) => r.add ?? []) }).map(() => result);
       }),
     );
+  }
+
+  /**
+   * One page of every account's servers, oldest first: for work over all servers (the health monitor). Entries
+   * whose record is gone are skipped; the account listings repair them.
+   */
+  everyServer(offset: number, limit: number): ResultAsync<ServerRecord[], FleetError> {
+    return this.deps.index
+      .range(ALL_SERVERS, { offset, limit })
+      .andThen((ids) => this.deps.records.getMany<ServerRecord>(ids.map(recordKey)))
+      .map((found) => found.filter((record): record is ServerRecord => record !== undefined));
   }
 
   /** Changes the observed health of a server and moves it between the health listings. */

@@ -1,0 +1,89 @@
+import Keyv from 'keyv';
+import { describe, expect, it } from 'vitest';
+import { EventBus } from '../events/bus.js';
+import { MemoryRateLimitStore } from '../ratelimit/memory-rate-limit-store.js';
+import { ServerRegistry } from '../registry/registry.js';
+import { ServerValidator } from '../registry/schema.js';
+import { IndexCalls } from '../storage/index-calls.js';
+import { MemoryIndexStore } from '../storage/memory-index-store.js';
+import { RecordStore } from '../storage/records.js';
+import { HealthLog } from './health-log.js';
+import { HealthService, type Prober } from './health-service.js';
+import { HealthMonitor } from './monitor.js';
+
+/** Two "processes": two registries, services and monitors over one shared storage and one shared lease store. */
+function setup(count: number, prober: Prober) {
+  let clock = Date.UTC(2026, 10, 22, 12, 0, 1);
+  const now = () => clock;
+  const keyv = new Keyv({ throwOnErrors: true });
+  const index = new MemoryIndexStore({ now });
+  const leases = new MemoryRateLimitStore({ now });
+  const processes = Array.from({ length: 2 }, () => {
+    const records = new RecordStore(keyv, 'mcp-fleet:');
+    const events = new EventBus(() => {});
+    const registry = new ServerRegistry({ records, index: new IndexCalls(index), validator: new ServerValidator(), now, claimGraceMs: 60_000, events });
+    const health = new HealthService({ registry, log: new HealthLog(records, now), prober, events, now });
+    const errors: unknown[] = [];
+    const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, { intervalMs: 60_000, concurrency: 3 });
+    return { registry, monitor, errors };
+  });
+  return {
+    processes,
+    advance: (ms: number) => {
+      clock += ms;
+    },
+    async seed() {
+      const [first] = processes;
+      for (let i = 0; i < count; i++) {
+        const account = `acct${i % 3}`;
+        (await first!.registry.create(account, { name: `s${i}`, type: 'http', endpoint: `https://mcp${i}.example/mcp` }))._unsafeUnwrap();
+      }
+    },
+  };
+}
+
+describe('HealthMonitor', () => {
+  it('probes every server of every account once per interval, even with two processes running rounds', async () => {
+    const probed: string[] = [];
+    const world = setup(230, async (server) => {
+      probed.push(server.id);
+      return { ok: true, era: '2025', responseTimeMs: 1, error: null };
+    });
+    await world.seed();
+    const [a, b] = world.processes;
+    const counts = await Promise.all([a!.monitor.round(), b!.monitor.round()]);
+    expect(counts[0]! + counts[1]!).toBe(230);
+    expect(new Set(probed).size).toBe(230);
+    expect(probed).toHaveLength(230);
+    // Same interval again: nobody probes.
+    expect(await a!.monitor.round()).toBe(0);
+    world.advance(60_000);
+    expect(await b!.monitor.round()).toBe(230);
+    // The servers' health followed.
+    const page = (await a!.registry.list('acct1', { page: 1, limit: 100, health: 'healthy' }))._unsafeUnwrap();
+    expect(page.pagination.total).toBe(77);
+  });
+
+  it('keeps at most `concurrency` probes in flight', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const world = setup(12, async () => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      inFlight -= 1;
+      return { ok: false, era: undefined, responseTimeMs: 10, error: { code: 'UPSTREAM_TIMEOUT', message: 'timed out' } };
+    });
+    await world.seed();
+    expect(await world.processes[0]!.monitor.round()).toBe(12);
+    expect(most).toBe(3);
+  });
+
+  it('refuses options that make no sense', () => {
+    const world = setup(0, async () => ({ ok: true, era: undefined, responseTimeMs: 0, error: null }));
+    const deps = { registry: world.processes[0]!.registry } as never;
+    expect(() => new HealthMonitor(deps, { intervalMs: 10 })).toThrow(TypeError);
+    expect(() => new HealthMonitor(deps, { concurrency: 0 })).toThrow(TypeError);
+    expect(() => new HealthMonitor(deps, { jitter: 2 })).toThrow(TypeError);
+  });
+});
