@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpServerConfig, WebSocketServerConfig } from '../registry/schema.js';
-import type { Listening } from './fixtures/listen.js';
+import { closedAfterEach } from './fixtures/listen.js';
 import { startAuthServer, type AuthServer } from './fixtures/misc-servers.js';
 import { startV2Server } from './fixtures/v2-server.js';
 import { startWsServer } from './fixtures/ws-server.js';
@@ -9,15 +9,7 @@ import { probeServer } from './probe.js';
 
 const CLIENT = { clientId: 'fleet-client', clientSecret: 'fleet-secret' };
 
-const servers: Listening[] = [];
-async function started<T extends Listening>(server: Promise<T>): Promise<T> {
-  const value = await server;
-  servers.push(value);
-  return value;
-}
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const started = closedAfterEach();
 
 function oauth(endpoint: string, extra: { token_url?: string; scope?: string; client_secret?: string } = {}): HttpServerConfig {
   return {

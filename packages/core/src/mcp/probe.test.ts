@@ -4,7 +4,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
-import type { Listening } from './fixtures/listen.js';
+import { closedAfterEach } from './fixtures/listen.js';
 import { refusedPort } from './fixtures/listen.js';
 import { HTML_PAGE_TEXT, startHtmlServer, startRedirectServer, startSilentServer } from './fixtures/misc-servers.js';
 import { startModernServer } from './fixtures/modern-server.js';
@@ -17,15 +17,7 @@ import { createStdioSupervisor } from '../stdio/supervisor.js';
 import { StdioChannelTransport } from '../stdio/stdio-transport.js';
 import { probeServer } from './probe.js';
 
-const servers: Listening[] = [];
-async function started<T extends Listening>(server: Promise<T>): Promise<T> {
-  const value = await server;
-  servers.push(value);
-  return value;
-}
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const started = closedAfterEach();
 
 const http = (endpoint: string, extra: Partial<HttpServerConfig> = {}): HttpServerConfig => ({ name: 'probe-test', type: 'http', endpoint, timeout: 3000, ...extra });
 const ws = (endpoint: string, extra: Partial<WebSocketServerConfig> = {}): WebSocketServerConfig => ({ name: 'probe-test', type: 'websocket', endpoint, timeout: 3000, ...extra });

@@ -2,20 +2,12 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { WebSocketServer } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UpstreamError } from '../net/upstream-error.js';
-import { listen, type Listening } from './fixtures/listen.js';
+import { closedAfterEach, listen } from './fixtures/listen.js';
 import { startSilentServer } from './fixtures/misc-servers.js';
 import { startWsServer } from './fixtures/ws-server.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
 
-const servers: Listening[] = [];
-async function started<T extends Listening>(server: Promise<T>): Promise<T> {
-  const value = await server;
-  servers.push(value);
-  return value;
-}
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const started = closedAfterEach();
 
 /** A WebSocket server (subprotocol mcp) that runs `onConnection` for each client and records handshake headers. */
 async function rawServer(onConnection: (socket: import('ws').WebSocket) => void) {
@@ -36,8 +28,7 @@ async function rawServer(onConnection: (socket: import('ws').WebSocket) => void)
       await listening.close();
     },
   };
-  servers.push(server);
-  return server;
+  return started(Promise.resolve(server));
 }
 
 function nextMessage(transport: WebSocketClientTransport): Promise<JSONRPCMessage> {
