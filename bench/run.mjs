@@ -3,7 +3,7 @@
 // compare across runs or machines. See bench/README.md.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { fmtRatio, pad, verdict } from './stats.mjs';
+import { fmtAddedMs, fmtMs, fmtRatio, pad, verdict } from './stats.mjs';
 
 const started = Date.now();
 
@@ -22,6 +22,7 @@ function section(file, execArgv = []) {
 console.log(`mcp-fleet benchmarks — node ${process.version}, ${(await import('node:os')).cpus().length} CPUs, ${new Date().toISOString()}`);
 const limiter = await section('./limiter.mjs', ['--expose-gc']);
 const http = await section('./http.mjs');
+const probe = await section('./probe.mjs', ['--expose-gc']);
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each ratio compares two variants measured alternately in this run; medians of per-round ratios)');
@@ -35,4 +36,11 @@ for (const [name, r] of [
 }
 line('2 GET /v1/servers req/s, limits ON / OFF', http.ratio, verdict(http.ratio, 0.9));
 line('2 server CPU per request, OFF / ON', http.cpuRatio, '(information)');
+for (const [name, r] of [
+  ['3a probe time, 2025 era', probe.legacy],
+  ['3b probe time, 2026-07-28', probe.modern],
+]) {
+  line(`${name}: fleet health request / server's answer`, r.ratio, `${fmtMs(r.fleetMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.addedMs)} ms (information)`);
+  line(`${name}: probeServer alone / server's answer`, r.probeRatio, `${fmtMs(r.probeMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.probeAddedMs)} ms (information)`);
+}
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -19,6 +19,16 @@ export function fmtRatio(r) {
   return `${r.toFixed(2)}×`;
 }
 
+/** 1.2345 -> "1.23" (milliseconds) */
+export function fmtMs(ms) {
+  return ms.toFixed(2);
+}
+
+/** 1.2345 -> "+1.23", -0.5 -> "−0.50" (a difference in milliseconds) */
+export function fmtAddedMs(ms) {
+  return `${ms >= 0 ? '+' : '−'}${Math.abs(ms).toFixed(2)}`;
+}
+
 export function pad(text, width) {
   const s = String(text);
   return s.length >= width ? s : s + ' '.repeat(width - s.length);

@@ -6,7 +6,7 @@ import { type Authenticate, createHandler, type ErrorHook, type FleetHandler } f
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import { buildRoutes } from './http/routes.js';
 import { EventBus } from './events/bus.js';
-import { HealthLog } from './health/health-log.js';
+import { HealthLog, type HealthRecord } from './health/health-log.js';
 import { HealthService, type Prober } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor, type HealthMonitorOptions } from './health/monitor.js';
@@ -84,6 +84,8 @@ export interface ServersApi {
   get(account: string, id: string): ResultAsync<ServerDetail, FleetError>;
   update(account: string, id: string, patch: ServerPatch): ResultAsync<ServerDetail, FleetError>;
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
+  /** Probes the server now and answers its health record, as `GET /servers/{id}/health`. */
+  health(account: string, id: string): ResultAsync<HealthRecord, FleetError>;
   list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
 }
 
@@ -123,7 +125,28 @@ export function normalizePrefix(prefix: string): string {
   return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
 }
 
-/** Builds a fleet: the registry, API keys, tool-call log and the HTTP handler over one storage. */
+/** The background monitor when `options.monitor` asks for one; its leases default to the rate limiter's store. */
+function createMonitor(
+  options: FleetOptions,
+  deps: { registry: ServerRegistry; health: HealthService; now: () => number; onError: ErrorHook },
+): HealthMonitor | undefined {
+  if (options.monitor === undefined || options.monitor === false) return undefined;
+  const monitorOptions = options.monitor === true ? {} : options.monitor;
+  const limiterStore = options.rateLimit === false ? undefined : options.rateLimit?.store;
+  return new HealthMonitor(
+    {
+      registry: deps.registry,
+      health: deps.health,
+      leases: monitorOptions.leases ?? limiterStore ?? new MemoryRateLimitStore({ now: deps.now }),
+      now: deps.now,
+      onError: (cause) =>
+        deps.onError(new FleetError('INTERNAL_ERROR', { message: 'A health monitor round failed.', cause }), { requestId: '-', method: 'MONITOR', path: '-' }),
+    },
+    monitorOptions,
+  );
+}
+
+/** Builds a fleet: the registry, API keys, health, tool-call log and the HTTP handler over one storage. */
 export function createFleet(options: FleetOptions = {}): Fleet {
   const storage = options.storage ?? new Keyv({ throwOnErrors: true });
   if (!storage.throwOnErrors) {
@@ -152,20 +175,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   });
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens: new MemoryTokenCache(), now });
   const health = new HealthService({ registry, log: healthLog, prober, events, now });
-  const monitorOptions = options.monitor === true ? {} : options.monitor === false || options.monitor === undefined ? undefined : options.monitor;
-  const monitor =
-    monitorOptions === undefined
-      ? undefined
-      : new HealthMonitor(
-          {
-            registry,
-            health,
-            leases: monitorOptions.leases ?? (options.rateLimit === false ? undefined : options.rateLimit?.store) ?? new MemoryRateLimitStore({ now }),
-            now,
-            onError: (cause) => onError(new FleetError('INTERNAL_ERROR', { message: 'A health monitor round failed.', cause }), { requestId: '-', method: 'MONITOR', path: '-' }),
-          },
-          monitorOptions,
-        );
+  const monitor = createMonitor(options, { registry, health, now, onError });
   monitor?.start();
   // CONTRACT: a deleted server's health history goes with it (its buckets would expire within a day anyway), and
   // no process outlives its server or the configuration it was started with.
@@ -201,6 +211,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       get: (account, id) => registry.get(account, id).map(toDetail),
       update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
       delete: (account, id) => registry.delete(account, id),
+      health: (account, id) => health.check(account, id),
       list: (account, query = {}) =>
         registry.list(account, { ...query, ...page(query) }).map((p) => ({ ...p, data: p.data.map(toDetail) })),
     },
