@@ -98,6 +98,12 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     expect((await client.get('/servers?health=unhealthy')).body.pagination.total).toBe(1);
   });
 
+  it('reports a stdio command that crashes at start as unhealthy, UPSTREAM_UNREACHABLE', async () => {
+    const { res } = await healthOf({ type: 'stdio', command: process.execPath, args: ['-e', 'process.exit(3)'], timeout: 5000 });
+    const data = expectSuccess(res, 200);
+    expect(data).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_UNREACHABLE' } });
+  });
+
   it('refuses private and loopback destinations unless the embedder allows them: DESTINATION_NOT_ALLOWED', async () => {
     const { res } = await healthOf({ type: 'http', endpoint: fixtures.v1?.url }, guarded);
     expect(expectSuccess(res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED' } });
