@@ -290,6 +290,28 @@ describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
 });
 
 describe.skipIf(skip)('a fleet on Redis', () => {
+  it('rate limits on a Redis that went away: 503 STORAGE_UNAVAILABLE (fail closed), or admitted with failOpen', async () => {
+    const proxy = track(new RedisProxy(new URL(url)));
+    await proxy.up();
+    const redis = await open({ url: proxy.url, onError: () => {} });
+    const counters = await open({ url: proxy.url, onError: () => {} });
+    // Records stay in memory: only the counter store is taken away.
+    const closed = createFleet({ rateLimit: { store: redis.rateLimits }, onError: () => {} });
+    const open_ = createFleet({ rateLimit: { store: counters.rateLimits, failOpen: true } });
+    const keys = await Promise.all([closed, open_].map(async (f) => (await f.keys.create({ account: 'acme' }))._unsafeUnwrap().secret));
+    const get = (fleet: typeof closed, key: string) =>
+      fleet.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${key}` } }));
+    expect((await get(closed, keys[0] as string)).headers.get('x-ratelimit-limit')).toBe('60');
+    await proxy.down();
+    const refused = await get(closed, keys[0] as string);
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('STORAGE_UNAVAILABLE');
+    const admitted = await get(open_, keys[1] as string);
+    expect(admitted.status).toBe(200);
+    expect(admitted.headers.get('x-ratelimit-limit')).toBeNull();
+    await Promise.all([closed.close(), open_.close()]);
+  });
+
   const server = (name: string) => ({ name, type: 'http' as const, endpoint: 'https://weather.example/mcp' });
 
   it('creates, lists and gets servers, and keeps them for a fleet on a new connection', async () => {
