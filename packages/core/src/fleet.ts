@@ -23,7 +23,7 @@ import type { IndexStore } from './storage/index-store.js';
 import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
 import { ToolCallLog, type ToolCallRecord } from './toolcalls/tool-call-log.js';
-import { type Page, type PageQuery } from './util/pagination.js';
+import { type Page, type PageQuery, withPageDefaults } from './util/pagination.js';
 
 export interface FleetOptions {
   /**
@@ -199,7 +199,6 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     onError,
     now,
   });
-  const page = (query: Partial<PageQuery> = {}) => ({ page: query.page ?? 1, limit: query.limit ?? 50 });
 
   return {
     prefix,
@@ -213,11 +212,11 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       delete: (account, id) => registry.delete(account, id),
       health: (account, id) => health.check(account, id),
       list: (account, query = {}) =>
-        registry.list(account, { ...query, ...page(query) }).map((p) => ({ ...p, data: p.data.map(toDetail) })),
+        registry.list(account, withPageDefaults(query)).map((p) => ({ ...p, data: p.data.map(toDetail) })),
     },
     toolCalls: {
       get: (account, id) => toolCallLog.get(account, id),
-      list: (account, query) => toolCallLog.list(account, page(query)),
+      list: (account, query) => toolCallLog.list(account, withPageDefaults(query ?? {})),
     },
     close: async () => {
       await monitor?.stop();

@@ -48,6 +48,15 @@ export function invalidRequest(issues: readonly FieldIssue[], message?: string):
   });
 }
 
+/** An unknown server id, or one of another account: the same answer, so existence is never revealed. */
+export function serverNotFound(id: string): FleetError {
+  return new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
+}
+
+export function toolCallNotFound(id: string): FleetError {
+  return new FleetError('NOT_FOUND', { message: 'No tool call with this id exists.', details: { id } });
+}
+
 /** Any failure of a storage port. The cause stays attached for logs; the response says only 503. */
 export function storageUnavailable(cause: unknown): FleetError {
   return new FleetError('STORAGE_UNAVAILABLE', { cause });

@@ -89,13 +89,14 @@ export class HealthLog {
         return this.records.set(key, bucket, BUCKET_TTL_MS);
       });
       if (attempt.kind !== 'probe') return counted;
+      // A probe that failed learns nothing of the era: keep the one that last answered (the only case read back).
+      const era = attempt.era !== undefined ? okAsync(attempt.era) : this.eraOf(serverId);
       return counted
-        .andThen(() => this.records.get<LastProbe>(lastKey(serverId)))
-        .andThen((previous) =>
+        .andThen(() => era)
+        .andThen((knownEra) =>
           this.records.set(lastKey(serverId), {
             ok: attempt.ok,
-            // A failed probe learns nothing of the era: keep the one that last answered.
-            era: attempt.era ?? previous?.era,
+            era: knownEra,
             response_time: attempt.responseTimeMs,
             last_check: new Date(attempt.at).toISOString(),
             error: attempt.error,

@@ -1,5 +1,5 @@
-import { okAsync, ResultAsync } from 'neverthrow';
-import type { FleetError } from '../errors/fleet-error.js';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { FleetError } from '../errors/fleet-error.js';
 import type { EventBus } from '../events/bus.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import { type ServerRecord, toDetail } from '../registry/views.js';
@@ -44,7 +44,8 @@ export class HealthService {
               }
             })
             .andThen(() => log.read(id))
-            .andThen((record) => (record === undefined ? okAsync(fallback(outcome, this.deps.now())) : okAsync(record))),
+            // The probe was written just above: only a store that loses writes could answer nothing.
+            .andThen((record) => (record === undefined ? errAsync(new FleetError('INTERNAL_ERROR')) : okAsync(record))),
         ),
       ),
     );
@@ -63,16 +64,4 @@ export class HealthService {
     );
     return ResultAsync.fromSafePromise(outcome);
   }
-}
-
-/** Unreachable in practice (the record was just written); keeps the answer whole if storage lost it. */
-function fallback(outcome: ProbeOutcome, now: number): HealthRecord {
-  return {
-    status: outcome.ok ? 'healthy' : 'unhealthy',
-    response_time: outcome.responseTimeMs,
-    last_check: new Date(now).toISOString(),
-    uptime: outcome.ok ? '100%' : '0%',
-    error_rate: outcome.ok ? '0%' : '100%',
-    error: outcome.error,
-  };
 }

@@ -1,6 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import { type FieldIssue, type FleetError, invalidRequest } from '../errors/fleet-error.js';
-import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, type PageQuery } from '../util/pagination.js';
+import { MAX_PAGE_LIMIT } from '../util/pagination.js';
 
 /** Turns one query value into a typed one, or says what is wrong with it. */
 export type ParamParser<T> = (raw: string) => { ok: true; value: T } | { ok: false; issue: string };
@@ -53,8 +53,4 @@ export function parseQuery<S extends Spec>(params: URLSearchParams, spec: S): Re
     else issues.push({ field: name, issue: parsed.issue });
   }
   return issues.length === 0 ? ok(out as Parsed<S>) : err(invalidRequest(issues));
-}
-
-export function withPageDefaults<T extends { page?: number | undefined; limit?: number | undefined }>(query: T): T & PageQuery {
-  return { ...query, page: query.page ?? 1, limit: query.limit ?? DEFAULT_PAGE_LIMIT };
 }

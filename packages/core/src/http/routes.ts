@@ -1,14 +1,14 @@
-import { errAsync, type ResultAsync } from 'neverthrow';
+import type { ResultAsync } from 'neverthrow';
 import type { Principal, Scope } from '../auth/scopes.js';
-import { FleetError } from '../errors/fleet-error.js';
+import type { FleetError } from '../errors/fleet-error.js';
 import type { HealthService } from '../health/health-service.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import { toDetail, toSummary } from '../registry/views.js';
 import type { ToolCallLog } from '../toolcalls/tool-call-log.js';
-import { isId } from '../util/ids.js';
 import type { Pagination } from '../util/pagination.js';
-import { enumParam, pageParams, parseQuery, withPageDefaults } from './query.js';
+import { withPageDefaults } from '../util/pagination.js';
+import { enumParam, pageParams, parseQuery } from './query.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -47,21 +47,11 @@ export interface RouteServices {
   health: HealthService;
 }
 
-const serverNotFound = (id: string) => new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
-const toolCallNotFound = (id: string) =>
-  new FleetError('NOT_FOUND', { message: 'No tool call with this id exists.', details: { id } });
-
-/** Ids of the wrong form are simply unknown: no lookup, same 404. */
-function serverId(params: Record<string, string>): string {
-  return params.id as string;
-}
+const idOf = (params: Record<string, string>) => params.id as string;
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
 
 export function buildRoutes({ registry, toolCalls, health }: RouteServices): Route[] {
-  const withServer = (id: string, run: () => ResultAsync<Outcome, FleetError>) =>
-    isId('server', id) ? run() : errAsync(serverNotFound(id));
-
   return [
     {
       segments: ['servers'],
@@ -91,27 +81,21 @@ export function buildRoutes({ registry, toolCalls, health }: RouteServices): Rou
           scope: 'servers:read',
           body: false,
           run: ({ principal, params }) =>
-            withServer(serverId(params), () =>
-              registry.get(principal.account, serverId(params)).map((r) => ({ status: 200, data: toDetail(r) })),
-            ),
+            registry.get(principal.account, idOf(params)).map((r) => ({ status: 200, data: toDetail(r) })),
         },
         PUT: {
           name: 'servers.update',
           scope: 'servers:write',
           body: true,
           run: ({ principal, params, body }) =>
-            withServer(serverId(params), () =>
-              registry.update(principal.account, serverId(params), body).map((r) => ({ status: 200, data: toDetail(r) })),
-            ),
+            registry.update(principal.account, idOf(params), body).map((r) => ({ status: 200, data: toDetail(r) })),
         },
         DELETE: {
           name: 'servers.delete',
           scope: 'servers:write',
           body: false,
           run: ({ principal, params }) =>
-            withServer(serverId(params), () =>
-              registry.delete(principal.account, serverId(params)).map((data) => ({ status: 200, data })),
-            ),
+            registry.delete(principal.account, idOf(params)).map((data) => ({ status: 200, data })),
         },
       },
     },
@@ -123,9 +107,7 @@ export function buildRoutes({ registry, toolCalls, health }: RouteServices): Rou
           scope: 'servers:health',
           body: false,
           run: ({ principal, params }) =>
-            withServer(serverId(params), () =>
-              health.check(principal.account, serverId(params)).map((record) => ({ status: 200, data: record })),
-            ),
+            health.check(principal.account, idOf(params)).map((record) => ({ status: 200, data: record })),
         },
       },
     },
@@ -150,11 +132,7 @@ export function buildRoutes({ registry, toolCalls, health }: RouteServices): Rou
           name: 'tool_calls.get',
           scope: 'tool_calls:read',
           body: false,
-          run: ({ principal, params }) => {
-            const id = params.id as string;
-            if (!isId('toolCall', id)) return errAsync(toolCallNotFound(id));
-            return toolCalls.get(principal.account, id).map((call) => ({ status: 200, data: call }));
-          },
+          run: ({ principal, params }) => toolCalls.get(principal.account, idOf(params)).map((call) => ({ status: 200, data: call })),
         },
       },
     },

@@ -1,9 +1,9 @@
 import { errAsync, okAsync, ResultAsync, safeTry, ok, err } from 'neverthrow';
-import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { FleetError, invalidRequest, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
-import { newId } from '../util/ids.js';
+import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
@@ -72,7 +72,6 @@ function indexChanges(before: ServerRecord | undefined, after: ServerRecord | un
   };
 }
 
-const serverNotFound = (id: string) => new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
 const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { details: { name } });
 
 /**
@@ -116,6 +115,8 @@ export class ServerRegistry {
   }
 
   get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
+    // An id of the wrong form is simply unknown: no lookup, the same 404.
+    if (!isId('server', id)) return errAsync(serverNotFound(id));
     return this.deps.records.get<ServerRecord>(recordKey(id)).andThen((record) =>
       record !== undefined && record.account === account ? okAsync(record) : errAsync(serverNotFound(id)),
     );

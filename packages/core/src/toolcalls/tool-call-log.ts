@@ -1,5 +1,6 @@
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
-import { FleetError } from '../errors/fleet-error.js';
+import { type FleetError, toolCallNotFound } from '../errors/fleet-error.js';
+import { isId } from '../util/ids.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
@@ -43,9 +44,10 @@ export class ToolCallLog {
   }
 
   get(account: string, id: string): ResultAsync<ToolCallRecord, FleetError> {
+    if (!isId('toolCall', id)) return errAsync(toolCallNotFound(id));
     return this.records.get<StoredToolCall>(recordKey(id)).andThen((stored) =>
       stored === undefined || stored.account !== account
-        ? errAsync(new FleetError('NOT_FOUND', { message: 'No tool call with this id exists.', details: { id } }))
+        ? errAsync(toolCallNotFound(id))
         : okAsync(strip(stored)),
     );
   }

@@ -18,6 +18,11 @@ export interface Page<T> {
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 100;
 
+/** Fills in `page` 1 and `limit` 50 where absent. */
+export function withPageDefaults<T extends { page?: number | undefined; limit?: number | undefined }>(query: T): T & PageQuery {
+  return { ...query, page: query.page ?? 1, limit: query.limit ?? DEFAULT_PAGE_LIMIT };
+}
+
 export function pagination({ page, limit }: PageQuery, total: number): Pagination {
   return { page, limit, total, pages: Math.ceil(total / limit) };
 }
