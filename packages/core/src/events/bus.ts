@@ -1,6 +1,7 @@
 import type { Health } from '../registry/schema.js';
 import type { ServerDetail } from '../registry/views.js';
 import type { UpstreamFailure } from '../health/health-log.js';
+import type { ToolCallRecord } from '../toolcalls/tool-call-log.js';
 
 /**
  * What happened, as the webhooks of CONTRACT "Webhooks" will tell it. Payloads carry redacted views only:
@@ -11,6 +12,8 @@ export interface FleetEventMap {
   'server.updated': { account: string; server: ServerDetail };
   'server.deleted': { account: string; server: ServerDetail };
   'server.health_changed': { account: string; server: ServerDetail; previous: Health; current: Health; error: UpstreamFailure | null };
+  /** A tool call that ended `error` or `timeout`; the record never carries arguments or results. */
+  'tool_call.failed': { account: string; call: ToolCallRecord };
 }
 
 export type FleetEventType = keyof FleetEventMap;
