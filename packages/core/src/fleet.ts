@@ -24,6 +24,8 @@ import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
 import { ToolCallLog, type ToolCallRecord } from './toolcalls/tool-call-log.js';
 import { type Page, type PageQuery, withPageDefaults } from './util/pagination.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { createWebhooks, type Webhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
 export interface FleetOptions {
   /**
@@ -74,6 +76,12 @@ export interface FleetOptions {
   authenticate?: Authenticate;
   /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
   onError?: ErrorHook;
+  /**
+   * Webhooks (CONTRACT "Webhooks"): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
+   * this process. `false` turns the feature off (no routes, no events staged). See docs/webhooks.md.
+   * @default {} (on, with the worker)
+   */
+  webhooks?: WebhooksOptions | false;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }
@@ -95,6 +103,8 @@ export interface ToolCallsApi {
 }
 
 export interface Fleet {
+  /** Webhook subscriptions and their deliveries; `undefined` when `webhooks: false`. */
+  readonly webhooks: WebhooksApi | undefined;
   /** The mount point given as `prefix`, normalized (`/v1`). */
   readonly prefix: string;
   readonly servers: ServersApi;
@@ -104,7 +114,10 @@ export interface Fleet {
   readonly events: Pick<EventBus, 'on'>;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
-  /** Ends every stdio process and outgoing connection, and what else the fleet started. Storage passed in stays open. */
+  /**
+   * Ends every stdio process and outgoing connection, and what else the fleet started (the webhook worker: deliveries
+   * not yet sent stay in the outbox). Storage passed in stays open.
+   */
   close(): Promise<void>;
 }
 
@@ -165,9 +178,32 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const events = new EventBus((cause, type) =>
     onError(new FleetError('INTERNAL_ERROR', { message: `A listener of ${type} failed.`, cause }), { requestId: '-', method: 'EVENT', path: type }),
   );
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, events });
-  const healthLog = new HealthLog(records, now);
   const outbound = createGuardedFetch({ allowPrivateNetworks: options.allowPrivateNetworks ?? false });
+  const webhooks: Webhooks | undefined =
+    options.webhooks === false
+      ? undefined
+      : createWebhooks(
+          {
+            records,
+            index,
+            agent: outbound.dispatcher,
+            allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+            now,
+            onError: (cause) =>
+              onError(new FleetError('INTERNAL_ERROR', { message: 'A webhook delivery round failed.', cause }), { requestId: '-', method: 'WEBHOOKS', path: '-' }),
+          },
+          options.webhooks,
+        );
+  const registry = new ServerRegistry({
+    records,
+    index,
+    validator,
+    now,
+    claimGraceMs: CLAIM_GRACE_MS,
+    events,
+    ...(webhooks !== undefined && { outbox: webhooks.outbox }),
+  });
+  const healthLog = new HealthLog(records, now);
   const supervisor = createStdioSupervisor({
     commands: options.stdio?.commands ?? [],
     ...(options.stdio?.maxProcessesPerAccount !== undefined && { maxProcessesPerAccount: options.stdio.maxProcessesPerAccount }),
@@ -190,7 +226,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const toolCallLog = new ToolCallLog(records, index);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now);
   const handle = createHandler({
-    routes: buildRoutes({ registry, toolCalls: toolCallLog, health }),
+    // Webhook routes are appended here rather than written into routes.ts: each capability brings its own.
+    routes: [...buildRoutes({ registry, toolCalls: toolCallLog, health }), ...(webhooks === undefined ? [] : webhookRoutes(webhooks.api))],
     keys,
     prefix,
     bodyLimit,
@@ -205,6 +242,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     events,
     keys,
     handle,
+    webhooks: webhooks?.api,
     servers: {
       create: (account, input) => registry.create(account, input).map(toDetail),
       get: (account, id) => registry.get(account, id).map(toDetail),
@@ -220,6 +258,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     },
     close: async () => {
       await monitor?.stop();
+      await webhooks?.close();
       await supervisor.close();
       await outbound.dispatcher.close();
       await limiter?.close();

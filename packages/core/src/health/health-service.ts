@@ -37,7 +37,7 @@ export class HealthService {
         this.probe(server, era).andThen((outcome) =>
           log
             .record(id, { kind: 'probe', ok: outcome.ok, at: this.deps.now(), responseTimeMs: outcome.responseTimeMs, error: outcome.error, era: outcome.era })
-            .andThen(() => registry.setHealth(account, id, outcome.ok ? 'healthy' : 'unhealthy'))
+            .andThen(() => registry.setHealth(account, id, outcome.ok ? 'healthy' : 'unhealthy', outcome.error))
             .map((updated) => {
               if (updated.health !== server.health) {
                 events.emit('server.health_changed', { account, server: toDetail(updated), previous: server.health, current: updated.health, error: outcome.error });

@@ -13,6 +13,15 @@ export const DEFAULT_OPERATION_LIMITS: Readonly<Record<string, number>> = {
   'servers.delete': 10,
   'servers.health': 60,
   'tool_calls.list': 100,
+  // CONTRACT: list 100, create 10, get 100, update 30, delete 10 hold for webhooks as for servers; the test ping
+  // sends a request to the receiver each time, so it is held to the create limit.
+  'webhooks.list': 100,
+  'webhooks.create': 10,
+  'webhooks.get': 100,
+  'webhooks.update': 30,
+  'webhooks.delete': 10,
+  'webhooks.test': 10,
+  'webhooks.deliveries': 100,
 };
 
 /** Requests per minute of each tier (seed §8.2). Enterprise is "custom": set it per account with `accounts`. */

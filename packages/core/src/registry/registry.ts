@@ -8,6 +8,9 @@ import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
 import type { EventBus } from '../events/bus.js';
+import type { UpstreamFailure } from '../health/health-log.js';
+import { type ChangeCheck, type EventOutbox, mergeTransactions, type StagedEvent } from '../webhooks/outbox.js';
+import type { WebhookEventType } from '../webhooks/schema.js';
 import { type ServerRecord, toDetail } from './views.js';
 
 export interface ListServersQuery extends PageQuery {
@@ -27,6 +30,11 @@ export interface RegistryDeps {
   claimGraceMs: number;
   /** Told of every change that landed. */
   events: EventBus;
+  /**
+   * Where webhook events are staged before the change is written and published in the change's own index commit
+   * (see EventOutbox). Absent: webhooks are off.
+   */
+  outbox?: EventOutbox;
 }
 
 const recordKey = (id: string) => `server:${id}`;
@@ -101,17 +109,23 @@ export class ServerRegistry {
       updated_at: now,
     };
     const { records } = this.deps;
-    return records
-      .set(recordKey(record.id), record)
-      .andThen(() => this.claimName(record, indexChanges(undefined, record)))
-      .orElse((error) =>
-        // The record was written but never listed or named: remove it so nothing half-made remains.
-        records.delete(recordKey(record.id)).andThen(() => errAsync(error)),
-      )
-      .map(() => {
-        this.deps.events.emit('server.created', { account, server: toDetail(record) });
-        return record;
-      });
+    return this.stage(account, 'server.created', { server: toDetail(record) }, now, { key: recordKey(record.id) }).andThen((staged) =>
+      records
+        .set(recordKey(record.id), record)
+        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), staged?.publish)))
+        .orElse((error) =>
+          // The record was written but never listed or named: remove it so nothing half-made remains.
+          records
+            .delete(recordKey(record.id))
+            .andThen(() => (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))))
+            .andThen(() => errAsync(error)),
+        )
+        .map(() => {
+          staged?.published();
+          this.deps.events.emit('server.created', { account, server: toDetail(record) });
+          return record;
+        }),
+    );
   }
 
   get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
@@ -133,17 +147,25 @@ export class ServerRegistry {
         const changes = indexChanges(current, next);
         const oldName = current.config.name;
         const newName = next.config.name;
+        const staged = yield* self.stage(account, 'server.updated', { server: toDetail(next) }, next.updated_at, {
+          key: recordKey(id),
+          match: { updated_at: next.updated_at },
+        });
         if (newName === oldName) {
           yield* self.deps.records.set(recordKey(id), next);
-          yield* self.commitQuietly(changes);
+          yield* self.commitQuietly(mergeTransactions(changes, staged?.publish));
+          staged?.published();
           self.deps.events.emit('server.updated', { account, server: toDetail(next) });
           return ok(next);
         }
-        yield* self.claimName(next, {});
+        yield* self.claimName(next, {}).orElse((error) =>
+          (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))).andThen(() => errAsync(error)),
+        );
         yield* self.deps.records.set(recordKey(id), next).orElse((error) =>
           self.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
         );
-        yield* self.commitQuietly({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] });
+        yield* self.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, staged?.publish));
+        staged?.published();
         self.deps.events.emit('server.updated', { account, server: toDetail(next) });
         return ok(next);
       });
@@ -153,18 +175,23 @@ export class ServerRegistry {
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
     return this.exclusive(id, () =>
       this.get(account, id).andThen((record) =>
+        this.stage(account, 'server.deleted', { server: toDetail(record) }, new Date(this.deps.now()).toISOString(), { key: recordKey(id), absent: true }).andThen((staged) =>
         this.deps.records
           .delete(recordKey(id))
           .andThen(() =>
-            this.commitQuietly({
-              ...indexChanges(record, undefined),
-              releases: [{ key: nameKey(account, record.config.name), owner: id }],
-            }),
+            this.commitQuietly(
+              mergeTransactions(
+                { ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] },
+                staged?.publish,
+              ),
+            ),
           )
           .map(() => {
+            staged?.published();
             this.deps.events.emit('server.deleted', { account, server: toDetail(record) });
             return { id, deleted: true as const };
           }),
+        ),
       ),
     );
   }
@@ -205,18 +232,35 @@ export class ServerRegistry {
       .map((found) => found.filter((record): record is ServerRecord => record !== undefined));
   }
 
-  /** Changes the observed health of a server and moves it between the health listings. */
-  setHealth(account: string, id: string, health: Health): ResultAsync<ServerRecord, FleetError> {
+  /**
+   * Changes the observed health of a server and moves it between the health listings; a change is staged as the
+   * `server.health_changed` webhook event (with the probe's `error`) in the same steps.
+   */
+  setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null): ResultAsync<ServerRecord, FleetError> {
     return this.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
         if (current.health === health) return okAsync(current);
         const next = { ...current, health };
-        return this.deps.records
-          .set(recordKey(id), next)
-          .andThen(() => this.commitQuietly(indexChanges(current, next)))
-          .map(() => next);
+        const data = { server: toDetail(next), previous: current.health, current: health, error };
+        return this.stage(account, 'server.health_changed', data, new Date(this.deps.now()).toISOString(), {
+          key: recordKey(id),
+          match: { health },
+        }).andThen((staged) =>
+          this.deps.records
+            .set(recordKey(id), next)
+            .andThen(() => this.commitQuietly(mergeTransactions(indexChanges(current, next), staged?.publish)))
+            .map(() => {
+              staged?.published();
+              return next;
+            }),
+        );
       }),
     );
+  }
+
+  /** Stages a webhook event before the change is written; `undefined` when webhooks are off or none subscribes. */
+  private stage(account: string, type: WebhookEventType, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
+    return this.deps.outbox === undefined ? okAsync(undefined) : this.deps.outbox.stage(account, type, data, createdAt, check);
   }
 
   /** Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. */

@@ -228,7 +228,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return current;
 }
 
-function zodIssues(error: z.ZodError, input: unknown): FieldIssue[] {
+export function zodIssues(error: z.ZodError, input: unknown): FieldIssue[] {
   const out: FieldIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {

@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import { okAsync, type ResultAsync } from 'neverthrow';
+import { FleetError } from '../errors/fleet-error.js';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { RecordStore } from '../storage/records.js';
+import { ID_PREFIXES } from '../util/ids.js';
+import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+
+/** One try at sending a delivery. Response bodies are never read into it. */
+export interface DeliveryAttempt {
+  /** 1-based. */
+  attempt: number;
+  /** When the attempt started. */
+  at: string;
+  /** The receiver's status code; `null` when no answer came (refused, timed out, not allowed). */
+  status_code: number | null;
+  duration_ms: number;
+  /** `null` on a 2xx; else `{ code, message }` (see docs/webhooks.md). */
+  error: { code: string; message: string } | null;
+}
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** A delivery as responses show it. */
+export interface DeliveryView {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  /** When the next attempt is due; `null` once the delivery is settled. */
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+export interface DeliveryRecord extends DeliveryView {
+  account: string;
+}
+
+export const deliveryKey = (id: string) => `webhook-delivery:${id}`;
+export const deliveriesSet = (webhookId: string) => `webhook-deliveries:${webhookId}`;
+/** Deliveries waiting for an attempt: members `{due ms, zero-padded}:{dlv}`, scored by the due time. */
+export const DUE_SET = 'webhook-due';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * The delivery of one event to one webhook: derived, not random, so that whoever fans the event out (the process that
+ * made the change, or a recovering one) names it the same, and the receiver sees one id on every retry.
+ */
+export function deliveryId(eventId: string, webhookId: string): string {
+  const digest = createHash('sha256').update(`${eventId}:${webhookId}`).digest();
+  let out = '';
+  for (let i = 0; i < 24; i++) out += ALPHABET[(digest[i] as number) % 62];
+  return ID_PREFIXES.delivery + out;
+}
+
+export function dueMember(dueMs: number, id: string): string {
+  return `${String(Math.max(0, Math.floor(dueMs))).padStart(15, '0')}:${id}`;
+}
+
+export function parseDueMember(member: string): { dueMs: number; id: string } | undefined {
+  const colon = member.indexOf(':');
+  const dueMs = Number(member.slice(0, colon));
+  return colon > 0 && Number.isFinite(dueMs) ? { dueMs, id: member.slice(colon + 1) } : undefined;
+}
+
+export function toDeliveryView({ account: _account, ...view }: DeliveryRecord): DeliveryView {
+  return view;
+}
+
+/** The delivery log: one record per delivery with every attempt, listed per webhook newest first. */
+export class DeliveryLog {
+  constructor(
+    private readonly records: RecordStore,
+    private readonly index: IndexCalls,
+    /** Settled deliveries expire this long after they settle. */
+    private readonly retentionMs: number,
+  ) {}
+
+  get(id: string): ResultAsync<DeliveryRecord | undefined, FleetError> {
+    return this.records.get<DeliveryRecord>(deliveryKey(id));
+  }
+
+  /** Writes a delivery; a settled one gets the retention as its time to live. */
+  save(record: DeliveryRecord): ResultAsync<void, FleetError> {
+    return this.records.set(deliveryKey(record.id), record, record.status === 'pending' ? undefined : this.retentionMs);
+  }
+
+  list(webhookId: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError> {
+    const set = deliveriesSet(webhookId);
+    return this.index.count(set).andThen((total) =>
+      this.index
+        .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit, order: 'desc' })
+        .andThen((ids) => {
+          if (ids.length === 0) return okAsync({ ids, found: [] as (DeliveryRecord | undefined)[] });
+          return this.records.getMany<DeliveryRecord>(ids.map(deliveryKey)).map((found) => ({ ids, found }));
+        })
+        .andThen(({ ids, found }) => {
+          const data = found.filter((d): d is DeliveryRecord => d !== undefined).map(toDeliveryView);
+          // Records past their retention are gone: drop their listing entries so totals stay true.
+          const expired = ids.filter((_, i) => found[i] === undefined);
+          const page = { data, pagination: pagination(query, total - expired.length) };
+          if (expired.length === 0) return okAsync(page);
+          return this.index
+            .commit({ remove: expired.map((member) => ({ set, member })) })
+            .map(() => page)
+            .orElse(() => okAsync(page));
+        }),
+    );
+  }
+}
+
+export function deliveryNotFound(id: string): FleetError {
+  return new FleetError('NOT_FOUND', { message: 'No delivery with this id exists.', details: { id } });
+}

@@ -1,0 +1,232 @@
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { IndexTransaction } from '../storage/index-store.js';
+import type { RecordStore } from '../storage/records.js';
+import { newId } from '../util/ids.js';
+import { type DeliveryLog, type DeliveryRecord, DUE_SET, deliveriesSet, deliveryId, deliveryKey, dueMember } from './deliveries.js';
+import type { WebhookEventType } from './schema.js';
+import type { WebhookRecord, WebhookStore } from './subscriptions.js';
+
+/**
+ * How recovery tells whether the change behind an event landed: the record at `key` (a RecordStore key, e.g.
+ * `server:srv_…`) is absent (`absent: true`, a delete) or present with these top-level field values.
+ */
+export interface ChangeCheck {
+  key: string;
+  absent?: boolean;
+  match?: Record<string, unknown>;
+}
+
+/** An event as stored in the outbox, with the deliveries it fans out to. */
+export interface EventRecord {
+  id: string;
+  account: string;
+  type: string;
+  created_at: string;
+  data: unknown;
+  check: ChangeCheck | null;
+  deliveries: { id: string; webhook_id: string }[];
+}
+
+/** An event staged for a change that is about to be written. */
+export interface StagedEvent {
+  readonly event: EventRecord;
+  /**
+   * Makes the deliveries due. Merge it (with {@link mergeTransactions}) into the same `index.commit` as the change's
+   * own listing writes: then the change and its deliveries land together, or recovery decides later.
+   */
+  readonly publish: IndexTransaction;
+  /** Tell the outbox the publish landed: the local worker starts at once instead of at its next poll. */
+  published(): void;
+  /** The change failed and wrote nothing: forget the event. */
+  abandon(): ResultAsync<void, FleetError>;
+}
+
+export const eventKey = (id: string) => `webhook-event:${id}`;
+/** Events whose change may or may not have landed yet: members `{created ms, zero-padded}:{evt}`. */
+export const INTENT_SET = 'webhook-intents';
+
+/** Unions index transactions; undefined parts are skipped. */
+export function mergeTransactions(...parts: (IndexTransaction | undefined)[]): IndexTransaction {
+  const out: Required<{ [K in keyof IndexTransaction]: NonNullable<IndexTransaction[K]>[number][] }> = {
+    claims: [],
+    releases: [],
+    add: [],
+    remove: [],
+  };
+  for (const part of parts) {
+    if (part === undefined) continue;
+    out.claims.push(...(part.claims ?? []));
+    out.releases.push(...(part.releases ?? []));
+    out.add.push(...(part.add ?? []));
+    out.remove.push(...(part.remove ?? []));
+  }
+  return out;
+}
+
+export interface EventOutboxDeps {
+  records: RecordStore;
+  index: IndexCalls;
+  webhooks: WebhookStore;
+  deliveries: DeliveryLog;
+  now: () => number;
+  /** Intents younger than this are left alone by recovery: their change may still be on its way. */
+  graceMs: number;
+  /** Settled events expire this long after they are written. */
+  retentionMs: number;
+  /** Called when deliveries became due in this process. */
+  wake: () => void;
+}
+
+/**
+ * The durable outbox. A change that has subscribers is written in three steps, so that no event is lost if the
+ * process dies anywhere between them:
+ *
+ * 1. `stage` writes the event and its pending deliveries and records an intent (before the change's own write);
+ * 2. the change writes its record;
+ * 3. the change's index commit carries `publish`, which removes the intent and makes the deliveries due.
+ *
+ * A crash after 1 leaves an intent; `recover` finds it once it is older than the grace, looks at the change's record
+ * (`check`) and publishes the event if the change landed, or drops it if not.
+ */
+export class EventOutbox {
+  constructor(private readonly deps: EventOutboxDeps) {}
+
+  /**
+   * Stages `type` for the subscribed webhooks of `account`. `undefined` when none subscribes (nothing written).
+   * `tool_call.failed` is staged by the tool-call log's `append` with the check from {@link toolCallCheck}.
+   */
+  stage(account: string, type: WebhookEventType, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
+    return this.deps.webhooks.subscribers(account, type).andThen((subscribers) => {
+      if (subscribers.length === 0) return okAsync(undefined);
+      return this.write(account, type, data, createdAt, check, subscribers).andThen((staged) =>
+        this.deps.index
+          .commit({ add: [{ set: INTENT_SET, member: dueMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] })
+          .map(() => staged),
+      );
+    });
+  }
+
+  /** An event that needs no change (the test ping): written and due at once. */
+  emitNow(account: string, type: string, data: unknown, webhook: WebhookRecord): ResultAsync<EventRecord, FleetError> {
+    const createdAt = new Date(this.deps.now()).toISOString();
+    return this.write(account, type, data, createdAt, null, [webhook]).andThen((staged) =>
+      this.deps.index.commit(staged.publish).map(() => {
+        staged.published();
+        return staged.event;
+      }),
+    );
+  }
+
+  /**
+   * Publishes or drops intents older than the grace. Safe to run in several processes at once: publishing twice adds
+   * the same members, and an attempt checks the delivery record before it sends.
+   */
+  recover(limit = 100): ResultAsync<number, FleetError> {
+    const { index, records } = this.deps;
+    const cutoff = this.deps.now() - this.deps.graceMs;
+    return index.range(INTENT_SET, { offset: 0, limit }).andThen((members) => {
+      const old = members.filter((member) => Number(member.slice(0, member.indexOf(':'))) <= cutoff);
+      return ResultAsync.combine(
+        old.map((member) => {
+          const id = member.slice(member.indexOf(':') + 1);
+          const forget: IndexTransaction = { remove: [{ set: INTENT_SET, member }] };
+          return records.get<EventRecord>(eventKey(id)).andThen((event) => {
+            if (event === undefined) return index.commit(forget).map(() => 0);
+            return this.landed(event.check).andThen((landed) => {
+              if (landed) return index.commit(mergeTransactions(forget, this.publishOf(event))).map(() => 1);
+              return this.erase(event).andThen(() => index.commit(forget)).map(() => 0);
+            });
+          });
+        }),
+      ).map((published) => {
+        const count = published.reduce<number>((sum, n) => sum + n, 0);
+        if (count > 0) this.deps.wake();
+        return count;
+      });
+    });
+  }
+
+  private landed(check: ChangeCheck | null): ResultAsync<boolean, FleetError> {
+    if (check === null) return okAsync(true);
+    return this.deps.records.get<Record<string, unknown>>(check.key).map((record) => {
+      if (check.absent === true) return record === undefined;
+      if (record === undefined) return false;
+      return Object.entries(check.match ?? {}).every(([field, value]) => record[field] === value);
+    });
+  }
+
+  private write(
+    account: string,
+    type: string,
+    data: unknown,
+    createdAt: string,
+    check: ChangeCheck | null,
+    webhooks: WebhookRecord[],
+  ): ResultAsync<StagedEvent, FleetError> {
+    const id = newId('event');
+    const event: EventRecord = {
+      id,
+      account,
+      type,
+      created_at: createdAt,
+      data,
+      check,
+      deliveries: webhooks.map((w) => ({ id: deliveryId(id, w.id), webhook_id: w.id })),
+    };
+    const deliveryRecords: DeliveryRecord[] = event.deliveries.map((d) => ({
+      id: d.id,
+      account,
+      webhook_id: d.webhook_id,
+      event_id: id,
+      event_type: type,
+      status: 'pending',
+      attempts: [],
+      next_attempt_at: createdAt,
+      created_at: createdAt,
+    }));
+    return ResultAsync.combine(deliveryRecords.map((d) => this.deps.deliveries.save(d)))
+      .andThen(() => this.deps.records.set(eventKey(id), event, this.deps.retentionMs))
+      .map(() => ({
+        event,
+        publish: this.publishOf(event),
+        published: () => this.deps.wake(),
+        abandon: () =>
+          this.deps.index
+            .commit({ remove: [{ set: INTENT_SET, member: dueMember(Date.parse(createdAt), id) }] })
+            .andThen(() => this.erase(event)),
+      }));
+  }
+
+  private publishOf(event: EventRecord): IndexTransaction {
+    const at = Date.parse(event.created_at);
+    return {
+      remove: [{ set: INTENT_SET, member: dueMember(at, event.id) }],
+      add: event.deliveries.flatMap((d) => [
+        { set: DUE_SET, member: dueMember(at, d.id), score: at },
+        { set: deliveriesSet(d.webhook_id), member: d.id, score: at },
+      ]),
+    };
+  }
+
+  private erase(event: EventRecord): ResultAsync<void, FleetError> {
+    return this.deps.records.deleteMany([eventKey(event.id), ...event.deliveries.map((d) => deliveryKey(d.id))]);
+  }
+}
+
+/**
+ * The check for a `tool_call.failed` event: the call's record exists (tool-call-log.ts writes `toolcall:{id}`).
+ *
+ * The hook for `ToolCallLog.append` (to be wired where failed calls are appended), in the registry's pattern:
+ *
+ *     outbox.stage(account, 'tool_call.failed', { tool_call: call }, call.created_at, toolCallCheck(call.id))
+ *       .andThen((staged) => records.set(`toolcall:${call.id}`, …)
+ *         .andThen(() => index.commit(mergeTransactions({ add: [listing entry] }, staged?.publish)))
+ *         .map(() => staged?.published()))
+ *
+ * only when `call.status !== 'success'`; `outbox` is `Webhooks.outbox` (absent when webhooks are off).
+ */
+export function toolCallCheck(callId: string): ChangeCheck {
+  return { key: `toolcall:${callId}` };
+}

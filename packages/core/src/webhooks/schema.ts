@@ -1,0 +1,113 @@
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import type { FieldIssue } from '../errors/fleet-error.js';
+import { createAddressPolicy, type AddressPolicy } from '../net/address-policy.js';
+import { isPlainObject, type Validated, zodIssues } from '../registry/schema.js';
+
+/** The events a webhook may subscribe to (CONTRACT "Webhooks"). */
+export const WEBHOOK_EVENTS = ['server.created', 'server.updated', 'server.deleted', 'server.health_changed', 'tool_call.failed'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+/** The ping that `POST /webhooks/{id}/test` sends; no webhook subscribes to it, every webhook can receive it. */
+export const TEST_EVENT = 'webhook.test';
+
+export interface WebhookInput {
+  url: string;
+  events: WebhookEventType[];
+  description?: string;
+}
+
+export interface WebhookPatch {
+  url?: string;
+  events?: WebhookEventType[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+const READ_ONLY = ['id', 'secret', 'created_at', 'updated_at', 'disabled_reason'];
+const MAX_URL = 2048;
+
+export interface WebhookSchemaOptions {
+  /** As the fleet's `allowPrivateNetworks`: also lets `http:` URLs through. @default false */
+  allowPrivateNetworks?: boolean | readonly string[];
+}
+
+/**
+ * Validates webhook bodies under the outgoing-connection rules: `https:` only unless private networks are allowed,
+ * no credentials in the URL, and a literal address or `localhost` the guard would refuse is refused now, at create,
+ * rather than failing every delivery later. Hostnames are checked again on their resolved address at connect time.
+ */
+export class WebhookValidator {
+  private readonly policy: AddressPolicy;
+  private readonly allowHttp: boolean;
+  private readonly create: z.ZodType<WebhookInput>;
+  private readonly patch: z.ZodType<WebhookPatch>;
+
+  constructor(options: WebhookSchemaOptions = {}) {
+    const allow = options.allowPrivateNetworks ?? false;
+    this.policy = createAddressPolicy({ allowPrivateNetworks: allow });
+    this.allowHttp = allow !== false;
+    const url = z
+      .string()
+      .max(MAX_URL)
+      .superRefine((value, ctx) => {
+        const issue = this.urlIssue(value);
+        if (issue !== undefined) ctx.addIssue({ code: 'custom', message: issue });
+      });
+    const events = z
+      .array(z.enum(WEBHOOK_EVENTS))
+      .min(1)
+      .max(WEBHOOK_EVENTS.length)
+      .refine((list) => new Set(list).size === list.length, { message: 'must not repeat an event' });
+    const description = z.string().max(500);
+    this.create = z.strictObject({ url, events, description: description.optional() }) as z.ZodType<WebhookInput>;
+    this.patch = z.strictObject({
+      url: url.optional(),
+      events: events.optional(),
+      description: description.nullable().optional(),
+      enabled: z.boolean().optional(),
+    }) as z.ZodType<WebhookPatch>;
+  }
+
+  input(body: unknown): Validated<WebhookInput> {
+    return this.parse(this.create, body, false);
+  }
+
+  update(body: unknown): Validated<WebhookPatch> {
+    return this.parse(this.patch, body, true);
+  }
+
+  private parse<T>(schema: z.ZodType<T>, body: unknown, patch: boolean): Validated<T> {
+    if (!isPlainObject(body)) return { ok: false, issues: [{ field: 'body', issue: 'must be a JSON object' }] };
+    if (patch && Object.keys(body).length === 0) {
+      return { ok: false, issues: [{ field: 'body', issue: 'must name at least one field to change' }] };
+    }
+    const issues: FieldIssue[] = Object.keys(body)
+      .filter((key) => READ_ONLY.includes(key))
+      .map((field) => ({ field, issue: 'is read-only' }));
+    const rest = Object.fromEntries(Object.entries(body).filter(([key]) => !READ_ONLY.includes(key)));
+    const parsed = schema.safeParse(rest);
+    if (parsed.success && issues.length === 0) return { ok: true, value: parsed.data };
+    if (!parsed.success) issues.push(...zodIssues(parsed.error, rest));
+    return { ok: false, issues };
+  }
+
+  private urlIssue(value: string): string | undefined {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return 'must be a valid absolute URL';
+    }
+    if (url.protocol !== 'https:' && !(this.allowHttp && url.protocol === 'http:')) {
+      return this.allowHttp ? 'must use the https or http scheme' : 'must use the https scheme';
+    }
+    if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const literal = isIP(host) !== 0;
+    const local = host === 'localhost' || host.endsWith('.localhost');
+    if ((literal && !this.policy.isAllowedAddress(host)) || (local && !this.policy.isAllowedHost(host) && !this.policy.allowsAll)) {
+      return 'points to a private, loopback or reserved address, which this service may not reach';
+    }
+    return undefined;
+  }
+}

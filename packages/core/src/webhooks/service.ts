@@ -1,0 +1,127 @@
+import { type ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { Agent } from 'undici';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { RecordStore } from '../storage/records.js';
+import type { Page, PageQuery } from '../util/pagination.js';
+import { DeliveryLog, type DeliveryView } from './deliveries.js';
+import { EventOutbox } from './outbox.js';
+import { type RetryOptions, retryPolicy } from './retry.js';
+import { TEST_EVENT, WebhookValidator, type WebhookInput, type WebhookPatch } from './schema.js';
+import { createSender, type Sender } from './sender.js';
+import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.js';
+import { DeliveryWorker } from './worker.js';
+
+export interface WebhooksOptions {
+  /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
+  worker?: boolean;
+  /** Retries after a failed attempt: exponential backoff with jitter. @default 8 attempts, 5 s × 5^(n-1) ±20 % */
+  retry?: RetryOptions;
+  /** Milliseconds one attempt may take, connection included. @default 10000 */
+  timeoutMs?: number;
+  /** A lease on an attempt older than this (its process died) is taken over, in ms; keep it above `timeoutMs`. @default 60000 */
+  leaseMs?: number;
+  /** How often the worker looks for due deliveries, in ms (a change in this process wakes it at once). @default 1000 */
+  pollIntervalMs?: number;
+  /** Attempts in flight at once per process. @default 8 */
+  concurrency?: number;
+  /** An event whose change has neither landed nor failed after this long is settled by recovery, in ms. @default 60000 */
+  recoveryGraceMs?: number;
+  /** Settled deliveries and events are kept this long, in ms. @default 2592000000 (30 days) */
+  retentionMs?: number;
+  /** Replaces the HTTP sender (tests). @default undici on the guarded agent */
+  sender?: Sender;
+}
+
+/** A webhook just created: the only time its `secret` is shown. */
+export type CreatedWebhook = WebhookView & { secret: string };
+
+/** The embedder's API to the webhooks of an account, as the HTTP routes use it. */
+export interface WebhooksApi {
+  create(account: string, input: WebhookInput): ResultAsync<CreatedWebhook, FleetError>;
+  get(account: string, id: string): ResultAsync<WebhookView, FleetError>;
+  update(account: string, id: string, patch: WebhookPatch): ResultAsync<WebhookView, FleetError>;
+  delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
+  list(account: string, query: PageQuery): ResultAsync<Page<WebhookView>, FleetError>;
+  /** Sends a `webhook.test` ping to the webhook (whatever it subscribes to). */
+  test(account: string, id: string): ResultAsync<{ event_id: string; delivery_id: string }, FleetError>;
+  /** The webhook's deliveries, newest first, with every attempt. */
+  deliveries(account: string, id: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError>;
+}
+
+export interface Webhooks {
+  readonly api: WebhooksApi;
+  readonly outbox: EventOutbox;
+  readonly worker: DeliveryWorker | undefined;
+  close(): Promise<void>;
+}
+
+export interface WebhooksDeps {
+  records: RecordStore;
+  index: IndexCalls;
+  agent: Agent;
+  allowPrivateNetworks: boolean | readonly string[];
+  now: () => number;
+  onError: (cause: unknown) => void;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`mcp-fleet: webhooks.${name} must be a positive number`);
+  return value;
+}
+
+/** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
+export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}): Webhooks {
+  const retry = retryPolicy(options.retry);
+  const timeoutMs = positive('timeoutMs', options.timeoutMs ?? 10_000);
+  const leaseMs = positive('leaseMs', options.leaseMs ?? 60_000);
+  const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 1000);
+  const concurrency = Math.floor(positive('concurrency', options.concurrency ?? 8));
+  const graceMs = positive('recoveryGraceMs', options.recoveryGraceMs ?? 60_000);
+  const retentionMs = positive('retentionMs', options.retentionMs ?? 30 * 86_400_000);
+  const { records, index, now } = deps;
+  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
+  const deliveries = new DeliveryLog(records, index, retentionMs);
+  let worker: DeliveryWorker | undefined;
+  const outbox = new EventOutbox({ records, index, webhooks, deliveries, now, graceMs, retentionMs, wake: () => worker?.wake() });
+  if (options.worker !== false) {
+    worker = new DeliveryWorker({
+      records,
+      index,
+      webhooks,
+      deliveries,
+      outbox,
+      send: options.sender ?? createSender(deps.agent, now),
+      retry,
+      timeoutMs,
+      leaseMs,
+      pollIntervalMs,
+      concurrency,
+      now,
+      onError: deps.onError,
+    });
+    worker.start();
+  }
+  const api: WebhooksApi = {
+    create: (account, input) => webhooks.create(account, input).map((record) => ({ ...toWebhookView(record), secret: record.secret })),
+    get: (account, id) => webhooks.get(account, id).map(toWebhookView),
+    update: (account, id, patch) => webhooks.update(account, id, patch).map(toWebhookView),
+    delete: (account, id) => webhooks.delete(account, id),
+    list: (account, query) => webhooks.list(account, query).map((page) => ({ ...page, data: page.data.map(toWebhookView) })),
+    test: (account, id) =>
+      webhooks.get(account, id).andThen((webhook) =>
+        outbox
+          .emitNow(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, webhook)
+          .map((event) => ({ event_id: event.id, delivery_id: event.deliveries[0]?.id ?? '' })),
+      ),
+    deliveries: (account, id, query) => webhooks.get(account, id).andThen(() => deliveries.list(id, query)),
+  };
+  return {
+    api,
+    outbox,
+    worker,
+    close: async () => {
+      await worker?.stop();
+    },
+  };
+}

@@ -1,0 +1,165 @@
+import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { RecordStore } from '../storage/records.js';
+import { isId, newId } from '../util/ids.js';
+import { KeyedMutex } from '../util/keyed-mutex.js';
+import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+import { ResultAsync as RA } from 'neverthrow';
+import type { WebhookEventType, WebhookValidator } from './schema.js';
+import { newWebhookSecret } from './signature.js';
+
+/** A webhook as stored: the secret included. */
+export interface WebhookRecord {
+  id: string;
+  account: string;
+  url: string;
+  events: WebhookEventType[];
+  description: string | null;
+  enabled: boolean;
+  /** Why the service turned the webhook off (`gone`: the receiver answered 410); `null` while enabled. */
+  disabled_reason: string | null;
+  secret: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A webhook as responses show it: never the secret (that is shown once, at create). */
+export type WebhookView = Omit<WebhookRecord, 'account' | 'secret'>;
+
+export function toWebhookView({ account: _a, secret: _s, ...view }: WebhookRecord): WebhookView {
+  return view;
+}
+
+/** Webhooks per account: the fan-out of every event reads them all, so they are bounded. */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 100;
+
+export const webhookKey = (id: string) => `webhook:${id}`;
+const accountSet = (account: string) => `webhooks:${encodeURIComponent(account)}`;
+
+export function webhookNotFound(id: string): FleetError {
+  return new FleetError('NOT_FOUND', { message: 'No webhook with this id exists.', details: { id } });
+}
+
+/** The webhooks of every account: records in keyv, listed per account in the IndexStore. */
+export class WebhookStore {
+  private readonly mutex = new KeyedMutex();
+
+  constructor(
+    private readonly deps: { records: RecordStore; index: IndexCalls; validator: WebhookValidator; now: () => number },
+  ) {}
+
+  create(account: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
+    const validated = this.deps.validator.input(body);
+    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    const now = new Date(this.deps.now()).toISOString();
+    const record: WebhookRecord = {
+      id: newId('webhook'),
+      account,
+      url: validated.value.url,
+      events: validated.value.events,
+      description: validated.value.description ?? null,
+      enabled: true,
+      disabled_reason: null,
+      secret: newWebhookSecret(),
+      created_at: now,
+      updated_at: now,
+    };
+    const { records, index } = this.deps;
+    // Serialized per account so that concurrent creates in one process cannot pass the cap together.
+    return new RA(
+      this.mutex.run(`account:${account}`, async () =>
+        index
+          .count(accountSet(account))
+          .andThen((count) =>
+            count >= MAX_WEBHOOKS_PER_ACCOUNT
+              ? errAsync(invalidRequest([{ field: 'body', issue: `an account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks` }]))
+              : okAsync(undefined),
+          )
+          .andThen(() => records.set(webhookKey(record.id), record))
+          .andThen(() => index.commit({ add: [{ set: accountSet(account), member: record.id, score: Date.parse(now) }] }))
+          .map(() => record),
+      ),
+    );
+  }
+
+  get(account: string, id: string): ResultAsync<WebhookRecord, FleetError> {
+    if (!isId('webhook', id)) return errAsync(webhookNotFound(id));
+    return this.deps.records
+      .get<WebhookRecord>(webhookKey(id))
+      .andThen((record) => (record !== undefined && record.account === account ? okAsync(record) : errAsync(webhookNotFound(id))));
+  }
+
+  /** The record whatever its account, for the delivery worker; `undefined` once deleted. */
+  find(id: string): ResultAsync<WebhookRecord | undefined, FleetError> {
+    return this.deps.records.get<WebhookRecord>(webhookKey(id));
+  }
+
+  update(account: string, id: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
+    const validated = this.deps.validator.update(body);
+    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    const patch = validated.value;
+    return this.exclusive(id, () =>
+      this.get(account, id).andThen((current) => {
+        const next: WebhookRecord = {
+          ...current,
+          ...(patch.url !== undefined && { url: patch.url }),
+          ...(patch.events !== undefined && { events: patch.events }),
+          ...(patch.description !== undefined && { description: patch.description }),
+          ...(patch.enabled !== undefined && { enabled: patch.enabled, disabled_reason: null }),
+          updated_at: new Date(Math.max(this.deps.now(), Date.parse(current.updated_at) + 1)).toISOString(),
+        };
+        return this.deps.records.set(webhookKey(id), next).map(() => next);
+      }),
+    );
+  }
+
+  /** Turns a webhook off on the service's own account (a 410 from its receiver). */
+  disable(id: string, reason: string): ResultAsync<void, FleetError> {
+    return this.exclusive(id, () =>
+      this.find(id).andThen((current) => {
+        if (current === undefined || !current.enabled) return okAsync(undefined);
+        const next = { ...current, enabled: false, disabled_reason: reason, updated_at: new Date(this.deps.now()).toISOString() };
+        return this.deps.records.set(webhookKey(id), next);
+      }),
+    );
+  }
+
+  delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
+    return this.exclusive(id, () =>
+      this.get(account, id).andThen(() =>
+        this.deps.records
+          .delete(webhookKey(id))
+          .andThen(() => this.deps.index.commit({ remove: [{ set: accountSet(account), member: id }] }).orElse(() => okAsync(undefined)))
+          .map(() => ({ id, deleted: true as const })),
+      ),
+    );
+  }
+
+  list(account: string, query: PageQuery): ResultAsync<Page<WebhookRecord>, FleetError> {
+    const set = accountSet(account);
+    const { index, records } = this.deps;
+    return index.count(set).andThen((total) =>
+      index
+        .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit })
+        .andThen((ids) => records.getMany<WebhookRecord>(ids.map(webhookKey)))
+        .map((found) => {
+          const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
+          return { data, pagination: pagination(query, total - (found.length - data.length)) };
+        }),
+    );
+  }
+
+  /** The enabled webhooks of the account that subscribe to `type`: at most {@link MAX_WEBHOOKS_PER_ACCOUNT} reads. */
+  subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
+    const { index, records } = this.deps;
+    return index
+      .range(accountSet(account), { offset: 0, limit: MAX_WEBHOOKS_PER_ACCOUNT })
+      .andThen((ids) => (ids.length === 0 ? okAsync([]) : records.getMany<WebhookRecord>(ids.map(webhookKey))))
+      .map((found) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
+  }
+
+  private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {
+    return new RA(this.mutex.run(id, async () => await task()));
+  }
+}

@@ -1,0 +1,216 @@
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { IndexCalls } from '../storage/index-calls.js';
+import type { IndexTransaction } from '../storage/index-store.js';
+import type { RecordStore } from '../storage/records.js';
+import { randomToken } from '../util/ids.js';
+import { type DeliveryLog, type DeliveryRecord, DUE_SET, dueMember, parseDueMember } from './deliveries.js';
+import { type EventOutbox, type EventRecord, eventKey } from './outbox.js';
+import { parseRetryAfter, retryDelay, type RetryPolicy } from './retry.js';
+import type { Sender, SendOutcome } from './sender.js';
+import { sign } from './signature.js';
+import type { WebhookStore } from './subscriptions.js';
+
+export interface WorkerDeps {
+  records: RecordStore;
+  index: IndexCalls;
+  webhooks: WebhookStore;
+  deliveries: DeliveryLog;
+  outbox: EventOutbox;
+  send: Sender;
+  retry: RetryPolicy;
+  timeoutMs: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  concurrency: number;
+  now: () => number;
+  onError: (cause: unknown) => void;
+}
+
+const leaseKey = (id: string) => `webhook-lease:${id}`;
+
+/** The JSON body of a delivery: the same bytes on every attempt. */
+export function payloadOf(event: EventRecord): string {
+  return JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
+}
+
+/**
+ * Sends due deliveries. Each attempt is made under a lease (a claim in the IndexStore), so with several processes on
+ * one storage each attempt is made by one of them; a lease older than `leaseMs` (its holder died) is taken over.
+ * After taking the lease the delivery record is read again: an attempt someone else already made is never repeated.
+ */
+export class DeliveryWorker {
+  readonly id = `wkr_${randomToken(16)}`;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private readonly aborter = new AbortController();
+
+  constructor(private readonly deps: WorkerDeps) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stops polling and abandons attempts in flight: their deliveries stay due and are sent after a restart. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.aborter.abort();
+    await this.running;
+  }
+
+  /** Looks for due deliveries now (something was just published). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  /** One round: recovery of old intents, then every due delivery (in batches of `concurrency`). For tests too. */
+  async tick(): Promise<void> {
+    const recovered = await this.deps.outbox.recover();
+    if (recovered.isErr()) this.deps.onError(recovered.error);
+    for (;;) {
+      if (this.aborter.signal.aborted) return;
+      const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 4 });
+      if (members.isErr()) {
+        this.deps.onError(members.error);
+        return;
+      }
+      const now = this.deps.now();
+      const due = members.value.filter((m) => (parseDueMember(m)?.dueMs ?? 0) <= now);
+      if (due.length === 0) return;
+      let made = 0;
+      await pool(due, this.deps.concurrency, async (member) => {
+        if (this.aborter.signal.aborted) return;
+        const result = await this.attempt(member);
+        if (result.isErr()) this.deps.onError(result.error);
+        else if (result.value) made += 1;
+      });
+      // Every due member this round was leased by someone else: leave them to their holders.
+      if (made === 0 || this.aborter.signal.aborted) return;
+    }
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.tick()
+        .catch((error: unknown) => this.deps.onError(error))
+        .finally(() => {
+          this.running = undefined;
+          const next = this.again ? 0 : this.deps.pollIntervalMs;
+          this.again = false;
+          this.schedule(next);
+        });
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  /** Makes the attempt `member` stands for, if this process gets its lease. True when it handled the member. */
+  private attempt(member: string): ResultAsync<boolean, FleetError> {
+    const parsed = parseDueMember(member);
+    const { index } = this.deps;
+    if (parsed === undefined) return index.commit({ remove: [{ set: DUE_SET, member }] }).map(() => true);
+    const lease = leaseKey(parsed.id);
+    return this.lease(lease).andThen((held) => {
+      if (!held) return okAsync(false);
+      const release = { releases: [{ key: lease, owner: this.id }] };
+      const drop = () => index.commit({ ...release, remove: [{ set: DUE_SET, member }] }).map(() => true);
+      return this.deps.deliveries.get(parsed.id).andThen((delivery) => {
+        // Already attempted (by this member's time) or settled: the member is stale.
+        if (delivery === undefined || delivery.status !== 'pending' || Date.parse(delivery.next_attempt_at ?? '') !== parsed.dueMs) return drop();
+        return ResultAsync.combine([this.deps.webhooks.find(delivery.webhook_id), this.deps.records.get<EventRecord>(eventKey(delivery.event_id))] as const).andThen(
+          ([webhook, event]) => {
+            // The webhook was deleted or turned off (or the event outlived its retention): nothing to send.
+            if (webhook === undefined || !webhook.enabled || event === undefined) {
+              return this.settle(member, { ...delivery, status: 'cancelled', next_attempt_at: null }, release).map(() => true);
+            }
+            const body = payloadOf(event);
+            const timestamp = Math.floor(this.deps.now() / 1000);
+            const headers = {
+              'content-type': 'application/json',
+              'user-agent': 'mcp-fleet-webhooks',
+              'x-service-event': event.type,
+              'x-service-delivery': delivery.id,
+              ...sign(webhook.secret, body, { id: delivery.id, timestamp }),
+            };
+            const at = new Date(this.deps.now()).toISOString();
+            return ResultAsync.fromSafePromise(
+              this.deps.send({ url: webhook.url, headers, body, timeoutMs: this.deps.timeoutMs, signal: this.aborter.signal }).then(
+                (outcome): SendOutcome | undefined => outcome,
+                () => undefined,
+              ),
+            ).andThen((outcome) => {
+              // Aborted by stop(): nothing is recorded, the lease lapses, the delivery stays due.
+              if (outcome === undefined) return okAsync(true);
+              const next = this.afterAttempt(delivery, at, outcome);
+              const gone = outcome.statusCode === 410;
+              return this.settle(member, next, release)
+                .andThen(() => (gone ? this.deps.webhooks.disable(webhook.id, 'gone') : okAsync(undefined)))
+                .map(() => true);
+            });
+          },
+        );
+      });
+    });
+  }
+
+  private afterAttempt(delivery: DeliveryRecord, at: string, outcome: SendOutcome): DeliveryRecord {
+    const number = delivery.attempts.length + 1;
+    const attempts = [
+      ...delivery.attempts,
+      { attempt: number, at, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error },
+    ];
+    if (outcome.error === null) return { ...delivery, attempts, status: 'delivered', next_attempt_at: null };
+    if (outcome.statusCode === 410 || number >= this.deps.retry.attempts) return { ...delivery, attempts, status: 'failed', next_attempt_at: null };
+    const now = this.deps.now();
+    const delay =
+      parseRetryAfter(outcome.retryAfter, now, this.deps.retry.maxDelayMs) ?? retryDelay(this.deps.retry, number);
+    return { ...delivery, attempts, next_attempt_at: new Date(now + delay).toISOString() };
+  }
+
+  /** Writes the delivery, then moves its due member (or removes it once settled) and releases the lease, at once. */
+  private settle(member: string, next: DeliveryRecord, release: IndexTransaction): ResultAsync<void, FleetError> {
+    const add =
+      next.status === 'pending' && next.next_attempt_at !== null
+        ? [{ set: DUE_SET, member: dueMember(Date.parse(next.next_attempt_at), next.id), score: Date.parse(next.next_attempt_at) }]
+        : [];
+    return this.deps.deliveries
+      .save(next)
+      .andThen(() => this.deps.index.commit({ ...release, remove: [{ set: DUE_SET, member }], add }))
+      .map(() => undefined);
+  }
+
+  /** Takes the lease, or takes it over from a holder that has kept it longer than `leaseMs`. */
+  private lease(key: string): ResultAsync<boolean, FleetError> {
+    const { index } = this.deps;
+    return index.commit({ claims: [{ key, owner: this.id }] }).andThen((result) => {
+      if (result.ok) return okAsync(true);
+      if (result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
+      return index.commit({ claims: [{ key, owner: this.id, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
+    });
+  }
+}
+
+/** Runs `task` over `items`, at most `limit` at a time. */
+async function pool<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
