@@ -1,0 +1,32 @@
+// A process of its own on the built packages, for the webhook crash tests (test/webhooks-crash.test.ts).
+// MODE=stage: creates a webhook (to RECEIVER) and COUNT servers with the worker off, prints their ids, then idles
+// until it is killed. MODE=work: runs the delivery worker on the same storage until it is killed.
+import { createFleet } from '../../packages/core/dist/index.js';
+import { createRedisStorage } from '../../packages/redis/dist/index.js';
+import { createSqliteStorage } from '../../packages/sqlite/dist/index.js';
+
+const { MODE, STORE, RECEIVER, COUNT = '1', PREFIX = 'mcp-fleet:' } = process.env;
+const opened = STORE.startsWith('redis')
+  ? await createRedisStorage({ url: STORE, keyPrefix: PREFIX })
+  : await createSqliteStorage({ path: STORE.slice('sqlite://'.length) });
+const fleet = createFleet({
+  storage: opened.storage,
+  index: opened.index,
+  keyPrefix: PREFIX,
+  rateLimit: false,
+  allowPrivateNetworks: true,
+  webhooks: MODE === 'stage' ? { worker: false } : { pollIntervalMs: 25, concurrency: 4 },
+  onError: (error) => console.error(error.code, error.cause),
+});
+if (MODE === 'stage') {
+  const hook = (await fleet.webhooks.create('crash', { url: RECEIVER, events: ['server.created'] }))._unsafeUnwrap();
+  const servers = [];
+  for (let i = 0; i < Number(COUNT); i++) {
+    const server = await fleet.servers.create('crash', { name: `crash-${process.pid}-${i}`, type: 'http', endpoint: 'https://mcp.example.com/mcp' });
+    servers.push(server._unsafeUnwrap().id);
+  }
+  console.log(JSON.stringify({ webhook: hook.id, secret: hook.secret, servers }));
+} else {
+  console.log(JSON.stringify({ working: process.pid }));
+}
+setInterval(() => {}, 60_000);
