@@ -47,7 +47,8 @@ export function parseRetryAfter(value: string | undefined, now: number, maxMs: n
   let ms: number;
   if (/^\d+$/.test(text)) ms = Number(text) * 1000;
   else {
-    const at = Date.parse(text);
+    // An HTTP date names its weekday or month; Date.parse alone would take "-5" as a year.
+    const at = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
     if (Number.isNaN(at)) return undefined;
     ms = at - now;
   }

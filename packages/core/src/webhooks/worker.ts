@@ -123,9 +123,11 @@ export class DeliveryWorker {
     const { index } = this.deps;
     if (parsed === undefined) return index.commit({ remove: [{ set: DUE_SET, member }] }).map(() => true);
     const lease = leaseKey(parsed.id);
-    return this.lease(lease).andThen((held) => {
+    // One owner per attempt, not per process: two rounds of this worker never share a lease either.
+    const owner = `${this.id}:${randomToken(8)}`;
+    return this.lease(lease, owner).andThen((held) => {
       if (!held) return okAsync(false);
-      const release = { releases: [{ key: lease, owner: this.id }] };
+      const release = { releases: [{ key: lease, owner }] };
       const drop = () => index.commit({ ...release, remove: [{ set: DUE_SET, member }] }).map(() => true);
       return this.deps.deliveries.get(parsed.id).andThen((delivery) => {
         // Already attempted (by this member's time) or settled: the member is stale.
@@ -193,12 +195,12 @@ export class DeliveryWorker {
   }
 
   /** Takes the lease, or takes it over from a holder that has kept it longer than `leaseMs`. */
-  private lease(key: string): ResultAsync<boolean, FleetError> {
+  private lease(key: string, owner: string): ResultAsync<boolean, FleetError> {
     const { index } = this.deps;
-    return index.commit({ claims: [{ key, owner: this.id }] }).andThen((result) => {
+    return index.commit({ claims: [{ key, owner }] }).andThen((result) => {
       if (result.ok) return okAsync(true);
       if (result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
-      return index.commit({ claims: [{ key, owner: this.id, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
+      return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
     });
   }
 }
