@@ -14,6 +14,8 @@ async function main(): Promise<void> {
     ...store.options,
     stdio: { commands: config.stdioCommands },
     allowPrivateNetworks: config.allowPrivateNetworks,
+    // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
+    webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
     ...(store.rateLimits && { rateLimit: { store: store.rateLimits } }),
   });
