@@ -23,6 +23,7 @@ console.log(`mcp-fleet benchmarks — node ${process.version}, ${(await import('
 const limiter = await section('./limiter.mjs', ['--expose-gc']);
 const http = await section('./http.mjs');
 const probe = await section('./probe.mjs', ['--expose-gc']);
+const webhooks = await section('./webhooks.mjs');
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each ratio compares two variants measured alternately in this run; medians of per-round ratios)');
@@ -43,4 +44,6 @@ for (const [name, r] of [
   line(`${name}: fleet health request / server's answer`, r.ratio, `${fmtMs(r.fleetMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.addedMs)} ms (information)`);
   line(`${name}: probeServer alone / server's answer`, r.probeRatio, `${fmtMs(r.probeMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.probeAddedMs)} ms (information)`);
 }
+line('4 webhooks: deliveries/s, worker / plain undici requests', webhooks.ratio, `${Math.round(webhooks.workerPerSecond)}/s vs ${Math.round(webhooks.plainPerSecond)}/s (information)`);
+console.log(`  ${pad('4 webhooks: delivery lag, change → receiver', 67)} p50 ${fmtMs(webhooks.lagP50)} ms, p90 ${fmtMs(webhooks.lagP90)} ms (information)`);
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);
