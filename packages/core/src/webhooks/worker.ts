@@ -80,7 +80,8 @@ export class DeliveryWorker {
     if (recovered.isErr()) this.deps.onError(recovered.error);
     for (;;) {
       if (this.aborter.signal.aborted) return;
-      const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 4 });
+      // A window wider than `concurrency`: members leased by other processes (slow receivers) must not hide the rest.
+      const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 16 });
       if (members.isErr()) {
         this.deps.onError(members.error);
         return;
