@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DUE_SET, deliveriesSet } from './deliveries.js';
-import { INTENT_SET, mergeTransactions } from './outbox.js';
+import { INTENT_SET, mergeTransactions, toolCallCheck } from './outbox.js';
+import { ToolCallLog } from '../toolcalls/tool-call-log.js';
 import { webhookParts } from './test-helpers.js';
 
 const at = (ms: number) => new Date(ms).toISOString();
@@ -57,6 +58,22 @@ describe('EventOutbox', () => {
     expect((await p.index.count(DUE_SET))._unsafeUnwrap()).toBe(1);
     const dropped = updated?.event.deliveries[0]?.id as string;
     expect((await p.deliveries.get(dropped))._unsafeUnwrap()).toBeUndefined();
+  });
+
+  it('tool_call.failed: the seam for the tool-call log, recovered by the call record\'s key', async () => {
+    const p = webhookParts();
+    (await p.webhooks.create('acct', { url: 'https://h.example.com/', events: ['tool_call.failed'] }))._unsafeUnwrap();
+    const call = {
+      id: 'call_000000000000000000000001', server_id: 'srv_1', server_name: 's', tool: 'echo', status: 'error' as const,
+      duration_ms: 5, attempts: 1, error: { code: 'UPSTREAM_TIMEOUT', message: 'x' }, created_at: at(p.now()),
+    };
+    const staged = (await p.outbox.stage('acct', 'tool_call.failed', { tool_call: call }, call.created_at, toolCallCheck(call.id)))._unsafeUnwrap();
+    expect(staged).toBeDefined();
+    // The log appends the record (its own commit, without the publish, as if the process died before merging it).
+    (await new ToolCallLog(p.records, p.index).append('acct', call))._unsafeUnwrap();
+    p.clock.now += 60_001;
+    expect((await p.outbox.recover())._unsafeUnwrap()).toBe(1);
+    expect((await p.index.count(DUE_SET))._unsafeUnwrap()).toBe(1);
   });
 
   it('abandon forgets a staged event', async () => {
