@@ -140,7 +140,16 @@ const USE = `
   const expressBody = await viaExpress.json();
   await new Promise((resolve) => server.close(resolve));
 
+  const hookSecret = newWebhookSecret();
+  const hookBody = JSON.stringify({ id: 'evt_1', type: 'server.created', created_at: '2026-01-01T00:00:00.000Z', data: {} });
+  const receiver = new Hono();
+  receiver.post('/hook', honoVerifyWebhook({ secret: hookSecret }), (c) => c.text(c.get('webhook').event.type));
+  const signed = sign(hookSecret, hookBody, { id: 'dlv_1', timestamp: Math.floor(Date.now() / 1000) });
+  const hookOk = await receiver.request('/hook', { method: 'POST', body: hookBody, headers: signed });
+  const hookBad = await receiver.request('/hook', { method: 'POST', body: hookBody + ' ', headers: signed });
+
   console.log(JSON.stringify({
+    webhooks: [hookOk.status, await hookOk.text(), hookBad.status, typeof expressVerifyWebhook],
     secret: /^mcpf_[0-9A-Za-z]{40}$/.test(secret),
     core: [core.status, coreBody.success, coreBody.data.length],
     anonymous: anonymous.status,
@@ -154,9 +163,9 @@ const USE = `
 `;
 
 const ESM_MAIN = `
-import { createFleet, ERROR_CODES } from '@mcp-fleet/core';
-import { createFleetApp } from '@mcp-fleet/hono';
-import { fleetMiddleware } from '@mcp-fleet/express';
+import { createFleet, ERROR_CODES, newWebhookSecret, sign } from '@mcp-fleet/core';
+import { createFleetApp, verifyWebhook as honoVerifyWebhook } from '@mcp-fleet/hono';
+import { fleetMiddleware, verifyWebhook as expressVerifyWebhook } from '@mcp-fleet/express';
 import { createRedisStorage } from '@mcp-fleet/redis';
 import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
 import express from 'express';
@@ -168,9 +177,9 @@ ${USE}
 `;
 
 const CJS_MAIN = `
-const { createFleet, ERROR_CODES } = require('@mcp-fleet/core');
-const { createFleetApp } = require('@mcp-fleet/hono');
-const { fleetMiddleware } = require('@mcp-fleet/express');
+const { createFleet, ERROR_CODES, newWebhookSecret, sign } = require('@mcp-fleet/core');
+const { createFleetApp, verifyWebhook: honoVerifyWebhook } = require('@mcp-fleet/hono');
+const { fleetMiddleware, verifyWebhook: expressVerifyWebhook } = require('@mcp-fleet/express');
 const { createRedisStorage } = require('@mcp-fleet/redis');
 const express = require('express');
 const { Hono } = require('hono');
@@ -229,6 +238,7 @@ function expectUsable(result: any): void {
     core: [200, true, 0],
     anonymous: 401,
     made: true,
+    webhooks: [200, 'server.created', 401, 'function'],
     hono: [200, ['one']],
     express: [200, ['one']],
     errorCode: 409,

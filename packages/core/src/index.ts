@@ -120,3 +120,29 @@ export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type Deli
 export { EventOutbox, mergeTransactions, toolCallCheck, type ChangeCheck, type EventRecord, type StagedEvent } from './webhooks/outbox.js';
 export { DEFAULT_RETRY, parseRetryAfter, retryDelay, type RetryOptions } from './webhooks/retry.js';
 export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  WEBHOOK_VERIFICATION_ERRORS,
+  WebhookVerificationError,
+  isWebhookSecret,
+  newWebhookSecret,
+  serviceSignature,
+  sign,
+  verify,
+  verifyServiceSignature,
+  type HeaderSource,
+  type SignOptions,
+  type SignatureHeaders,
+  type VerifiedWebhook,
+  type VerifyOptions,
+  type WebhookVerificationErrorCode,
+} from './webhooks/signature.js';
+export {
+  DEFAULT_WEBHOOK_BODY_LIMIT,
+  createWebhookReceiver,
+  webhookErrorBody,
+  type VerifiedDelivery,
+  type WebhookPayload,
+  type WebhookReceiver,
+  type WebhookReceiverOptions,
+} from './webhooks/receiver.js';

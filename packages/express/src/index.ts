@@ -1,4 +1,11 @@
-import type { Fleet } from '@mcp-fleet/core';
+import {
+  createWebhookReceiver,
+  type Fleet,
+  type VerifiedDelivery,
+  type WebhookReceiverOptions,
+  WebhookVerificationError,
+  webhookErrorBody,
+} from '@mcp-fleet/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 export interface FleetExpressOptions {
@@ -96,5 +103,79 @@ export function fleetMiddleware(fleet: Fleet, options: FleetExpressOptions = {})
         drain();
         next(error);
       });
+  };
+}
+
+export interface VerifyWebhookOptions extends WebhookReceiverOptions {}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The exact bytes of a webhook delivery, set by `verifyWebhook`. */
+    rawBody?: Buffer;
+    /** The verified delivery, set by `verifyWebhook`. */
+    webhook?: VerifiedDelivery<unknown>;
+  }
+}
+
+/** Reads the request body up to `limit` bytes; `undefined` past it (the rest is drained, not kept). */
+function readRaw(req: Request, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        over = true;
+        chunks.length = 0;
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+}
+
+/**
+ * Express middleware for an endpoint that receives mcp-fleet webhooks: reads the raw body itself (or takes the Buffer
+ * left by `express.raw()`), checks the Standard Webhooks signature and timestamp with the webhook's secret, and passes
+ * on with `req.body` = the parsed event, `req.rawBody` = the signed bytes and `req.webhook` = the delivery. A refused
+ * delivery is answered 400, 401 or 413 in the API's error envelope. Mount it before `express.json()`, which would
+ * consume the bytes the signature covers.
+ */
+export function verifyWebhook(options: VerifyWebhookOptions): RequestHandler {
+  const receiver = createWebhookReceiver(options);
+  const refuse = (res: Response, error: WebhookVerificationError) => {
+    res.status(error.status).json(webhookErrorBody(error));
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const buffered = Buffer.isBuffer(req.body) ? (req.body as Buffer) : undefined;
+    // Another parser already read the stream (its result is on req.body, or the stream has ended): the exact bytes
+    // are gone, and waiting for them would hang.
+    if (buffered === undefined && (req.body !== undefined || req.readableEnded || (req as Request & { _body?: boolean })._body === true)) {
+      next(new TypeError('mcp-fleet: mount verifyWebhook before express.json(): it needs the exact bytes that were signed'));
+      return;
+    }
+    const declared = Number(req.headers['content-length']);
+    if (buffered === undefined && declared > receiver.bodyLimit) {
+      res.setHeader('connection', 'close');
+      refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
+      req.resume();
+      return;
+    }
+    (buffered === undefined ? readRaw(req, receiver.bodyLimit) : Promise.resolve(buffered)).then(
+      (raw) => {
+        if (raw === undefined) return refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
+        const verified = receiver.verifyBody(req.headers, raw);
+        if (verified.isErr()) return refuse(res, verified.error);
+        req.rawBody = raw;
+        req.body = verified.value.event;
+        req.webhook = verified.value;
+        next();
+      },
+      (error: unknown) => next(error),
+    );
   };
 }

@@ -1,5 +1,13 @@
-import type { Fleet } from '@mcp-fleet/core';
-import { type Context, Hono } from 'hono';
+import {
+  createWebhookReceiver,
+  type Fleet,
+  type VerifiedDelivery,
+  type WebhookPayload,
+  type WebhookReceiverOptions,
+  webhookErrorBody,
+} from '@mcp-fleet/core';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 export interface FleetHonoOptions {
   /**
@@ -54,4 +62,26 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
   app.all(fleet.prefix === '' ? '/' : fleet.prefix, handler);
   app.all(`${fleet.prefix}/*`, handler);
   return app;
+}
+
+export interface VerifyWebhookOptions extends WebhookReceiverOptions {}
+
+/**
+ * Hono middleware for an endpoint that receives mcp-fleet webhooks: reads the raw body (up to `bodyLimit`), checks
+ * the Standard Webhooks signature and timestamp with the webhook's secret, and hands the parsed delivery to the next
+ * handler as `c.get('webhook')`. A refused delivery is answered 400, 401 or 413 in the API's error envelope; the
+ * handler never runs. Read the event from `c.get('webhook').event`, not from `c.req.json()`: the body is consumed.
+ */
+export function verifyWebhook<E = WebhookPayload>(
+  options: VerifyWebhookOptions,
+): MiddlewareHandler<{ Variables: { webhook: VerifiedDelivery<E> } }> {
+  const receiver = createWebhookReceiver(options);
+  return async (c, next) => {
+    const verified = await receiver.verifyRequest<E>(c.req.raw);
+    if (verified.isErr()) {
+      return closeIfBodyUnread(c, c.json(webhookErrorBody(verified.error), verified.error.status as ContentfulStatusCode));
+    }
+    c.set('webhook', verified.value);
+    await next();
+  };
 }

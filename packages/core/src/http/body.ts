@@ -44,8 +44,8 @@ function unsupported(contentType: string | null): FleetError {
   return new FleetError('UNSUPPORTED_MEDIA_TYPE', { details: { content_type: contentType === null ? null : contentType.slice(0, 200) } });
 }
 
-/** The whole body, or `undefined` as soon as it passes `limit` (the rest is never read). */
-async function readLimited(request: Request, limit: number): Promise<Uint8Array | undefined> {
+/** The whole body, or `undefined` as soon as it passes `limit` (the rest is never read). Used by the webhook receiver too. */
+export async function readLimited(request: Request, limit: number): Promise<Uint8Array | undefined> {
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

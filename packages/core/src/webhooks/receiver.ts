@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { err, ok, type Result } from 'neverthrow';
+import { readLimited } from '../http/body.js';
+import type { ErrorBody } from '../http/envelope.js';
+import type { TEST_EVENT, WebhookEventType } from './schema.js';
+import { type HeaderSource, verify, type VerifyOptions, WebhookVerificationError } from './signature.js';
+
+/** Largest delivery body a receiver reads before answering 413, in bytes. */
+export const DEFAULT_WEBHOOK_BODY_LIMIT = 1024 * 1024;
+
+export interface WebhookReceiverOptions extends VerifyOptions {
+  /** The webhook's secret (`whsec_…`), as `POST /webhooks` answered it once. */
+  secret: string;
+  /** Largest body read, in bytes; a larger one is refused with 413 before it is verified. @default 1048576 */
+  bodyLimit?: number;
+}
+
+/** The JSON body of every mcp-fleet delivery (CONTRACT "Webhooks"); `data` is redacted as in API responses. */
+export interface WebhookPayload {
+  /** `evt_…`, the same for every webhook the event fans out to. */
+  id: string;
+  type: WebhookEventType | typeof TEST_EVENT;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+/** A delivery that passed verification. */
+export interface VerifiedDelivery<E = WebhookPayload> {
+  /** The parsed JSON body: `{ id, type, created_at, data }` for mcp-fleet deliveries. */
+  event: E;
+  /** The exact bytes that were signed. */
+  rawBody: Uint8Array;
+  /** `webhook-id`: the delivery id, the same on every retry (use it to drop duplicates). */
+  id: string;
+  /** `webhook-timestamp`, Unix seconds. */
+  timestamp: number;
+}
+
+export interface WebhookReceiver {
+  /** Verifies bytes already read (a framework that buffered the raw body). */
+  verifyBody<E = WebhookPayload>(headers: HeaderSource, body: Uint8Array): Result<VerifiedDelivery<E>, WebhookVerificationError>;
+  /** Reads a Fetch `Request` body up to the limit and verifies it. */
+  verifyRequest<E = WebhookPayload>(request: Request): Promise<Result<VerifiedDelivery<E>, WebhookVerificationError>>;
+  readonly bodyLimit: number;
+}
+
+/**
+ * The framework-free part of a webhook receiver, which the Hono and Express `verifyWebhook` middlewares wrap:
+ * raw body with a size limit, Standard Webhooks verification (timestamp tolerance, constant-time compare), then JSON.
+ * The secret is checked for form here, at construction, so a typo fails at start-up and not on the first delivery.
+ */
+export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookReceiver {
+  const { secret } = options;
+  if (typeof secret !== 'string' || !secret.startsWith('whsec_')) {
+    throw new TypeError('mcp-fleet: verifyWebhook needs the webhook secret ("whsec_…") that POST /webhooks answered');
+  }
+  const bodyLimit = options.bodyLimit ?? DEFAULT_WEBHOOK_BODY_LIMIT;
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
+  const verifyOptions: VerifyOptions = {
+    ...(options.toleranceSeconds !== undefined && { toleranceSeconds: options.toleranceSeconds }),
+    ...(options.now !== undefined && { now: options.now }),
+  };
+
+  const verifyBody = <E>(headers: HeaderSource, body: Uint8Array): Result<VerifiedDelivery<E>, WebhookVerificationError> => {
+    if (body.byteLength > bodyLimit) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+    return verify(secret, body, headers, verifyOptions).andThen(({ id, timestamp }) => {
+      let event: E;
+      try {
+        event = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as E;
+      } catch {
+        return err(new WebhookVerificationError('INVALID_BODY'));
+      }
+      return ok({ event, rawBody: body, id, timestamp });
+    });
+  };
+
+  return {
+    bodyLimit,
+    verifyBody,
+    async verifyRequest<E>(request: Request) {
+      const declared = request.headers.get('content-length');
+      if (declared !== null && Number(declared) > bodyLimit) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+      const body = await readLimited(request, bodyLimit);
+      if (body === undefined) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+      return verifyBody<E>(request.headers, body);
+    },
+  };
+}
+
+/** The refusal in the same envelope as the API's own errors. */
+export function webhookErrorBody(error: WebhookVerificationError, requestId: string = randomUUID()): ErrorBody {
+  return {
+    success: false,
+    error: { code: error.code, message: error.message, details: error.details },
+    meta: { timestamp: new Date().toISOString(), request_id: requestId },
+  };
+}
