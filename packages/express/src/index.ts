@@ -127,8 +127,10 @@ function readRaw(req: Request, limit: number): Promise<Buffer | undefined> {
       if (over) return;
       size += chunk.byteLength;
       if (size > limit) {
+        // Answer 413 now; the rest is read and dropped so that the answer can be sent, then the connection closes.
         over = true;
         chunks.length = 0;
+        resolve(undefined);
         return;
       }
       chunks.push(chunk);
@@ -148,14 +150,15 @@ function readRaw(req: Request, limit: number): Promise<Buffer | undefined> {
 export function verifyWebhook(options: VerifyWebhookOptions): RequestHandler {
   const receiver = createWebhookReceiver(options);
   const refuse = (res: Response, error: WebhookVerificationError) => {
-    res.status(error.status).json(webhookErrorBody(error));
+    const body = webhookErrorBody(error);
+    res.status(error.status).setHeader('x-request-id', body.meta.request_id).json(body);
   };
   return (req: Request, res: Response, next: NextFunction) => {
     const buffered = Buffer.isBuffer(req.body) ? (req.body as Buffer) : undefined;
     // Another parser already read the stream (its result is on req.body, or the stream has ended): the exact bytes
     // are gone, and waiting for them would hang.
     if (buffered === undefined && (req.body !== undefined || req.readableEnded || (req as Request & { _body?: boolean })._body === true)) {
-      next(new TypeError('mcp-fleet: mount verifyWebhook before express.json(): it needs the exact bytes that were signed'));
+      next(new TypeError('mcp-fleet: verifyWebhook needs the exact bytes that were signed: mount it before express.json(), or after an express.raw() whose type matches the request'));
       return;
     }
     const declared = Number(req.headers['content-length']);
@@ -167,7 +170,10 @@ export function verifyWebhook(options: VerifyWebhookOptions): RequestHandler {
     }
     (buffered === undefined ? readRaw(req, receiver.bodyLimit) : Promise.resolve(buffered)).then(
       (raw) => {
-        if (raw === undefined) return refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
+        if (raw === undefined) {
+          res.setHeader('connection', 'close');
+          return refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
+        }
         const verified = receiver.verifyBody(req.headers, raw);
         if (verified.isErr()) return refuse(res, verified.error);
         req.rawBody = raw;

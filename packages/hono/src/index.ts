@@ -79,7 +79,8 @@ export function verifyWebhook<E = WebhookPayload>(
   return async (c, next) => {
     const verified = await receiver.verifyRequest<E>(c.req.raw);
     if (verified.isErr()) {
-      return closeIfBodyUnread(c, c.json(webhookErrorBody(verified.error), verified.error.status as ContentfulStatusCode));
+      const body = webhookErrorBody(verified.error);
+      return closeIfBodyUnread(c, c.json(body, verified.error.status as ContentfulStatusCode, { 'x-request-id': body.meta.request_id }));
     }
     c.set('webhook', verified.value);
     await next();

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { err, ok, type Result } from 'neverthrow';
 import { readLimited } from '../http/body.js';
+import { newId } from '../util/ids.js';
 import type { ErrorBody } from '../http/envelope.js';
 import type { TEST_EVENT, WebhookEventType } from './schema.js';
 import { type HeaderSource, verify, type VerifyOptions, WebhookVerificationError } from './signature.js';
@@ -54,6 +54,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   if (typeof secret !== 'string' || !secret.startsWith('whsec_')) {
     throw new TypeError('mcp-fleet: verifyWebhook needs the webhook secret ("whsec_…") that POST /webhooks answered');
   }
+  verify(secret, '', {}); // throws a TypeError now for a secret that is not whsec_ + base64
   const bodyLimit = options.bodyLimit ?? DEFAULT_WEBHOOK_BODY_LIMIT;
   if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
   const verifyOptions: VerifyOptions = {
@@ -87,8 +88,8 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   };
 }
 
-/** The refusal in the same envelope as the API's own errors. */
-export function webhookErrorBody(error: WebhookVerificationError, requestId: string = randomUUID()): ErrorBody {
+/** The refusal in the same envelope as the API's own errors; send `meta.request_id` as `X-Request-Id` too. */
+export function webhookErrorBody(error: WebhookVerificationError, requestId: string = newId('request')): ErrorBody {
   return {
     success: false,
     error: { code: error.code, message: error.message, details: error.details },

@@ -54,6 +54,8 @@ describe('secrets', () => {
   it('refuses a secret without the whsec_ form, without echoing it', () => {
     expect(() => sign('plain-secret-value', '{}', { id: 'dlv_1', timestamp: 1 })).toThrow(TypeError);
     expect(() => sign('plain-secret-value', '{}', { id: 'dlv_1', timestamp: 1 })).not.toThrow(/plain-secret-value/);
+    // A typo that base64 decoding would silently drop is refused too.
+    expect(() => sign('whsec_MfKQ9r8GKYqrTwjUPD8I!PZIo2LaLaSw', '{}', { id: 'dlv_1', timestamp: 1 })).toThrow(TypeError);
   });
 });
 
@@ -119,12 +121,15 @@ describe('verify refuses', () => {
     expect(missing._unsafeUnwrapErr()).toBeInstanceOf(WebhookVerificationError);
     expect(missing._unsafeUnwrapErr()).toMatchObject({ code: 'MISSING_HEADERS', status: 400, details: { missing: ['webhook-timestamp', 'webhook-signature'] } });
     expect(code(verify(secret, body, { ...headers, 'webhook-timestamp': 'soon' }, { now: at(timestamp) }))).toBe('INVALID_HEADERS');
-    expect(code(verify(secret, body, { ...headers, 'webhook-signature': 'v2,abc' }, { now: at(timestamp) }))).toBe('INVALID_HEADERS');
+    expect(code(verify(secret, body, { ...headers, 'webhook-signature': 'v2,abc' }, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
+    expect(code(verify(secret, body, { ...headers, 'webhook-signature': `${headers['webhook-signature']}!!` }, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
   });
 
   it('accepts one good signature among several (secret rotation), from Fetch Headers too', () => {
     const other = sign(newWebhookSecret(), body, { id: 'dlv_1', timestamp })['webhook-signature'];
     const both = new Headers({ ...headers, 'webhook-signature': `${other} ${headers['webhook-signature']}` });
+    // Node gives a repeated header as an array.
+    expect(code(verify(secret, body, { ...headers, 'webhook-signature': [other, headers['webhook-signature']] }, { now: at(timestamp) }))).toBe('OK');
     expect(code(verify(secret, body, both, { now: at(timestamp) }))).toBe('OK');
     expect(code(verify(secret, body, new Headers({ ...headers, 'webhook-signature': other }), { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
   });

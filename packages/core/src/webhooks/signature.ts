@@ -31,7 +31,9 @@ export function isWebhookSecret(value: unknown): value is string {
 
 /** The Standard Webhooks key: the bytes that the part after `whsec_` encodes. */
 function standardKey(secret: string): Buffer {
-  if (!secret.startsWith(SECRET_PREFIX) || secret.length <= SECRET_PREFIX.length) {
+  // Strict base64: Buffer.from() would silently drop stray characters, and a mistyped secret would then fail every
+  // delivery with BAD_SIGNATURE instead of failing here, at start-up.
+  if (!/^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/.test(secret) || secret.length <= SECRET_PREFIX.length) {
     // Never echo the secret itself.
     throw new TypeError('mcp-fleet: a webhook secret starts with "whsec_" followed by base64 characters');
   }
@@ -107,7 +109,8 @@ export type HeaderSource = Headers | Record<string, string | readonly string[] |
 function header(headers: HeaderSource, name: string): string | undefined {
   if (headers instanceof Headers) return headers.get(name) ?? undefined;
   const direct = headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
-  return typeof direct === 'string' ? direct : direct?.[0];
+  // A header sent twice arrives as an array: joined, as Fetch Headers would join it (signatures are space-separated).
+  return typeof direct === 'string' ? direct : direct === undefined ? undefined : direct.join(name === 'webhook-signature' ? ' ' : ', ');
 }
 
 function equal(a: Buffer, b: Buffer): boolean {
@@ -157,11 +160,12 @@ export function verify(
     return err(new WebhookVerificationError('TIMESTAMP_OUT_OF_TOLERANCE', { tolerance_seconds: tolerance }));
   }
   const expected = Buffer.from(standardSignature(key, id, timestamp, bytesOf(body)), 'base64');
-  const candidates = signatures.split(' ').filter((part) => part.startsWith('v1,'));
-  if (candidates.length === 0) return err(new WebhookVerificationError('INVALID_HEADERS', { header: 'webhook-signature' }));
-  // Every candidate is compared, so the time taken does not tell which one matched.
+  // Other versions are skipped, as the Standard Webhooks libraries do: no v1 match is a bad signature. Each v1 value
+  // must be strict base64 (a lenient decode would accept trailing junk), and every one is compared, so the time
+  // taken does not tell which one matched.
   let matched = false;
-  for (const candidate of candidates) {
+  for (const candidate of signatures.split(' ')) {
+    if (!candidate.startsWith('v1,') || !/^[A-Za-z0-9+/]+={0,2}$/.test(candidate.slice(3))) continue;
     if (equal(Buffer.from(candidate.slice(3), 'base64'), expected)) matched = true;
   }
   return matched ? ok({ id, timestamp }) : err(new WebhookVerificationError('BAD_SIGNATURE'));
