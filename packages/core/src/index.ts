@@ -120,3 +120,4 @@ export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type Deli
 export { EventOutbox, mergeTransactions, toolCallCheck, type ChangeCheck, type EventRecord, type StagedEvent } from './webhooks/outbox.js';
 export { DEFAULT_RETRY, parseRetryAfter, retryDelay, type RetryOptions } from './webhooks/retry.js';
 export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
+export { newWebhookSecret, sign } from './webhooks/signature.js';
