@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+/**
+ * `npm run conformance`: the official MCP conformance suite (`@modelcontextprotocol/conformance`, a devDependency)
+ * against mcp-fleet's client layer (scripts/conformance/client.mjs). See docs/conformance.md.
+ *
+ *   npm run conformance                 builds, then runs every scenario below
+ *   npm run conformance -- --no-build   uses the dist/ already built
+ *   npm run conformance -- --verbose    prints the suite's output of passing scenarios too
+ *
+ * The suite needs Node 22; the project runs on Node 20. Node 22 comes from the `node` npm package through npx (a
+ * cached download, never a dependency of the project); only the suite runs on it. The client under test runs on the
+ * Node that runs this script: the suite gets its absolute path in the client command.
+ *
+ * Exits 1 when any scenario fails or is skipped (a skip would mean the suite no longer runs what we claim it runs).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The Node the suite runs on: the `node` npm package at this exact version. */
+const NODE22 = '22.23.3';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SUITE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const CLIENT = join(ROOT, 'scripts', 'conformance', 'client.mjs');
+
+/** Client scenarios of the issue; `tools_call` once more at the newest revision, where MCP is stateless. */
+const RUNS = [
+  { scenario: 'initialize' },
+  { scenario: 'tools_call' },
+  { scenario: 'tools_call', specVersion: '2026-07-28' },
+  { scenario: 'auth/client-credentials-basic' },
+];
+
+const args = new Set(process.argv.slice(2));
+const verbose = args.has('--verbose');
+
+/** Runs a command; resolves with its exit code and, unless `inherit`, its combined output. */
+function run(command, commandArgs, { inherit = false, env = process.env } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs, { cwd: ROOT, env, stdio: inherit ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout?.on('data', (chunk) => (output += chunk));
+    child.stderr?.on('data', (chunk) => (output += chunk));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal === null ? 1 : 128), output }));
+  });
+}
+
+/** A word for a POSIX shell: the suite hands its client command to `sh -c`. */
+const shellQuote = (word) => `'${word.replaceAll("'", `'\\''`)}'`;
+
+const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
+
+const stripAnsi = (text) => text.replace(/\u001b\[[0-9;]*m/g, '');
+
+/** The absolute path of the Node 22 binary npx provides (downloaded once, then from npm's cache). */
+async function node22() {
+  const { code, output } = await run('npx', ['--yes', '--prefer-offline', '--package', `node@${NODE22}`, '--', 'node', '-p', 'process.version + "\\n" + process.execPath']);
+  const lines = output.split('\n').map((line) => line.trim());
+  const at = lines.indexOf(`v${NODE22}`);
+  if (code !== 0 || at === -1 || !lines[at + 1]) throw new Error(`could not get Node ${NODE22} through npx:\n${output}`);
+  return lines[at + 1];
+}
+
+/** Every checks.json the suite wrote under `dir` (one per scenario run; auth scenarios nest a folder deeper). */
+async function readChecks(dir) {
+  const entries = await readdir(dir, { recursive: true });
+  const files = entries.filter((entry) => entry.endsWith('checks.json'));
+  const lists = await Promise.all(files.map(async (file) => JSON.parse(await readFile(join(dir, file), 'utf8'))));
+  return lists.flat();
+}
+
+async function runScenario(node, { scenario, specVersion }) {
+  const label = specVersion === undefined ? scenario : `${scenario} @ ${specVersion}`;
+  const outDir = await mkdtemp(join(tmpdir(), 'mcp-fleet-conformance-'));
+  const started = performance.now();
+  const { code, output } = await run(node, [
+    SUITE,
+    'client',
+    '--command',
+    `${shellQuote(process.execPath)} ${shellQuote(CLIENT)}`,
+    '--scenario',
+    scenario,
+    ...(specVersion === undefined ? [] : ['--spec-version', specVersion]),
+    '--output-dir',
+    outDir,
+  ]);
+  const text = stripAnsi(output);
+  const checks = await readChecks(outDir);
+  const count = (status) => checks.filter((check) => check.status === status).length;
+  let verdict;
+  if (/^SKIPPED:/m.test(text) || checks.length === 0 || count('SKIPPED') > 0) verdict = 'SKIPPED';
+  else if (code !== 0 || count('FAILURE') > 0) verdict = 'FAILED';
+  else verdict = 'PASSED';
+  const summary = `${verdict.padEnd(7)} ${label.padEnd(42)} ${String(count('SUCCESS')).padStart(2)} passed, ${count('FAILURE')} failed, ${count('WARNING')} warnings  ${seconds(started)}s`;
+  if (verdict !== 'PASSED' || verbose) console.log(`\n--- suite output of ${label} (exit ${code}) ---\n${output.trimEnd()}\n---`);
+  if (verdict === 'FAILED') console.log(`results kept in ${outDir}`);
+  else await rm(outDir, { recursive: true, force: true });
+  console.log(summary);
+  return verdict;
+}
+
+async function main() {
+  const started = performance.now();
+  if (!args.has('--no-build')) {
+    const build = await run('npm', ['run', 'build', '--silent'], { inherit: true });
+    if (build.code !== 0) throw new Error('npm run build failed');
+    console.log(`build: ${seconds(started)}s`);
+  }
+  if (!existsSync(join(ROOT, 'packages', 'core', 'dist', 'index.js'))) throw new Error('packages/core/dist is missing: run npm run build');
+  if (!existsSync(SUITE)) throw new Error('@modelcontextprotocol/conformance is not installed: run npm ci');
+  const suiteVersion = JSON.parse(await readFile(join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'package.json'), 'utf8')).version;
+  const fetching = performance.now();
+  const node = await node22();
+  console.log(`conformance ${suiteVersion} on Node ${NODE22} (npx: ${seconds(fetching)}s); client under test on Node ${process.versions.node} (${process.execPath})`);
+
+  const verdicts = [];
+  for (const entry of RUNS) verdicts.push(await runScenario(node, entry));
+  const passed = verdicts.filter((verdict) => verdict === 'PASSED').length;
+  console.log(`\nconformance: ${passed}/${verdicts.length} scenario runs passed; ${seconds(started)}s in all`);
+  if (passed !== verdicts.length) process.exitCode = 1;
+}
+
+main().catch((error) => {
+  console.error(`conformance: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+});
