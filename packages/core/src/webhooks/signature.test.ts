@@ -107,6 +107,8 @@ describe('verify refuses', () => {
     expect(code(verify(secret, body.replace('created', 'deleted'), headers, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
     expect(code(verify(newWebhookSecret(), body, headers, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
     expect(code(verify(secret, body, { ...headers, 'webhook-id': 'dlv_2' }, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
+    const wrongSeed = serviceSignature(newWebhookSecret(), body);
+    expect(code(verify(secret, body, { ...headers, 'x-service-signature': wrongSeed }, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');
   });
 
   it('a timestamp more than 5 minutes off either way, but not one within', () => {

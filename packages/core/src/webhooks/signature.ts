@@ -132,7 +132,8 @@ export interface VerifiedWebhook {
 
 /**
  * Verifies a delivery by its Standard Webhooks headers: the timestamp within the tolerance, and one of the
- * space-separated `v1,` signatures equal (in constant time) to ours over the exact body bytes.
+ * space-separated `v1,` signatures equal (in constant time) to ours over the exact body bytes; and, when present,
+ * the seed's `X-Service-Signature` as well.
  */
 export function verify(
   secret: string,
@@ -168,7 +169,11 @@ export function verify(
     if (!candidate.startsWith('v1,') || !/^[A-Za-z0-9+/]+={0,2}$/.test(candidate.slice(3))) continue;
     if (equal(Buffer.from(candidate.slice(3), 'base64'), expected)) matched = true;
   }
-  return matched ? ok({ id, timestamp }) : err(new WebhookVerificationError('BAD_SIGNATURE'));
+  if (!matched) return err(new WebhookVerificationError('BAD_SIGNATURE'));
+  // The seed's signature, when sent, must hold too: a delivery never carries one good and one bad signature.
+  const service = header(headers, 'x-service-signature');
+  if (service !== undefined && !verifyServiceSignature(secret, body, service)) return err(new WebhookVerificationError('BAD_SIGNATURE'));
+  return ok({ id, timestamp });
 }
 
 /** Checks the seed's `X-Service-Signature` value alone (no timestamp, so no replay protection). Constant time. */
