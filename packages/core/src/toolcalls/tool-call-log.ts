@@ -21,12 +21,56 @@ export interface ToolCallRecord {
   created_at: string;
 }
 
-interface StoredToolCall extends ToolCallRecord {
+/** A record as `get` answers it: with `arguments` and `result` when the embedder has them recorded. */
+export interface ToolCallDetail extends ToolCallRecord {
+  arguments?: Record<string, unknown>;
+  result?: unknown;
+}
+
+/** What is kept of a call beyond its record, only when `toolCalls.record` turns it on. */
+export interface ToolCallPayload {
+  arguments?: Record<string, unknown>;
+  result?: unknown;
+}
+
+/** Filters of `GET /tool-calls`; each combination has a listing of its own, so totals and pages stay exact. */
+export interface ToolCallFilters {
+  server_id?: string | undefined;
+  status?: ToolCallStatus | undefined;
+  tool?: string | undefined;
+}
+
+export type ListToolCallsQuery = PageQuery & ToolCallFilters;
+
+interface StoredToolCall extends ToolCallDetail {
   account: string;
 }
 
 const recordKey = (id: string) => `toolcall:${id}`;
-const accountSet = (account: string) => `toolcalls:${encodeURIComponent(account)}`;
+const FILTERS = ['server_id', 'status', 'tool'] as const;
+
+/** The listing of an account under some filters: `toolcalls:{account}` plus `|field=value` per filter, in a fixed order. */
+function listingOf(account: string, filters: ToolCallFilters): string {
+  let set = `toolcalls:${encodeURIComponent(account)}`;
+  for (const field of FILTERS) {
+    const value = filters[field];
+    if (value !== undefined) set += `|${field}=${encodeURIComponent(value)}`;
+  }
+  return set;
+}
+
+/** Every listing a record belongs to: one per subset of its filter values (8). */
+function listingsOf(account: string, call: ToolCallRecord): string[] {
+  const sets: string[] = [];
+  for (let mask = 0; mask < 1 << FILTERS.length; mask++) {
+    const filters: ToolCallFilters = {};
+    FILTERS.forEach((field, bit) => {
+      if (mask & (1 << bit)) filters[field] = call[field] as never;
+    });
+    sets.push(listingOf(account, filters));
+  }
+  return sets;
+}
 
 /** The durable log of tool calls, listed newest first. */
 export class ToolCallLog {
@@ -35,25 +79,29 @@ export class ToolCallLog {
     private readonly index: IndexCalls,
   ) {}
 
-  /** Appends a record: written before it is listed, so a listed call always has its record. */
-  append(account: string, call: ToolCallRecord): ResultAsync<ToolCallRecord, FleetError> {
+  /**
+   * Appends a call in two steps: the record is written, then it is listed (every filter listing in one
+   * `index.commit`), so a listed call always has its record. `payload` is stored only as given.
+   */
+  append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): ResultAsync<ToolCallRecord, FleetError> {
+    const stored: StoredToolCall = { ...call, ...payload, account };
+    const score = Date.parse(call.created_at);
     return this.records
-      .set(recordKey(call.id), { ...call, account } satisfies StoredToolCall)
-      .andThen(() => this.index.commit({ add: [{ set: accountSet(account), member: call.id, score: Date.parse(call.created_at) }] }))
+      .set(recordKey(call.id), stored)
+      .andThen(() => this.index.commit({ add: listingsOf(account, call).map((set) => ({ set, member: call.id, score })) }))
       .map(() => call);
   }
 
-  get(account: string, id: string): ResultAsync<ToolCallRecord, FleetError> {
+  get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError> {
     if (!isId('toolCall', id)) return errAsync(toolCallNotFound(id));
     return this.records.get<StoredToolCall>(recordKey(id)).andThen((stored) =>
-      stored === undefined || stored.account !== account
-        ? errAsync(toolCallNotFound(id))
-        : okAsync(strip(stored)),
+      stored === undefined || stored.account !== account ? errAsync(toolCallNotFound(id)) : okAsync(detail(stored)),
     );
   }
 
-  list(account: string, query: PageQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
-    const set = accountSet(account);
+  /** Newest first; filters narrow to the listing of their combination. Records carry no payload here. */
+  list(account: string, query: ListToolCallsQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
+    const set = listingOf(account, query);
     return this.index.count(set).andThen((total) =>
       this.index
         .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit, order: 'desc' })
@@ -66,6 +114,10 @@ export class ToolCallLog {
   }
 }
 
-function strip({ account: _account, ...call }: StoredToolCall): ToolCallRecord {
+function detail({ account: _account, ...call }: StoredToolCall): ToolCallDetail {
+  return call;
+}
+
+function strip({ account: _account, arguments: _arguments, result: _result, ...call }: StoredToolCall): ToolCallRecord {
   return call;
 }
