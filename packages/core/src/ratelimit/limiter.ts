@@ -13,8 +13,6 @@ export const DEFAULT_OPERATION_LIMITS: Readonly<Record<string, number>> = {
   'servers.delete': 10,
   'servers.health': 60,
   'tool_calls.list': 100,
-  // Calls reach other people's servers: a per-operation limit of its own (set with `operations['tools.call']`).
-  'tools.call': 60,
 };
 
 /** Requests per minute of each tier (seed §8.2). Enterprise is "custom": set it per account with `accounts`. */
