@@ -128,7 +128,7 @@ describe('tool calls over WebSocket', () => {
     expect(rejected).toMatchObject({ status: 'error', error: { code: 'TOOL_CALL_REJECTED' } });
   });
 
-  it('keeps one connection with heartbeat: pings at the interval; closes it when the server is updated or deleted', async () => {
+  it('keeps one connection with heartbeat: pings at the interval; closes it when the server is deleted', async () => {
     const ws = await started(startWsServer());
     const f = fleet();
     const id = await serverOf(f, { type: 'websocket', endpoint: ws.url, heartbeat: { enabled: true, interval: 1000 } });
