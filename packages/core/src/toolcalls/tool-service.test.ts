@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet, type FleetOptions } from '../fleet.js';
 import type { FleetEventMap } from '../events/bus.js';
+import type { ServerInput } from '../registry/schema.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
 import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
@@ -23,7 +24,7 @@ function fleet(options: FleetOptions = {}): Fleet {
 }
 
 async function serverOf(f: Fleet, body: Record<string, unknown>): Promise<string> {
-  const created = await f.servers.create(ACCOUNT, { name: `s-${Math.random().toString(36).slice(2)}`, ...body });
+  const created = await f.servers.create(ACCOUNT, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
   return created._unsafeUnwrap().id;
 }
 
