@@ -23,6 +23,7 @@ console.log(`mcp-fleet benchmarks — node ${process.version}, ${(await import('
 const limiter = await section('./limiter.mjs', ['--expose-gc']);
 const http = await section('./http.mjs');
 const probe = await section('./probe.mjs', ['--expose-gc']);
+const toolCalls = await section('./toolcall.mjs', ['--expose-gc']);
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each ratio compares two variants measured alternately in this run; medians of per-round ratios)');
@@ -42,5 +43,12 @@ for (const [name, r] of [
 ]) {
   line(`${name}: fleet health request / server's answer`, r.ratio, `${fmtMs(r.fleetMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.addedMs)} ms (information)`);
   line(`${name}: probeServer alone / server's answer`, r.probeRatio, `${fmtMs(r.probeMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.probeAddedMs)} ms (information)`);
+}
+for (const [name, r] of [
+  ['4a tool calls, 2025 era', toolCalls.legacy],
+  ['4b tool calls, 2026-07-28', toolCalls.modern],
+]) {
+  line(`${name}: fleet.tools.call / direct SDK callTool`, r.fleet.ratio, `${fmtMs(r.fleet.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.fleet.addedMs)} ms (information)`);
+  line(`${name}: POST .../tools/call via Hono / direct SDK callTool`, r.http.ratio, `${fmtMs(r.http.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.http.addedMs)} ms (information)`);
 }
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -57,7 +57,7 @@ async function scenario(title, list) {
 export async function runToolCallBench() {
   const started = Date.now();
   console.log(
-    `\n== 5. Tool calls: a call through mcp-fleet against a direct SDK call to the same server (servers in a child process on 127.0.0.1; ${ROUNDS} rounds of ${BATCH} passes; ratio and added ms = medians of per-round figures)`,
+    `\n== 4. Tool calls: a call through mcp-fleet against a direct SDK call to the same server (servers in a child process on 127.0.0.1; ${ROUNDS} rounds of ${BATCH} passes; ratio and added ms = medians of per-round figures)`,
   );
   const proc = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => proc.once('message', resolve));
@@ -97,8 +97,8 @@ export async function runToolCallBench() {
     { id: 'fleet', label: 'fleet.tools.call (recorded)', run: viaFleet(ids[era]) },
     { id: 'http', label: 'POST /v1/servers/:id/tools/call via Hono', run: viaHttp(ids[era]) },
   ];
-  const legacy = await scenario('5a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', await variants('v1'));
-  const modern = await scenario('5b. 2026-07-28 server: v2 SDK createMcpHandler', await variants('v2'));
+  const legacy = await scenario('4a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', await variants('v1'));
+  const modern = await scenario('4b. 2026-07-28 server: v2 SDK createMcpHandler', await variants('v2'));
 
   for (const client of clients) await client.close();
   server.close();
