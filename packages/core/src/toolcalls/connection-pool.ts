@@ -7,7 +7,7 @@ import {
   type McpEra,
   type StdioTransportFactory,
 } from '../mcp/connect.js';
-import { toUpstreamError } from '../mcp/errors.js';
+import { UpstreamError } from '../net/upstream-error.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
 
@@ -74,7 +74,7 @@ export class ConnectionPool {
 
   /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an `UpstreamError`. */
   async acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
-    if (this.closing) throw toUpstreamError(new Error('closed'), timeoutMs);
+    if (this.closing) throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The service is shutting down.' });
     let entry = this.entries.get(server.id);
     if (entry !== undefined && (entry.key !== keyOf(server) || entry.closed)) {
       await this.drop(server.id);
@@ -165,7 +165,7 @@ export class ConnectionPool {
         entry.connected = connected;
         if (entry.closed) {
           void closeClient(connected.client, connected.transport, 0);
-          throw toUpstreamError(new Error('closed'), timeoutMs);
+          throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });
         }
         const previous = connected.client.onclose;
         connected.client.onclose = () => {

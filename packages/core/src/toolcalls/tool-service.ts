@@ -137,7 +137,8 @@ export class ToolService {
       this.giveBack(server, lease);
       return tools;
     } catch (error) {
-      await lease.discard();
+      // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
+      void lease.discard();
       throw toUpstreamError(error, timeoutMs);
     }
   }
@@ -209,7 +210,8 @@ export class ToolService {
           this.giveBack(server, lease);
           return { ok: false, rejected, failure: { error: failure, status } };
         }
-        await lease.discard();
+        // Not awaited (the pool forgets it at once): ending a 2025 session may take a moment the caller should not wait for.
+        void lease.discard();
         if (lease.reused && !reopened && failure.code === 'UPSTREAM_UNREACHABLE' && performance.now() < deadline) continue;
         return { ok: false, rejected: false, failure: { error: failure, status, retryAfterMs } };
       }
