@@ -23,6 +23,7 @@ console.log(`mcp-fleet benchmarks — node ${process.version}, ${(await import('
 const limiter = await section('./limiter.mjs', ['--expose-gc']);
 const http = await section('./http.mjs');
 const probe = await section('./probe.mjs', ['--expose-gc']);
+const toolCalls = await section('./toolcall.mjs', ['--expose-gc']);
 const webhooks = await section('./webhooks.mjs');
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
@@ -44,6 +45,13 @@ for (const [name, r] of [
   line(`${name}: fleet health request / server's answer`, r.ratio, `${fmtMs(r.fleetMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.addedMs)} ms (information)`);
   line(`${name}: probeServer alone / server's answer`, r.probeRatio, `${fmtMs(r.probeMs)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.probeAddedMs)} ms (information)`);
 }
-line('4 webhooks: deliveries/s, worker / plain undici requests', webhooks.ratio, `${Math.round(webhooks.workerPerSecond)}/s vs ${Math.round(webhooks.plainPerSecond)}/s (information)`);
-console.log(`  ${pad('4 webhooks: delivery lag, change → receiver', 67)} p50 ${fmtMs(webhooks.lagP50)} ms, p90 ${fmtMs(webhooks.lagP90)} ms (information)`);
+for (const [name, r] of [
+  ['4a tool calls, 2025 era', toolCalls.legacy],
+  ['4b tool calls, 2026-07-28', toolCalls.modern],
+]) {
+  line(`${name}: fleet.tools.call / direct SDK callTool`, r.fleet.ratio, `${fmtMs(r.fleet.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.fleet.addedMs)} ms (information)`);
+  line(`${name}: POST .../tools/call via Hono / direct SDK callTool`, r.http.ratio, `${fmtMs(r.http.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.http.addedMs)} ms (information)`);
+}
+line('5 webhooks: deliveries/s, worker / plain undici requests', webhooks.ratio, `${Math.round(webhooks.workerPerSecond)}/s vs ${Math.round(webhooks.plainPerSecond)}/s (information)`);
+console.log(`  ${pad('5 webhooks: delivery lag, change → receiver', 67)} p50 ${fmtMs(webhooks.lagP50)} ms, p90 ${fmtMs(webhooks.lagP90)} ms (information)`);
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -118,7 +118,7 @@ export async function runWebhookBench() {
   const ratio = median(ratios);
   const lagResult = await lag(receiver);
   await receiver.close();
-  console.log(`\n4. Webhook deliveries: worker vs plain undici POSTs to one local receiver (memory store, ${N} per round, ${CONCURRENCY} at a time)`);
+  console.log(`\n== 5. Webhook deliveries: worker vs plain undici POSTs to one local receiver (memory store, ${N} per round, ${CONCURRENCY} at a time)`);
   console.log(`  ${pad('variant', 40)} ${padLeft('median/s', 10)} ${padLeft('min..max/s', 16)}`);
   for (const v of ['plain', 'worker']) {
     const xs = rounds.map((r) => r[v]);

@@ -7,13 +7,14 @@
  *
  * The suite starts a server for one scenario, then runs this with the server's URL as the last argument and
  * `MCP_CONFORMANCE_SCENARIO` naming the scenario; `MCP_CONFORMANCE_CONTEXT` carries what a scenario hands the client
- * (client credentials), `MCP_CONFORMANCE_PROTOCOL_VERSION` the revision asked for with `--spec-version`.
+ * (client credentials), `MCP_CONFORMANCE_PROTOCOL_VERSION` the revision asked for with `--spec-version` (the fleet negotiates the era
+ * itself, as it does with any server).
  * It runs on the project's Node (20), not the suite's Node 22: the suite gets this Node's absolute path in its command.
  *
  * Exits 0 when the fleet did what the scenario asks; the suite's own checks decide whether that was conformant.
  * Prints no secret: the credentials of the auth scenario go into the fleet and nowhere else.
  */
-import { closeClient, connectClient, createFleet, createGuardedFetch } from '@mcp-fleet/core';
+import { createFleet } from '@mcp-fleet/core';
 
 const ACCOUNT = 'conformance';
 /** The tool the `tools_call` scenario serves, and what it must answer for these arguments. */
@@ -32,13 +33,6 @@ function context() {
   const raw = process.env.MCP_CONFORMANCE_CONTEXT;
   if (raw === undefined || raw === '') return {};
   return JSON.parse(raw);
-}
-
-/** The era a `--spec-version` asks for: 2026-07-28 is stateless (`server/discover`), dated revisions before it use `initialize`. */
-function requestedEra() {
-  const version = process.env.MCP_CONFORMANCE_PROTOCOL_VERSION;
-  if (version === undefined || version === '') return undefined;
-  return version >= '2026-07-28' ? '2026-07-28' : '2025';
 }
 
 /** The server as an embedder registers it: Streamable HTTP, with client credentials when the scenario gives some. */
@@ -60,36 +54,21 @@ async function checkHealth(fleet, serverId) {
 }
 
 /**
- * `tools/list` then `tools/call` through the client layer the fleet's probes use (`connectClient`: era negotiation,
- * the guarded fetch, no redirects).
- * TODO(merge of toolcalls): switch to `fleet.tools.list(ACCOUNT, serverId)` and `fleet.tools.call(ACCOUNT, serverId,
- * TOOL.name, TOOL.arguments)` once branch `toolcalls` is merged, so the scenario runs the embedder's real call path
- * (proxy settings, tool-call records) instead of the layer beneath it.
+ * `fleet.tools.list` then `fleet.tools.call`: the embedder's own call path (the server's proxy settings, a kept
+ * connection, era negotiation, the guarded fetch, no redirects), which also writes the tool-call record.
  */
-async function callTool(input) {
-  const outbound = createGuardedFetch({ allowPrivateNetworks: true });
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), input.timeout);
-  const era = requestedEra();
-  let connected;
-  try {
-    connected = await connectClient(
-      input,
-      { fetch: outbound, dispatcher: outbound.dispatcher },
-      { signal: controller.signal, timeoutMs: input.timeout, ...(era === undefined ? {} : { era }) },
-    );
-    const { client } = connected;
-    const { tools } = await client.listTools();
-    if (!tools.some((tool) => tool.name === TOOL.name)) return fail(`tools/list has no ${TOOL.name}`);
-    const result = await client.callTool({ name: TOOL.name, arguments: TOOL.arguments });
-    const text = result.content?.find((part) => part.type === 'text')?.text;
-    if (result.isError === true || text !== TOOL.expected) return fail(`unexpected tools/call result: ${JSON.stringify(result)}`);
-    console.log(`tools/call ${TOOL.name} answered "${text}" (era ${connected.era})`);
-  } finally {
-    clearTimeout(timer);
-    await closeClient(connected?.client, connected?.transport);
-    await outbound.dispatcher.close();
-  }
+async function callTool(fleet, serverId) {
+  const listed = await fleet.tools.list(ACCOUNT, serverId);
+  if (listed.isErr()) return fail(`tools/list failed: ${listed.error.code}`);
+  if (!listed.value.some((tool) => tool.name === TOOL.name)) return fail(`tools/list has no ${TOOL.name}`);
+  const called = await fleet.tools.call(ACCOUNT, serverId, TOOL.name, TOOL.arguments);
+  if (called.isErr()) return fail(`tools/call failed: ${called.error.code}`);
+  const { status, result, error } = called.value;
+  const text = result?.content?.find((part) => part.type === 'text')?.text;
+  if (status !== 'success' || text !== TOOL.expected) return fail(`unexpected tools/call outcome: ${status} ${error?.code ?? ''} ${JSON.stringify(result)}`);
+  const recorded = await fleet.toolCalls.get(ACCOUNT, called.value.id);
+  if (recorded.isErr() || recorded.value.status !== 'success') return fail('the call was not recorded');
+  console.log(`tools/call ${TOOL.name} answered "${text}" (${called.value.attempts} attempt, recorded as ${called.value.id})`);
 }
 
 async function main() {
@@ -106,7 +85,7 @@ async function main() {
       case 'auth/client-credentials-basic':
         return await checkHealth(fleet, serverId);
       case 'tools_call':
-        return await callTool(input);
+        return await callTool(fleet, serverId);
       default:
         return fail('scenario not supported by this client');
     }

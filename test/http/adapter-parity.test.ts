@@ -76,6 +76,12 @@ const STEPS: (() => Step)[] = [
   () => ({ method: 'GET', path: '/tool-calls?limit=0' }),
   () => ({ method: 'GET', path: '/tool-calls/call_abcdefghijklmnopqrstuvwx' }),
   () => ({ method: 'GET', path: '/servers/' }),
+  () => ({ method: 'POST', path: '/servers/{srv1}/tools/call', options: { body: { name: '', arguments: [1], extra: true } } }),
+  () => ({ method: 'POST', path: '/servers/srv_000000000000000000000000/tools/call', options: { body: { name: 'echo' } } }),
+  () => ({ method: 'POST', path: '/servers/{srv1}/tools/call', as: 'reader', options: { body: { name: 'echo' } } }),
+  () => ({ method: 'GET', path: '/servers/{srv1}/tools/call' }),
+  () => ({ method: 'GET', path: '/tool-calls?status=bogus&tool=&server_id=x' }),
+  () => ({ method: 'GET', path: '/tool-calls?status=timeout&tool=echo' }),
 ];
 
 interface Observed {

@@ -22,7 +22,14 @@ import { IndexCalls } from './storage/index-calls.js';
 import type { IndexStore } from './storage/index-store.js';
 import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
-import { ToolCallLog, type ToolCallRecord } from './toolcalls/tool-call-log.js';
+import { ConnectionPool } from './toolcalls/connection-pool.js';
+import type { BackoffOptions } from './toolcalls/retry.js';
+import { type ListToolCallsQuery, ToolCallLog, type ToolCallDetail, type ToolCallRecord } from './toolcalls/tool-call-log.js';
+import { type ToolCallOutcome, type ToolCallRecording, ToolService } from './toolcalls/tool-service.js';
+import { StdioChannelTransport } from './stdio/stdio-transport.js';
+import { StdioError } from './stdio/supervisor.js';
+import { UpstreamError } from './net/upstream-error.js';
+import type { Tool } from '@modelcontextprotocol/client';
 import { type Page, type PageQuery, withPageDefaults } from './util/pagination.js';
 import { webhookRoutes } from './webhooks/routes.js';
 import { createWebhooks, type Webhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
@@ -82,8 +89,19 @@ export interface FleetOptions {
    * @default {} (on, with the worker)
    */
   webhooks?: WebhooksOptions | false;
+  /** Tool calls through the service (`POST /servers/{id}/tools/call`, `fleet.tools`). */
+  toolCalls?: ToolCallsOptions;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
+}
+
+export interface ToolCallsOptions {
+  /** Keep the calls' `arguments` and/or MCP results with their records (`GET /tool-calls/{id}`). @default { arguments: false, results: false } */
+  record?: ToolCallRecording;
+  /** Waits between retry attempts (servers with `retry.enabled`). @default { baseMs: 200, maxMs: 10000 } */
+  backoff?: BackoffOptions;
+  /** A kept http connection (or websocket without heartbeat) unused this long is closed, in ms. @default 60000 */
+  idleMs?: number;
 }
 
 /** The embedder's API to the servers of an account; responses never carry secrets. */
@@ -98,8 +116,18 @@ export interface ServersApi {
 }
 
 export interface ToolCallsApi {
-  get(account: string, id: string): ResultAsync<ToolCallRecord, FleetError>;
-  list(account: string, query?: Partial<PageQuery>): ResultAsync<Page<ToolCallRecord>, FleetError>;
+  /** One record, with `arguments` and `result` when `toolCalls.record` keeps them. */
+  get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError>;
+  /** Newest first; filters `server_id`, `status`, `tool`. */
+  list(account: string, query?: Partial<ListToolCallsQuery>): ResultAsync<Page<ToolCallRecord>, FleetError>;
+}
+
+/** The tools of an account's servers, through their proxy settings. */
+export interface ToolsApi {
+  /** Calls a tool and records the call, as `POST /servers/{id}/tools/call`; a failed call is a record, not an error. */
+  call(account: string, serverId: string, name: string, args?: Record<string, unknown>): ResultAsync<ToolCallOutcome, FleetError>;
+  /** The server's tools (MCP `tools/list`, every page), as `GET /servers/{id}/tools`. */
+  list(account: string, serverId: string): ResultAsync<Tool[], FleetError>;
 }
 
 export interface Fleet {
@@ -110,7 +138,8 @@ export interface Fleet {
   readonly servers: ServersApi;
   readonly keys: ApiKeys;
   readonly toolCalls: ToolCallsApi;
-  /** Changes as they land: `server.created`, `server.updated`, `server.deleted`, `server.health_changed`. */
+  readonly tools: ToolsApi;
+  /** Changes as they land: `server.created`, `server.updated`, `server.deleted`, `server.health_changed`, `tool_call.failed`. */
   readonly events: Pick<EventBus, 'on'>;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
@@ -209,7 +238,25 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     ...(options.stdio?.maxProcessesPerAccount !== undefined && { maxProcessesPerAccount: options.stdio.maxProcessesPerAccount }),
     ...(options.stdio?.idleTimeoutMs !== undefined && { idleTimeoutMs: options.stdio.idleTimeoutMs }),
   });
-  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens: new MemoryTokenCache(), now });
+  const tokens = new MemoryTokenCache();
+  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });
+  const pool = new ConnectionPool(
+    {
+      fetch: outbound,
+      dispatcher: outbound.dispatcher,
+      tokens,
+      now,
+      stdioTransportFor: (server) => async (config, { signal }) => {
+        const channel = await supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
+          throw error instanceof StdioError
+            ? new UpstreamError(error.code === 'STDIO_CAPACITY' ? 'UPSTREAM_UNREACHABLE' : error.code, { message: error.message, cause: error })
+            : error;
+        });
+        return new StdioChannelTransport(channel, { signal });
+      },
+    },
+    options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
+  );
   const health = new HealthService({ registry, log: healthLog, prober, events, now });
   const monitor = createMonitor(options, { registry, health, now, onError });
   monitor?.start();
@@ -217,17 +264,29 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   // no process outlives its server or the configuration it was started with.
   events.on('server.deleted', ({ server }) => {
     void healthLog.forget(server.id);
+    void pool.drop(server.id);
     void supervisor.stop(server.id);
   });
   events.on('server.updated', ({ server }) => {
+    void pool.drop(server.id);
     void supervisor.stop(server.id);
   });
   const keys = new ApiKeys(records, index, now);
-  const toolCallLog = new ToolCallLog(records, index);
+  const toolCallLog = new ToolCallLog(records, index, webhooks?.outbox);
+  const tools = new ToolService({
+    registry,
+    log: toolCallLog,
+    health: healthLog,
+    events,
+    pool,
+    now,
+    ...(options.toolCalls?.record === undefined ? {} : { record: options.toolCalls.record }),
+    ...(options.toolCalls?.backoff === undefined ? {} : { backoff: options.toolCalls.backoff }),
+  });
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now);
   const handle = createHandler({
     // Webhook routes are appended here rather than written into routes.ts: each capability brings its own.
-    routes: [...buildRoutes({ registry, toolCalls: toolCallLog, health }), ...(webhooks === undefined ? [] : webhookRoutes(webhooks.api))],
+    routes: [...buildRoutes({ registry, toolCalls: toolCallLog, tools, health }), ...(webhooks === undefined ? [] : webhookRoutes(webhooks.api))],
     keys,
     prefix,
     bodyLimit,
@@ -237,6 +296,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     now,
   });
 
+  let closing: Promise<void> | undefined;
   return {
     prefix,
     events,
@@ -254,14 +314,23 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     },
     toolCalls: {
       get: (account, id) => toolCallLog.get(account, id),
-      list: (account, query) => toolCallLog.list(account, withPageDefaults(query ?? {})),
+      list: (account, query = {}) => toolCallLog.list(account, { ...query, ...withPageDefaults(query) }),
     },
-    close: async () => {
-      await monitor?.stop();
-      await webhooks?.close();
-      await supervisor.close();
-      await outbound.dispatcher.close();
-      await limiter?.close();
+    tools: {
+      call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
+      list: (account, serverId) => tools.list(account, serverId),
     },
+    close: () => (closing ??= closeAll()),
   };
+
+  async function closeAll(): Promise<void> {
+    await monitor?.stop();
+    // Deliveries not yet sent stay in the outbox for the next start.
+    await webhooks?.close();
+    // Connections first: a stdio client detaches before the supervisor ends its process.
+    await pool.close();
+    await supervisor.close();
+    await outbound.dispatcher.close();
+    await limiter?.close();
+  }
 }

@@ -1,4 +1,13 @@
-export { createFleet, normalizePrefix, type Fleet, type FleetOptions, type ServersApi, type ToolCallsApi } from './fleet.js';
+export {
+  createFleet,
+  normalizePrefix,
+  type Fleet,
+  type FleetOptions,
+  type ServersApi,
+  type ToolCallsApi,
+  type ToolCallsOptions,
+  type ToolsApi,
+} from './fleet.js';
 
 export { ERROR_CODES, isErrorCode, type ErrorCode } from './errors/codes.js';
 export { FleetError, isFleetError, invalidRequest, toFleetError, type ErrorDetails, type FieldIssue } from './errors/fleet-error.js';
@@ -33,7 +42,16 @@ export {
 } from './registry/schema.js';
 export type { RedactedAuthentication, ServerDetail, ServerSummary } from './registry/views.js';
 
-export type { ToolCallRecord, ToolCallStatus } from './toolcalls/tool-call-log.js';
+export {
+  TOOL_CALL_STATUSES,
+  type ListToolCallsQuery,
+  type ToolCallDetail,
+  type ToolCallFilters,
+  type ToolCallRecord,
+  type ToolCallStatus,
+} from './toolcalls/tool-call-log.js';
+export type { ToolCallOutcome, ToolCallRecording } from './toolcalls/tool-service.js';
+export type { BackoffOptions } from './toolcalls/retry.js';
 
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';

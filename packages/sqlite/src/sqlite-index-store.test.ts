@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createFleet } from '@mcp-fleet/core';
+import { startV2ToolServer } from '../../core/src/mcp/fixtures/tool-servers.js';
 import sqlite3 from 'sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { indexStoreContract } from '../../../test/contracts/index-store.js';
@@ -206,6 +207,41 @@ describe('createSqliteStorage', () => {
       await fleet2.close();
     } finally {
       await second.close();
+    }
+  });
+
+  it('keeps tool call records, their filtered listings and recorded payloads across a restart', async () => {
+    const path = join(dir, 'toolcalls-restart.sqlite');
+    const upstream = await startV2ToolServer();
+    const first = await createSqliteStorage({ path });
+    const options = { allowPrivateNetworks: true, toolCalls: { record: { arguments: true, results: true } } } as const;
+    let ids: string[] = [];
+    let serverId = '';
+    try {
+      const fleet1 = createFleet({ storage: first.storage, index: first.index, ...options });
+      serverId = (await fleet1.servers.create('acme', { name: 'tools', type: 'http', endpoint: upstream.url }))._unsafeUnwrap().id;
+      const ok = (await fleet1.tools.call('acme', serverId, 'echo', { text: 'kept' }))._unsafeUnwrap();
+      const failed = (await fleet1.tools.call('acme', serverId, 'fail', {}))._unsafeUnwrap();
+      ids = [failed.id, ok.id];
+      await fleet1.close();
+      await first.close();
+
+      const second = await createSqliteStorage({ path });
+      try {
+        const fleet2 = createFleet({ storage: second.storage, index: second.index, ...options });
+        const listed = (await fleet2.toolCalls.list('acme'))._unsafeUnwrap();
+        expect(listed.pagination.total).toBe(2);
+        expect(new Set(listed.data.map((c) => c.id))).toEqual(new Set(ids));
+        const errors = (await fleet2.toolCalls.list('acme', { status: 'error' }))._unsafeUnwrap();
+        expect(errors.data.map((c) => c.id)).toEqual([failed.id]);
+        const stored = (await fleet2.toolCalls.get('acme', ok.id))._unsafeUnwrap();
+        expect(stored).toMatchObject({ status: 'success', arguments: { text: 'kept' }, server_id: serverId });
+        await fleet2.close();
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await upstream.close();
     }
   });
 

@@ -18,6 +18,12 @@ const CONTRACT_TABLE: [string, number][] = [
   ['RATE_LIMITED', 429],
   ['INTERNAL_ERROR', 500],
   ['STORAGE_UNAVAILABLE', 503],
+  // GET /servers/{id}/tools (issue 5): a listing writes no record, so an upstream failure is the answer itself.
+  ['UPSTREAM_UNREACHABLE', 502],
+  ['UPSTREAM_PROTOCOL_ERROR', 502],
+  ['UPSTREAM_AUTH_FAILED', 502],
+  ['DESTINATION_NOT_ALLOWED', 502],
+  ['UPSTREAM_TIMEOUT', 504],
 ];
 
 const ERRORS_DOC = fileURLToPath(new URL('../../../../docs/errors.md', import.meta.url));
@@ -45,7 +51,7 @@ describe('ERROR_CODES', () => {
   });
 
   it('isErrorCode refuses anything else, including inherited names', () => {
-    for (const value of ['invalid_request', 'UPSTREAM_TIMEOUT', 'toString', '__proto__', 'constructor', '', 400, null, undefined]) {
+    for (const value of ['invalid_request', 'upstream_timeout', 'toString', '__proto__', 'constructor', '', 400, null, undefined]) {
       expect(isErrorCode(value)).toBe(false);
     }
   });

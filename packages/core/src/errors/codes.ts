@@ -14,6 +14,11 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be JSON (Content-Type: application/json).' },
   RATE_LIMITED: { status: 429, message: 'Rate limit exceeded; retry after the window resets.' },
   INTERNAL_ERROR: { status: 500, message: 'An unexpected error occurred.' },
+  UPSTREAM_UNREACHABLE: { status: 502, message: 'The MCP server could not be reached.' },
+  UPSTREAM_PROTOCOL_ERROR: { status: 502, message: 'The MCP server answered with something that is not MCP.' },
+  UPSTREAM_AUTH_FAILED: { status: 502, message: 'The MCP server refused the credentials configured for it.' },
+  DESTINATION_NOT_ALLOWED: { status: 502, message: 'The MCP server\'s address is not allowed for outgoing connections.' },
+  UPSTREAM_TIMEOUT: { status: 504, message: 'The MCP server did not answer within its timeout.' },
   STORAGE_UNAVAILABLE: { status: 503, message: 'The storage backend is unavailable; nothing was changed.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

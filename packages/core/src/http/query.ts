@@ -27,6 +27,11 @@ export function enumParam<const T extends string>(values: readonly T[]): ParamPa
       : { ok: false, issue: `must be one of ${values.map((v) => `"${v}"`).join(', ')}` };
 }
 
+/** A non-empty string of at most `max` characters (a filter value). */
+export function stringParam(max: number): ParamParser<string> {
+  return (raw) => (raw.length >= 1 && raw.length <= max ? { ok: true, value: raw } : { ok: false, issue: `must be 1 to ${max} characters` });
+}
+
 export const pageParams = {
   page: integerParam(1, MAX_PAGE),
   limit: integerParam(1, MAX_PAGE_LIMIT),

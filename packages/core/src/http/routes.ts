@@ -5,10 +5,12 @@ import type { HealthService } from '../health/health-service.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import { toDetail, toSummary } from '../registry/views.js';
-import type { ToolCallLog } from '../toolcalls/tool-call-log.js';
+import { TOOL_CALL_STATUSES, type ToolCallLog } from '../toolcalls/tool-call-log.js';
+import { parseCallInput, type ToolService } from '../toolcalls/tool-service.js';
+import { errAsync } from 'neverthrow';
 import type { Pagination } from '../util/pagination.js';
 import { withPageDefaults } from '../util/pagination.js';
-import { enumParam, pageParams, parseQuery } from './query.js';
+import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -44,6 +46,7 @@ export interface Route {
 export interface RouteServices {
   registry: ServerRegistry;
   toolCalls: ToolCallLog;
+  tools: ToolService;
   health: HealthService;
 }
 
@@ -51,7 +54,9 @@ const idOf = (params: Record<string, string>) => params.id as string;
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
 
-export function buildRoutes({ registry, toolCalls, health }: RouteServices): Route[] {
+const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) };
+
+export function buildRoutes({ registry, toolCalls, tools, health }: RouteServices): Route[] {
   return [
     {
       segments: ['servers'],
@@ -112,6 +117,32 @@ export function buildRoutes({ registry, toolCalls, health }: RouteServices): Rou
       },
     },
     {
+      segments: ['servers', ':id', 'tools'],
+      methods: {
+        GET: {
+          name: 'tools.list',
+          scope: 'tool_calls:read',
+          body: false,
+          run: ({ principal, params }) => tools.list(principal.account, idOf(params)).map((list) => ({ status: 200, data: list })),
+        },
+      },
+    },
+    {
+      segments: ['servers', ':id', 'tools', 'call'],
+      methods: {
+        POST: {
+          name: 'tools.call',
+          scope: 'tool_calls:write',
+          body: true,
+          run: ({ principal, params, body }) => {
+            const input = parseCallInput(body);
+            if (!input.ok) return errAsync(input.error);
+            return tools.call(principal.account, idOf(params), input.name, input.args).map((outcome) => ({ status: 200, data: outcome }));
+          },
+        },
+      },
+    },
+    {
       segments: ['tool-calls'],
       methods: {
         GET: {
@@ -119,8 +150,8 @@ export function buildRoutes({ registry, toolCalls, health }: RouteServices): Rou
           scope: 'tool_calls:read',
           body: false,
           run: ({ principal, query }) =>
-            parseQuery(query, pageParams)
-              .asyncAndThen((q) => toolCalls.list(principal.account, withPageDefaults(q)))
+            parseQuery(query, listToolCallsQuery)
+              .asyncAndThen((q) => toolCalls.list(principal.account, { ...q, ...withPageDefaults(q) }))
               .map((page) => ({ status: 200, data: page.data, pagination: page.pagination })),
         },
       },

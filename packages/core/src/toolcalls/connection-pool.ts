@@ -1,0 +1,243 @@
+import type { Client, FetchLike } from '@modelcontextprotocol/client';
+import {
+  closeClient,
+  connectClient,
+  type ConnectedClient,
+  type McpClientDeps,
+  type McpEra,
+  type StdioTransportFactory,
+} from '../mcp/connect.js';
+import { UpstreamError } from '../net/upstream-error.js';
+import type { ServerRecord } from '../registry/views.js';
+import { parseRetryAfter } from './retry.js';
+
+/** The client layer's dependencies; stdio transports are opened per server (the supervisor keys processes by id). */
+export interface ConnectionPoolDeps extends Omit<McpClientDeps, 'stdioTransport'> {
+  stdioTransportFor?: (server: ServerRecord) => StdioTransportFactory;
+}
+
+export interface ConnectionPoolOptions {
+  /** An http connection (or a websocket one without heartbeat) unused this long is closed, in ms. @default 60000 */
+  idleMs?: number;
+  /** Sees a heartbeat that failed (the connection is reopened). @default ignores it */
+  onHeartbeatFailure?: (serverId: string, error: unknown) => void;
+}
+
+/** A connection lent to one call; give it back with `release`, or `discard` it when it proved dead. */
+export interface Lease {
+  client: Client;
+  era: McpEra;
+  /** Whether the connection served an earlier call (a failure may then mean it died in between). */
+  reused: boolean;
+  /** The `Retry-After` of the latest 429 or 503 this connection received, in ms, then forgotten. */
+  takeRetryAfter(): number | undefined;
+  release(): void;
+  discard(): Promise<void>;
+}
+
+interface Entry {
+  key: string;
+  serverId: string;
+  /** Aborting it closes the transport: the connection's lifetime. */
+  lifetime: AbortController;
+  ready: Promise<ConnectedClient>;
+  connected?: ConnectedClient;
+  closed: boolean;
+  busy: number;
+  used: boolean;
+  heartbeat?: NodeJS.Timeout;
+  idle?: NodeJS.Timeout;
+  retryAfterMs?: number | undefined;
+}
+
+/** A connection belongs to one configuration: an update changes `updated_at`, so the old one is never reused. */
+const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
+
+/**
+ * Kept MCP connections, one per server, so that a call does not pay for a handshake each time:
+ * - http, and websocket without heartbeat: closed after `idleMs` without a call;
+ * - websocket with `heartbeat.enabled`: pinged (MCP `ping`) every `heartbeat.interval` and reopened when a ping fails;
+ * - stdio: one client over the supervisor's live process of the server; the process's exit closes it.
+ * `drop` closes a server's connection (on update and delete); `close` closes all.
+ */
+export class ConnectionPool {
+  private readonly entries = new Map<string, Entry>();
+  private readonly idleMs: number;
+  private closing = false;
+
+  constructor(
+    private readonly deps: ConnectionPoolDeps,
+    private readonly options: ConnectionPoolOptions = {},
+  ) {
+    this.idleMs = options.idleMs ?? 60_000;
+  }
+
+  /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an `UpstreamError`. */
+  async acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
+    if (this.closing) throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The service is shutting down.' });
+    let entry = this.entries.get(server.id);
+    if (entry !== undefined && (entry.key !== keyOf(server) || entry.closed)) {
+      await this.drop(server.id);
+      entry = undefined;
+    }
+    entry ??= this.open(server, timeoutMs);
+    const current = entry;
+    current.busy += 1;
+    clearTimeout(current.idle);
+    let connected: ConnectedClient;
+    try {
+      connected = await current.ready;
+    } catch (error) {
+      current.busy -= 1;
+      throw error;
+    }
+    const reused = current.used;
+    current.used = true;
+    let settled = false;
+    return {
+      client: connected.client,
+      era: connected.era,
+      reused,
+      takeRetryAfter: () => {
+        const value = current.retryAfterMs;
+        current.retryAfterMs = undefined;
+        return value;
+      },
+      release: () => {
+        if (settled) return;
+        settled = true;
+        current.busy -= 1;
+        this.scheduleIdle(current, server);
+      },
+      discard: async () => {
+        if (!settled) {
+          settled = true;
+          current.busy -= 1;
+        }
+        if (this.entries.get(server.id) === current) await this.drop(server.id);
+      },
+    };
+  }
+
+  /** Closes the connection of a server, if any. */
+  async drop(serverId: string): Promise<void> {
+    const entry = this.entries.get(serverId);
+    if (entry === undefined) return;
+    this.entries.delete(serverId);
+    await this.shut(entry);
+  }
+
+  /** Closes every connection; later acquires fail. Safe to call twice. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(all.map((entry) => this.shut(entry)));
+  }
+
+  /** How many connections are open or opening (tests, diagnostics). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private open(server: ServerRecord, timeoutMs: number, era?: McpEra): Entry {
+    const lifetime = new AbortController();
+    const entry: Entry = {
+      key: keyOf(server),
+      serverId: server.id,
+      lifetime,
+      ready: undefined as unknown as Promise<ConnectedClient>,
+      closed: false,
+      busy: 0,
+      used: false,
+    };
+    const fetch = this.deps.fetch ?? globalThis.fetch;
+    // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
+    const watching: FetchLike = async (url, init) => {
+      const response = await fetch(url, init);
+      if (response.status === 429 || response.status === 503) entry.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+      return response;
+    };
+    const timer = setTimeout(() => lifetime.abort(), timeoutMs);
+    entry.ready = connectClient(server.config, this.clientDeps(server, watching), { signal: lifetime.signal, timeoutMs, ...(era === undefined ? {} : { era }) }).then(
+      (connected) => {
+        clearTimeout(timer);
+        entry.connected = connected;
+        if (entry.closed) {
+          void closeClient(connected.client, connected.transport, 0);
+          throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });
+        }
+        const previous = connected.client.onclose;
+        connected.client.onclose = () => {
+          previous?.();
+          entry.closed = true;
+          if (this.entries.get(server.id) === entry) this.entries.delete(server.id);
+          clearInterval(entry.heartbeat);
+          clearTimeout(entry.idle);
+        };
+        this.startHeartbeat(entry, server, connected);
+        return connected;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        entry.closed = true;
+        if (this.entries.get(server.id) === entry) this.entries.delete(server.id);
+        throw error;
+      },
+    );
+    entry.ready.catch(() => {});
+    this.entries.set(server.id, entry);
+    return entry;
+  }
+
+  private clientDeps(server: ServerRecord, fetch: FetchLike): McpClientDeps {
+    const { stdioTransportFor, ...deps } = this.deps;
+    const stdioTransport = stdioTransportFor?.(server);
+    return { ...deps, fetch, ...(stdioTransport === undefined ? {} : { stdioTransport }) };
+  }
+
+  private startHeartbeat(entry: Entry, server: ServerRecord, connected: ConnectedClient): void {
+    const config = server.config;
+    if (config.type !== 'websocket' || config.heartbeat?.enabled !== true) return;
+    const interval = config.heartbeat.interval ?? 30_000;
+    let pinging = false;
+    entry.heartbeat = setInterval(() => {
+      if (pinging || entry.closed) return;
+      pinging = true;
+      connected.client
+        .ping({ timeout: Math.min(interval, config.timeout) })
+        .catch(async (error: unknown) => {
+          this.options.onHeartbeatFailure?.(server.id, error);
+          if (this.entries.get(server.id) !== entry) return;
+          await this.drop(server.id);
+          if (this.closing) return;
+          // Reopened at once, so the next call (and the next ping) finds a live connection.
+          this.open(server, config.timeout, connected.era).ready.catch(() => {});
+        })
+        .finally(() => {
+          pinging = false;
+        });
+    }, interval);
+    entry.heartbeat.unref();
+  }
+
+  private scheduleIdle(entry: Entry, server: ServerRecord): void {
+    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined) return;
+    clearTimeout(entry.idle);
+    entry.idle = setTimeout(() => {
+      if (entry.busy === 0 && this.entries.get(server.id) === entry) void this.drop(server.id);
+    }, this.idleMs);
+    entry.idle.unref();
+  }
+
+  private async shut(entry: Entry): Promise<void> {
+    entry.closed = true;
+    clearInterval(entry.heartbeat);
+    clearTimeout(entry.idle);
+    // Still connecting: abort at once rather than wait out the handshake.
+    if (entry.connected === undefined) entry.lifetime.abort();
+    const connected = entry.connected ?? (await entry.ready.catch(() => undefined));
+    if (connected !== undefined) await closeClient(connected.client, connected.transport, 500);
+    entry.lifetime.abort();
+  }
+}

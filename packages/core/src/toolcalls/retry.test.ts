@@ -1,0 +1,43 @@
+import { SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { describe, expect, it } from 'vitest';
+import { UpstreamError } from '../net/upstream-error.js';
+import { backoffDelay, httpStatusOf, isRetrySafe, parseRetryAfter } from './retry.js';
+
+const failure = (code: ConstructorParameters<typeof UpstreamError>[0], status?: number) => ({ error: new UpstreamError(code), status });
+
+describe('retry policy', () => {
+  it('retries refused/reset connections, timeouts, 5xx and 429 only', () => {
+    expect(isRetrySafe(failure('UPSTREAM_UNREACHABLE'))).toBe(true);
+    expect(isRetrySafe(failure('UPSTREAM_TIMEOUT'))).toBe(true);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 503))).toBe(true);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 500))).toBe(true);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 429))).toBe(true);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 400))).toBe(false);
+    expect(isRetrySafe(failure('UPSTREAM_AUTH_FAILED', 401))).toBe(false);
+    expect(isRetrySafe(failure('UPSTREAM_AUTH_FAILED'))).toBe(false);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR'))).toBe(false);
+    expect(isRetrySafe(failure('DESTINATION_NOT_ALLOWED'))).toBe(false);
+  });
+
+  it('reads the HTTP status off the cause chain', () => {
+    const http = new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, 'x', { status: 502 });
+    expect(httpStatusOf(new Error('outer', { cause: http }))).toBe(502);
+    expect(httpStatusOf(new Error('plain'))).toBeUndefined();
+  });
+
+  it('parses Retry-After as seconds or a date', () => {
+    expect(parseRetryAfter('3')).toBe(3000);
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:10 GMT', Date.parse('2026-01-01T00:00:00Z'))).toBe(10_000);
+    expect(parseRetryAfter('soon')).toBeUndefined();
+    expect(parseRetryAfter(null)).toBeUndefined();
+  });
+
+  it('backs off exponentially with jitter, capped; Retry-After wins but is capped too', () => {
+    expect(backoffDelay(1, { baseMs: 100 }, undefined, () => 0)).toBe(50);
+    expect(backoffDelay(1, { baseMs: 100 }, undefined, () => 1)).toBe(100);
+    expect(backoffDelay(3, { baseMs: 100 }, undefined, () => 1)).toBe(400);
+    expect(backoffDelay(20, { baseMs: 100, maxMs: 1000 }, undefined, () => 1)).toBe(1000);
+    expect(backoffDelay(1, { maxMs: 5000 }, 2000)).toBe(2000);
+    expect(backoffDelay(1, { maxMs: 5000 }, 60_000)).toBe(5000);
+  });
+});

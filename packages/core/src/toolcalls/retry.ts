@@ -1,0 +1,59 @@
+import { SdkHttpError } from '@modelcontextprotocol/client';
+import type { UpstreamError } from '../net/upstream-error.js';
+
+/** How retries wait: exponential backoff with full jitter, and the cap of a server's `Retry-After`. */
+export interface BackoffOptions {
+  /** Wait before the second attempt, before jitter, in ms. @default 200 */
+  baseMs?: number;
+  /** Longest wait between two attempts (also caps `Retry-After`), in ms. @default 10000 */
+  maxMs?: number;
+}
+
+/** Why one attempt failed, as far as retrying is concerned. */
+export interface AttemptFailure {
+  error: UpstreamError;
+  /** The HTTP status the server answered, when it answered one. */
+  status?: number | undefined;
+  /** The server's `Retry-After`, in ms, when it sent one with a 429 or 503. */
+  retryAfterMs?: number | undefined;
+}
+
+/** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */
+export function httpStatusOf(error: unknown): number | undefined {
+  for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 16; depth++) {
+    if (current instanceof SdkHttpError) return current.data.status;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Whether a failed attempt may be repeated without risk of running the tool twice on purpose: the connection was
+ * refused or reset, no answer came in time, the server answered 5xx or 429. Never a refusal of credentials, a
+ * protocol error, a JSON-RPC error or a tool that answered `isError` (those are not failures of the attempt at all).
+ */
+export function isRetrySafe(failure: AttemptFailure): boolean {
+  if (failure.status !== undefined) return failure.status === 429 || failure.status >= 500;
+  return failure.error.code === 'UPSTREAM_UNREACHABLE' || failure.error.code === 'UPSTREAM_TIMEOUT';
+}
+
+/** `Retry-After` as ms: delta seconds or an HTTP date; `undefined` when absent or unreadable. */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (value === null || value === undefined || value.trim() === '') return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * The wait before attempt `attempt + 1` (attempt counts from 1): `Retry-After` when the server sent one (capped at
+ * `maxMs`), else between half and all of `baseMs · 2^(attempt-1)` (equal jitter, so many callers do not retry in step).
+ */
+export function backoffDelay(attempt: number, options: BackoffOptions = {}, retryAfterMs?: number, random: () => number = Math.random): number {
+  const baseMs = options.baseMs ?? 200;
+  const maxMs = options.maxMs ?? 10_000;
+  if (retryAfterMs !== undefined) return Math.min(maxMs, retryAfterMs);
+  const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}

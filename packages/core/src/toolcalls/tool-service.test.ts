@@ -1,0 +1,229 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFleet, type Fleet, type FleetOptions } from '../fleet.js';
+import type { FleetEventMap } from '../events/bus.js';
+import type { ServerInput } from '../registry/schema.js';
+import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
+import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
+import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
+import { startWsServer } from '../mcp/fixtures/ws-server.js';
+import { fixture, NODE } from '../stdio/test-helpers.js';
+
+const EVERYTHING = fileURLToPath(new URL('../../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+const ACCOUNT = 'acct_tools';
+const started = closedAfterEach();
+const fleets: Fleet[] = [];
+afterEach(async () => {
+  await Promise.all(fleets.splice(0).map((f) => f.close()));
+});
+
+function fleet(options: FleetOptions = {}): Fleet {
+  const created = createFleet({ allowPrivateNetworks: true, stdio: { commands: [NODE] }, toolCalls: { backoff: { baseMs: 1, maxMs: 5 } }, ...options });
+  fleets.push(created);
+  return created;
+}
+
+async function serverOf(f: Fleet, body: Record<string, unknown>): Promise<string> {
+  const created = await f.servers.create(ACCOUNT, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
+  return created._unsafeUnwrap().id;
+}
+
+const textOf = (result: unknown) => ((result as { content: { text: string }[] }).content[0] as { text: string }).text;
+
+describe.each([
+  ['v2 server (2026-07-28)', startV2ToolServer],
+  ['v1 sdk server (2025)', startV1ToolServer],
+])('tool calls over Streamable HTTP: %s', (_name, start) => {
+  it('lists the tools and relays a call result; isError is recorded as error (TOOL_ERROR)', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+
+    const tools = (await f.tools.list(ACCOUNT, id))._unsafeUnwrap();
+    expect(tools.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'slow']);
+
+    const ok = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'hello' }))._unsafeUnwrap();
+    expect(ok).toMatchObject({ server_id: id, tool: 'echo', status: 'success', attempts: 1, error: null });
+    expect(textOf(ok.result)).toBe('hello');
+    expect(ok.id).toMatch(/^call_/);
+
+    const failed = (await f.tools.call(ACCOUNT, id, 'fail', {}))._unsafeUnwrap();
+    expect(failed).toMatchObject({ status: 'error', attempts: 1, error: { code: 'TOOL_ERROR' } });
+    expect(failed.result?.isError).toBe(true);
+
+    const stored = (await f.toolCalls.get(ACCOUNT, failed.id))._unsafeUnwrap();
+    const { result: _result, ...record } = failed;
+    expect(stored).toEqual(record);
+  });
+
+  it('retries a server that fails twice (HTTP 503) to success: attempts = 3; without retry: one attempt, error', async () => {
+    const flaky = await started(start({ failFirstCalls: 2 }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: flaky.url, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'again' }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 3, error: null });
+    expect(textOf(outcome.result)).toBe('again');
+
+    const once = await started(start({ failFirstCalls: 2 }));
+    const plain = await serverOf(f, { type: 'http', endpoint: once.url });
+    expect((await f.tools.call(ACCOUNT, plain, 'echo', { text: 'x' }))._unsafeUnwrap()).toMatchObject({ status: 'error', attempts: 1 });
+  });
+
+  it('never retries past max_attempts, and never a tool that answered isError', async () => {
+    const flaky = await started(start({ failFirstCalls: 5 }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: flaky.url, retry: { enabled: true, max_attempts: 2 } });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'x' }))._unsafeUnwrap()).toMatchObject({ status: 'error', attempts: 2 });
+    const healthy = await started(start());
+    const other = await serverOf(f, { type: 'http', endpoint: healthy.url, retry: { enabled: true, max_attempts: 3 } });
+    expect((await f.tools.call(ACCOUNT, other, 'fail', {}))._unsafeUnwrap()).toMatchObject({ status: 'error', attempts: 1 });
+  });
+
+  it('ends a slow tool past the timeout as timeout (UPSTREAM_TIMEOUT)', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300 });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 3000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' }, result: null });
+  });
+
+  it('sends the bearer token to the server', async () => {
+    const server = await started(start({ authorize: (h) => h === 'Bearer tool-secret' }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, authentication: { type: 'bearer', token: 'tool-secret' } });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'auth' }))._unsafeUnwrap().status).toBe('success');
+    const wrong = await serverOf(f, { type: 'http', endpoint: server.url, authentication: { type: 'bearer', token: 'nope' } });
+    const refused = (await f.tools.call(ACCOUNT, wrong, 'echo', { text: 'auth' }))._unsafeUnwrap();
+    expect(refused).toMatchObject({ status: 'error', error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(JSON.stringify(refused)).not.toContain('nope');
+    const listed = await f.tools.list(ACCOUNT, wrong);
+    expect(listed._unsafeUnwrapErr()).toMatchObject({ code: 'UPSTREAM_AUTH_FAILED', status: 502 });
+  });
+
+  it('sends an oauth2 client-credentials token from the token endpoint, fetched once for two calls', async () => {
+    const auth = await started(startAuthServer({ clientId: 'fleet', clientSecret: 'cc-secret', expiresIn: 3600 }));
+    const server = await started(start({ authorize: (h) => auth.accepts(h) }));
+    const f = fleet();
+    const id = await serverOf(f, {
+      type: 'http',
+      endpoint: server.url,
+      authentication: { type: 'oauth2', client_id: 'fleet', client_secret: 'cc-secret', token_url: auth.tokenUrl },
+    });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'a' }))._unsafeUnwrap().status).toBe('success');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'b' }))._unsafeUnwrap().status).toBe('success');
+    expect(auth.requests).toHaveLength(1);
+    expect(server.authorizations.filter((h) => h === 'Bearer fixture-token-1').length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('tool calls over WebSocket', () => {
+  it('relays a call, and a JSON-RPC error is recorded as TOOL_CALL_REJECTED', async () => {
+    const ws = await started(startWsServer());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'websocket', endpoint: ws.url });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { a: 1 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1 });
+    expect(JSON.parse(textOf(outcome.result))).toEqual({ a: 1 });
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toEqual(['echo']);
+    const rejected = (await f.tools.call(ACCOUNT, id, 'missing', {}))._unsafeUnwrap();
+    expect(rejected).toMatchObject({ status: 'error', error: { code: 'TOOL_CALL_REJECTED' } });
+  });
+
+  it('keeps one connection with heartbeat: pings at the interval; closes it when the server is deleted', async () => {
+    const ws = await started(startWsServer());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'websocket', endpoint: ws.url, heartbeat: { enabled: true, interval: 1000 } });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    await new Promise((resolve) => setTimeout(resolve, 3300));
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    expect(ws.methods.filter((m) => m === 'initialize')).toHaveLength(1);
+    expect(ws.pings.length).toBeGreaterThanOrEqual(2);
+    const gaps = ws.pings.slice(1).map((at, i) => at - (ws.pings[i] as number));
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(800);
+    expect(ws.connections()).toBe(1);
+
+    await f.servers.delete(ACCOUNT, id);
+    for (let i = 0; i < 50 && ws.connections() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(ws.connections()).toBe(0);
+  });
+});
+
+describe('tool calls over stdio', () => {
+  it('calls the echo fixture through the supervisor process', async () => {
+    const f = fleet();
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { n: 2 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success' });
+    expect(JSON.parse(textOf(outcome.result))).toEqual({ n: 2 });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { n: 3 }))._unsafeUnwrap().status).toBe('success');
+    // The probe can still talk to the process between calls.
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
+  });
+
+  it('calls @modelcontextprotocol/server-everything', async () => {
+    const f = fleet();
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 20_000 });
+    const tools = (await f.tools.list(ACCOUNT, id))._unsafeUnwrap();
+    expect(tools.map((t) => t.name)).toContain('echo');
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { message: 'everything' }))._unsafeUnwrap();
+    expect(outcome.status).toBe('success');
+    expect(textOf(outcome.result)).toContain('everything');
+  });
+});
+
+describe('records, events, health', () => {
+  it('stores arguments and results only when the embedder turns it on', async () => {
+    const server = await started(startV2ToolServer());
+    const off = fleet();
+    const offId = await serverOf(off, { type: 'http', endpoint: server.url });
+    const plain = (await off.tools.call(ACCOUNT, offId, 'echo', { text: 'private' }))._unsafeUnwrap();
+    const plainStored = (await off.toolCalls.get(ACCOUNT, plain.id))._unsafeUnwrap();
+    expect(plainStored).not.toHaveProperty('arguments');
+    expect(plainStored).not.toHaveProperty('result');
+
+    const on = fleet({ toolCalls: { record: { arguments: true, results: true } } });
+    const onId = await serverOf(on, { type: 'http', endpoint: server.url });
+    const kept = (await on.tools.call(ACCOUNT, onId, 'echo', { text: 'kept' }))._unsafeUnwrap();
+    const stored = (await on.toolCalls.get(ACCOUNT, kept.id))._unsafeUnwrap();
+    expect(stored.arguments).toEqual({ text: 'kept' });
+    expect(textOf(stored.result)).toBe('kept');
+    // Listings never carry them.
+    expect((await on.toolCalls.list(ACCOUNT))._unsafeUnwrap().data[0]).not.toHaveProperty('arguments');
+  });
+
+  it('emits tool_call.failed after the record, and failed calls count in error_rate', async () => {
+    const server = await started(startV2ToolServer());
+    const f = fleet();
+    const failures: FleetEventMap['tool_call.failed'][] = [];
+    f.events.on('tool_call.failed', (event) => {
+      failures.push(event);
+    });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const failed = (await f.tools.call(ACCOUNT, id, 'fail', {}))._unsafeUnwrap();
+    await f.tools.call(ACCOUNT, id, 'echo', { text: 'ok' });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]?.call.id).toBe(failed.id);
+    expect((await f.toolCalls.get(ACCOUNT, failed.id)).isOk()).toBe(true);
+    // Two calls (one failed) and the probe: 1 of 3.
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().error_rate).toBe('33.33%');
+  });
+
+  it('records an unreachable server as error after the allowed attempts; lists answer 502; unknown server 404', async () => {
+    const f = fleet();
+    const port = await refusedPort();
+    const id = await serverOf(f, { type: 'http', endpoint: `http://127.0.0.1:${port}/mcp`, retry: { enabled: true, max_attempts: 2 } });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap()).toMatchObject({ status: 'error', attempts: 2, error: { code: 'UPSTREAM_UNREACHABLE' } });
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrapErr()).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', status: 502 });
+    expect((await f.tools.call(ACCOUNT, 'srv_doesnotexist', 'echo', {}))._unsafeUnwrapErr().code).toBe('SERVER_NOT_FOUND');
+    const guarded = createFleet({});
+    fleets.push(guarded);
+    const blocked = (await guarded.servers.create(ACCOUNT, { name: 'blocked', type: 'http', endpoint: `http://127.0.0.1:${port}/mcp` }))._unsafeUnwrap();
+    expect((await guarded.tools.call(ACCOUNT, blocked.id, 'echo', {}))._unsafeUnwrap().error?.code).toBe('DESTINATION_NOT_ALLOWED');
+  });
+
+  it('close() is safe to call twice', async () => {
+    const f = fleet();
+    await f.close();
+    await f.close();
+  });
+});

@@ -1,0 +1,242 @@
+import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
+import { errAsync, ResultAsync } from 'neverthrow';
+import { FleetError, invalidRequest, type FieldIssue } from '../errors/fleet-error.js';
+import type { EventBus } from '../events/bus.js';
+import type { HealthLog } from '../health/health-log.js';
+import { timeoutError, toUpstreamError } from '../mcp/errors.js';
+import { UpstreamError } from '../net/upstream-error.js';
+import type { ServerRegistry } from '../registry/registry.js';
+import type { ServerRecord } from '../registry/views.js';
+import { newId } from '../util/ids.js';
+import type { ConnectionPool, Lease } from './connection-pool.js';
+import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe } from './retry.js';
+import type { ToolCallLog, ToolCallRecord } from './tool-call-log.js';
+
+/** What `fleet.tools.call` answers: the record written, plus the MCP result when the tool answered. */
+export interface ToolCallOutcome extends ToolCallRecord {
+  /** The MCP `tools/call` result (also when it is `isError`); `null` when no answer came. */
+  result: CallToolResult | null;
+}
+
+/** Which parts of a call the log keeps besides its record. Both off by default: they may carry personal data. */
+export interface ToolCallRecording {
+  /** Keep the call's `arguments` with its record. @default false */
+  arguments?: boolean;
+  /** Keep the MCP result with its record. @default false */
+  results?: boolean;
+}
+
+export interface ToolServiceDeps {
+  registry: ServerRegistry;
+  log: ToolCallLog;
+  health: HealthLog;
+  events: EventBus;
+  pool: ConnectionPool;
+  now: () => number;
+  record?: ToolCallRecording;
+  backoff?: BackoffOptions;
+  /** Waits between attempts; tests may shorten it. @default setTimeout */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const MAX_TOOL_NAME = 256;
+/** tools/list pages followed at most, so a server that always answers a cursor cannot keep a request forever. */
+const MAX_LIST_PAGES = 100;
+
+/** An upstream failure answered by `GET /servers/{id}/tools` (no record is written for a listing). */
+export function upstreamFailure(error: UpstreamError): FleetError {
+  return new FleetError(error.code, { message: error.message, cause: error });
+}
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+type AttemptResult = { ok: true; result: CallToolResult } | { ok: false; rejected: boolean; failure: AttemptFailure };
+
+/** Checks a `tools/call` body: `{ name: string, arguments?: object }`. */
+export function parseCallInput(body: unknown): { ok: true; name: string; args: Record<string, unknown> } | { ok: false; error: FleetError } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return { ok: false, error: invalidRequest([{ field: 'body', issue: 'must be a JSON object' }]) };
+  }
+  const { name, arguments: args, ...rest } = body as Record<string, unknown>;
+  const issues: FieldIssue[] = [];
+  if (typeof name !== 'string' || name.length === 0) issues.push({ field: 'name', issue: 'is required and must be a non-empty string' });
+  else if (name.length > MAX_TOOL_NAME) issues.push({ field: 'name', issue: `must be at most ${MAX_TOOL_NAME} characters` });
+  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+    issues.push({ field: 'arguments', issue: 'must be a JSON object' });
+  }
+  for (const field of Object.keys(rest)) issues.push({ field, issue: 'is not a known field' });
+  if (issues.length > 0) return { ok: false, error: invalidRequest(issues) };
+  return { ok: true, name: name as string, args: (args ?? {}) as Record<string, unknown> };
+}
+
+/**
+ * Tools of registered servers, through their proxy settings: the server's `timeout` per attempt, `retry` for
+ * failures that are safe to repeat, its authentication, the kept connections of `ConnectionPool`.
+ */
+export class ToolService {
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(private readonly deps: ToolServiceDeps) {
+    this.sleep = deps.sleep ?? sleepFor;
+  }
+
+  /**
+   * Calls a tool and records the call. Upstream failures are outcomes, not errors: the record says `error`
+   * (TOOL_ERROR when the tool answered `isError`, TOOL_CALL_REJECTED for a JSON-RPC error, an upstream code
+   * otherwise) or `timeout`. Errors are the service's own: unknown server, invalid input, storage.
+   */
+  call(account: string, serverId: string, name: string, args: Record<string, unknown>): ResultAsync<ToolCallOutcome, FleetError> {
+    const input = parseCallInput({ name, arguments: args });
+    if (!input.ok) return errAsync(input.error);
+    return this.deps.registry.get(account, serverId).andThen((server) =>
+      ResultAsync.fromSafePromise(this.run(server, name, args)).andThen(({ record, result }) => {
+        const payload = {
+          ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
+          ...(this.deps.record?.results === true && result !== null ? { result } : {}),
+        };
+        return this.deps.log
+          .append(account, record, payload)
+          .andThen(() =>
+            this.deps.health.record(server.id, {
+              kind: 'call',
+              ok: record.status === 'success',
+              at: this.deps.now(),
+              responseTimeMs: record.duration_ms,
+              error: record.error,
+            }),
+          )
+          .map(() => {
+            if (record.status !== 'success') this.deps.events.emit('tool_call.failed', { account, call: record });
+            return { ...record, result };
+          });
+      }),
+    );
+  }
+
+  /** The server's tools (MCP `tools/list`, every page). Upstream failures answer 502/504 with their code. */
+  list(account: string, serverId: string): ResultAsync<Tool[], FleetError> {
+    return this.deps.registry.get(account, serverId).andThen((server) =>
+      ResultAsync.fromPromise(this.listTools(server), (error) =>
+        error instanceof FleetError ? error : upstreamFailure(error instanceof UpstreamError ? error : toUpstreamError(error, server.config.timeout)),
+      ),
+    );
+  }
+
+  private async listTools(server: ServerRecord): Promise<Tool[]> {
+    const timeoutMs = server.config.timeout;
+    const lease = await this.acquire(server, timeoutMs);
+    const tools: Tool[] = [];
+    try {
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const answer = await lease.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
+        tools.push(...answer.tools);
+        cursor = answer.nextCursor;
+        if (cursor === undefined) break;
+      }
+      this.giveBack(server, lease);
+      return tools;
+    } catch (error) {
+      // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
+      void lease.discard();
+      throw toUpstreamError(error, timeoutMs);
+    }
+  }
+
+  private async run(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
+    const started = performance.now();
+    const createdAt = new Date(this.deps.now()).toISOString();
+    const retry = server.config.retry;
+    const maxAttempts = retry?.enabled === true ? (retry.max_attempts ?? 3) : 1;
+    let attempts = 0;
+    let outcome: AttemptResult;
+    for (;;) {
+      attempts += 1;
+      outcome = await this.attempt(server, name, args);
+      if (outcome.ok || outcome.rejected || attempts >= maxAttempts || !isRetrySafe(outcome.failure)) break;
+      await this.sleep(backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs));
+    }
+    const base = {
+      id: newId('toolCall'),
+      server_id: server.id,
+      server_name: server.config.name,
+      tool: name,
+      duration_ms: Math.round(performance.now() - started),
+      attempts,
+      created_at: createdAt,
+    };
+    if (outcome.ok) {
+      const isError = outcome.result.isError === true;
+      return {
+        record: {
+          ...base,
+          status: isError ? 'error' : 'success',
+          error: isError ? { code: 'TOOL_ERROR', message: 'The tool answered with an error (isError).' } : null,
+        },
+        result: outcome.result,
+      };
+    }
+    const { error } = outcome.failure;
+    const code: string = outcome.rejected ? 'TOOL_CALL_REJECTED' : error.code;
+    return {
+      record: { ...base, status: error.code === 'UPSTREAM_TIMEOUT' && !outcome.rejected ? 'timeout' : 'error', error: { code, message: error.message } },
+      result: null,
+    };
+  }
+
+  /** One attempt within the server's `timeout`; a kept connection that proves dead is reopened once. */
+  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<AttemptResult> {
+    const timeoutMs = server.config.timeout;
+    const deadline = performance.now() + timeoutMs;
+    for (let reopened = false; ; reopened = true) {
+      let lease: Lease;
+      try {
+        lease = await this.acquire(server, timeoutMs);
+      } catch (error) {
+        const failure = toUpstreamError(error, timeoutMs);
+        return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error) } };
+      }
+      const remaining = Math.max(1, Math.round(deadline - performance.now()));
+      try {
+        const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining })) as CallToolResult;
+        this.giveBack(server, lease);
+        return { ok: true, result };
+      } catch (error) {
+        const status = httpStatusOf(error);
+        const retryAfterMs = lease.takeRetryAfter();
+        const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
+        const rejected = isJsonRpcRejection(error);
+        if (rejected) {
+          this.giveBack(server, lease);
+          return { ok: false, rejected, failure: { error: failure, status } };
+        }
+        // Not awaited (the pool forgets it at once): ending a 2025 session may take a moment the caller should not wait for.
+        void lease.discard();
+        if (lease.reused && !reopened && failure.code === 'UPSTREAM_UNREACHABLE' && performance.now() < deadline) continue;
+        return { ok: false, rejected: false, failure: { error: failure, status, retryAfterMs } };
+      }
+    }
+  }
+
+  private acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
+    return this.deps.pool.acquire(server, timeoutMs);
+  }
+
+  /**
+   * stdio: the process stays with the supervisor, but its channel takes one MCP client at a time, so the client is
+   * let go after each call (a health probe would otherwise wait for the idle timeout). Others keep their connection.
+   */
+  private giveBack(server: ServerRecord, lease: Lease): void {
+    if (server.config.type === 'stdio') void lease.discard();
+    else lease.release();
+  }
+}
+
+/** A JSON-RPC error answer to the call (the SDK's `ProtocolError`): the server is up and refused this call. */
+function isJsonRpcRejection(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 16; depth++) {
+    if (current instanceof ProtocolError) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
