@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { okAsync, type ResultAsync } from 'neverthrow';
-import { FleetError } from '../errors/fleet-error.js';
+import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { ID_PREFIXES } from '../util/ids.js';
@@ -111,8 +111,4 @@ export class DeliveryLog {
         }),
     );
   }
-}
-
-export function deliveryNotFound(id: string): FleetError {
-  return new FleetError('NOT_FOUND', { message: 'No delivery with this id exists.', details: { id } });
 }

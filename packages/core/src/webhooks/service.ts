@@ -1,6 +1,6 @@
-import { type ResultAsync } from 'neverthrow';
-import type { FleetError } from '../errors/fleet-error.js';
+import type { ResultAsync } from 'neverthrow';
 import type { Agent } from 'undici';
+import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import type { Page, PageQuery } from '../util/pagination.js';

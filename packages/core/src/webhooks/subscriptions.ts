@@ -1,11 +1,10 @@
-import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
-import { ResultAsync as RA } from 'neverthrow';
 import type { WebhookEventType, WebhookValidator } from './schema.js';
 import { newWebhookSecret } from './signature.js';
 
@@ -67,7 +66,7 @@ export class WebhookStore {
     };
     const { records, index } = this.deps;
     // Serialized per account so that concurrent creates in one process cannot pass the cap together.
-    return new RA(
+    return new ResultAsync(
       this.mutex.run(`account:${account}`, async () =>
         index
           .count(accountSet(account))
@@ -160,6 +159,6 @@ export class WebhookStore {
   }
 
   private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {
-    return new RA(this.mutex.run(id, async () => await task()));
+    return new ResultAsync(this.mutex.run(id, async () => await task()));
   }
 }
