@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
 import { startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
 import { ADAPTERS, serveFleet, type Served } from './support/adapters.js';
@@ -162,6 +163,33 @@ describe('webhook deliveries, end to end', () => {
       expect(JSON.parse(request!.body.toString('utf8'))).toMatchObject({ id: sent.event_id, type: 'webhook.test', data: { webhook_id: hook.id } });
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('delivers tool_call.failed for a failed call through the service (the record, never the arguments), and nothing for a success', async () => {
+    const receiver = await startReceiver();
+    const tools = await startV2ToolServer();
+    try {
+      const client = await freshClient(served);
+      expectSuccess(await client.post('/webhooks', { url: receiver.url, events: ['tool_call.failed'] }), 201);
+      const server = expectSuccess(await client.post('/servers', { name: uniqueName('tc'), type: 'http', endpoint: tools.url }), 201);
+      const ok = expectSuccess(await client.post(`/servers/${server.id}/tools/call`, { name: 'echo', arguments: { text: 'fine' } }), 200);
+      expect(ok.status).toBe('success');
+      const failed = expectSuccess(await client.post(`/servers/${server.id}/tools/call`, { name: 'fail', arguments: { note: 'ARG-SECRET-1' } }), 200);
+      expect(failed).toMatchObject({ status: 'error', error: { code: 'TOOL_ERROR' } });
+      const [request] = await receiver.waitFor(1);
+      expect(request!.headers['x-service-event']).toBe('tool_call.failed');
+      const payload = JSON.parse(request!.body.toString('utf8'));
+      expect(payload.type).toBe('tool_call.failed');
+      const { result: _result, ...record } = failed;
+      expect(payload.data).toEqual({ tool_call: record });
+      expect(request!.body.toString('utf8')).not.toContain('ARG-SECRET-1');
+      // Only the failed call: the success never became an event.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(receiver.received).toHaveLength(1);
+    } finally {
+      await receiver.close();
+      await tools.close();
     }
   });
 });
