@@ -1,6 +1,6 @@
 import { errors } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { isErrorCode } from '../errors/codes.js';
+import { ERROR_CODES, isErrorCode } from '../errors/codes.js';
 import {
   UPSTREAM_ERROR_CODES,
   UpstreamError,
@@ -14,13 +14,15 @@ const fetchFailed = (cause: unknown) => new TypeError('fetch failed', { cause })
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
 describe('UpstreamError', () => {
-  it('has exactly the upstream codes of CONTRACT.md "Health", none of them an HTTP answer code', () => {
+  it('has exactly the upstream codes of CONTRACT.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
     expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
       ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_AUTH_FAILED', 'UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_TIMEOUT', 'UPSTREAM_UNREACHABLE'].sort(),
     );
     for (const code of Object.keys(UPSTREAM_ERROR_CODES)) {
       expect(isUpstreamErrorCode(code)).toBe(true);
-      expect(isErrorCode(code)).toBe(false);
+      // A tools listing writes no record, so its upstream failure is the HTTP answer itself (issue 5).
+      expect(isErrorCode(code)).toBe(true);
+      expect(ERROR_CODES[code as keyof typeof ERROR_CODES].status).toBe(code === 'UPSTREAM_TIMEOUT' ? 504 : 502);
     }
     expect(isUpstreamErrorCode('toString')).toBe(false);
     expect(isUpstreamErrorCode('INTERNAL_ERROR')).toBe(false);

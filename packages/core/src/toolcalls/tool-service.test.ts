@@ -148,6 +148,33 @@ describe('tool calls over WebSocket', () => {
   });
 });
 
+describe('kept connections', () => {
+  const until = async (check: () => boolean) => {
+    for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    return check();
+  };
+
+  it('reuses one connection, reopens it after the server dropped it, and closes it when the server is updated', async () => {
+    const ws = await started(startWsServer());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'websocket', endpoint: ws.url });
+    for (let i = 0; i < 3; i++) expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    expect(ws.methods.filter((m) => m === 'initialize')).toHaveLength(1);
+    expect(ws.connections()).toBe(1);
+
+    await ws.close();
+    const again = await started(startWsServer());
+    const moved = await f.servers.update(ACCOUNT, id, { endpoint: again.url });
+    expect(moved.isOk()).toBe(true);
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    expect(again.connections()).toBe(1);
+    await f.servers.update(ACCOUNT, id, { timeout: 5000 });
+    expect(await until(() => again.connections() === 0)).toBe(true);
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap()).toMatchObject({ status: 'success', attempts: 1 });
+    expect(again.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+  });
+});
+
 describe('tool calls over stdio', () => {
   it('calls the echo fixture through the supervisor process', async () => {
     const f = fleet();
