@@ -56,7 +56,8 @@ const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 /**
  * Kept MCP connections, one per server, so that a call does not pay for a handshake each time:
  * - http, and websocket without heartbeat: closed after `idleMs` without a call;
- * - websocket with `heartbeat.enabled`: pinged (MCP `ping`) every `heartbeat.interval` and reopened when a ping fails;
+ * - websocket with `heartbeat.enabled`: pinged every `heartbeat.interval` (MCP `ping`; `server/discover` on 2026-07-28,
+ *   which has no ping) and reopened when a ping fails;
  * - stdio: one client over the supervisor's live process of the server; the process's exit closes it.
  * `drop` closes a server's connection (on update and delete); `close` closes all.
  */
@@ -204,8 +205,10 @@ export class ConnectionPool {
     entry.heartbeat = setInterval(() => {
       if (pinging || entry.closed) return;
       pinging = true;
-      connected.client
-        .ping({ timeout: Math.min(interval, config.timeout) })
+      const options = { timeout: Math.min(interval, config.timeout) };
+      // 2026-07-28 has no `ping`: its liveness request is the stateless `server/discover`.
+      const beat = connected.era === '2026-07-28' ? connected.client.discover(options) : connected.client.ping(options);
+      beat
         .catch(async (error: unknown) => {
           this.options.onHeartbeatFailure?.(server.id, error);
           if (this.entries.get(server.id) !== entry) return;

@@ -146,6 +146,19 @@ describe('tool calls over WebSocket', () => {
     for (let i = 0; i < 50 && ws.connections() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(ws.connections()).toBe(0);
   });
+  it('keeps a 2026-07-28 websocket connection alive with server/discover, which has no ping: no reconnect loop', async () => {
+    const ws = await started(startWsServer({ era: '2026-07-28' }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'websocket', endpoint: ws.url, heartbeat: { enabled: true, interval: 1000 } });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    const atConnect = ws.discovers.length;
+    await new Promise((resolve) => setTimeout(resolve, 2300));
+    expect(ws.discovers.length - atConnect).toBeGreaterThanOrEqual(2);
+    expect(ws.methods).not.toContain('ping');
+    expect(ws.connections()).toBe(1);
+    expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap().status).toBe('success');
+    expect(ws.connections()).toBe(1);
+  });
 });
 
 describe('kept connections', () => {
