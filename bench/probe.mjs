@@ -10,7 +10,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet, createGuardedFetch, DEFAULT_TIMEOUT_MS, MemoryTokenCache, probeServer } from '@mcp-fleet/core';
-import { collect, fmtAddedMs, fmtMs, fmtRatio, max, median, min, pad, padLeft } from './stats.mjs';
+import { collect, fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_PROBE_ROUNDS ?? 10);
 const BATCH = Number(process.env.BENCH_PROBE_BATCH ?? 20);
@@ -144,21 +144,7 @@ async function scenario(title, era, list, servers) {
   // Each round runs BATCH passes; a pass is one exchange of every variant, in an order rotated (and reversed every
   // other pass) so that no variant always goes first or follows the same neighbour. Exchanges of different variants
   // are thus milliseconds apart, and drift in the machine hits them alike.
-  const perRound = Object.fromEntries(list.map((v) => [v.id, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    collect();
-    const times = Object.fromEntries(list.map((v) => [v.id, []]));
-    for (let pass = 0; pass < BATCH; pass++) {
-      const order = list.map((_, i) => list[(i + pass + round) % list.length]);
-      if (pass % 2 === 1) order.reverse();
-      for (const v of order) {
-        const start = performance.now();
-        await v.run();
-        times[v.id].push(performance.now() - start);
-      }
-    }
-    for (const v of list) perRound[v.id].push(median(times[v.id]));
-  }
+  const perRound = await interleavedRounds(list, ROUNDS, BATCH);
   // Every exchange of the rounds reached the server whole (POSTs and DELETEs counted), and no 2025 session was left open.
   const after = await servers.seen();
   const expected = ROUNDS * BATCH * list.length * countedRequests(exchanges[0]);

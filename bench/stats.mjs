@@ -48,3 +48,28 @@ export function collect() {
 export function verdict(ratio, target) {
   return ratio >= target ? `meets target ≥ ${target}×` : `MISSES target ≥ ${target}×`;
 }
+
+/**
+ * Times `variant.run()` of every variant in `rounds` rounds of `batch` passes; a pass runs each variant once, in an
+ * order rotated (and reversed every other pass) so that no variant always goes first or follows the same neighbour.
+ * Runs of different variants are thus milliseconds apart, and drift in the machine hits them alike.
+ * Answers the median time of each round, per variant id.
+ */
+export async function interleavedRounds(list, rounds, batch) {
+  const perRound = Object.fromEntries(list.map((v) => [v.id, []]));
+  for (let round = 0; round < rounds; round++) {
+    collect();
+    const times = Object.fromEntries(list.map((v) => [v.id, []]));
+    for (let pass = 0; pass < batch; pass++) {
+      const order = list.map((_, i) => list[(i + pass + round) % list.length]);
+      if (pass % 2 === 1) order.reverse();
+      for (const v of order) {
+        const start = performance.now();
+        await v.run();
+        times[v.id].push(performance.now() - start);
+      }
+    }
+    for (const v of list) perRound[v.id].push(median(times[v.id]));
+  }
+  return perRound;
+}

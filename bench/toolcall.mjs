@@ -12,7 +12,7 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
-import { collect, fmtAddedMs, fmtMs, fmtRatio, max, median, min, pad, padLeft } from './stats.mjs';
+import { fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_TOOLCALL_ROUNDS ?? 10);
 const BATCH = Number(process.env.BENCH_TOOLCALL_BATCH ?? 20);
@@ -24,21 +24,7 @@ const check = (result) => {
 
 async function scenario(title, list) {
   for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
-  const perRound = Object.fromEntries(list.map((v) => [v.id, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    collect();
-    const times = Object.fromEntries(list.map((v) => [v.id, []]));
-    for (let pass = 0; pass < BATCH; pass++) {
-      const order = list.map((_, i) => list[(i + pass + round) % list.length]);
-      if (pass % 2 === 1) order.reverse();
-      for (const v of order) {
-        const start = performance.now();
-        await v.run();
-        times[v.id].push(performance.now() - start);
-      }
-    }
-    for (const v of list) perRound[v.id].push(median(times[v.id]));
-  }
+  const perRound = await interleavedRounds(list, ROUNDS, BATCH);
   console.log(`\n${title}`);
   console.log(`  ${pad('variant', 56)} ${padLeft('median ms', 10)} ${padLeft('min..max ms', 13)} ${padLeft('× direct', 9)} ${padLeft('added ms', 9)}`);
   const base = perRound.direct;
