@@ -117,29 +117,6 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Reads the request body up to `limit` bytes; `undefined` past it (the rest is drained, not kept). */
-function readRaw(req: Request, limit: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.byteLength;
-      if (size > limit) {
-        // Answer 413 now; the rest is read and dropped so that the answer can be sent, then the connection closes.
-        over = true;
-        chunks.length = 0;
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
-    req.once('error', reject);
-  });
-}
-
 /**
  * Express middleware for an endpoint that receives mcp-fleet webhooks: reads the raw body itself (or takes the Buffer
  * left by `express.raw()`), checks the Standard Webhooks signature and timestamp with the webhook's secret, and passes
@@ -161,27 +138,32 @@ export function verifyWebhook(options: VerifyWebhookOptions): RequestHandler {
       next(new TypeError('mcp-fleet: verifyWebhook needs the exact bytes that were signed: mount it before express.json(), or after an express.raw() whose type matches the request'));
       return;
     }
-    const declared = Number(req.headers['content-length']);
-    if (buffered === undefined && declared > receiver.bodyLimit) {
-      res.setHeader('connection', 'close');
-      refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
-      req.resume();
-      return;
+    // The limit, the 413 and the verification are the core receiver's; this only hands it the bytes.
+    let drain = nothingToDrain;
+    let verified;
+    if (buffered === undefined) {
+      const web = toWebRequest(req);
+      drain = web.drain;
+      verified = receiver.verifyRequest(web.request);
+    } else {
+      verified = Promise.resolve(receiver.verifyBody(req.headers, buffered));
     }
-    (buffered === undefined ? readRaw(req, receiver.bodyLimit) : Promise.resolve(buffered)).then(
-      (raw) => {
-        if (raw === undefined) {
-          res.setHeader('connection', 'close');
-          return refuse(res, new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: receiver.bodyLimit }));
+    verified.then(
+      (result) => {
+        if (result.isErr()) {
+          refuse(res, result.error);
+          drain();
+          return;
         }
-        const verified = receiver.verifyBody(req.headers, raw);
-        if (verified.isErr()) return refuse(res, verified.error);
-        req.rawBody = raw;
-        req.body = verified.value.event;
-        req.webhook = verified.value;
+        req.rawBody = Buffer.from(result.value.rawBody.buffer, result.value.rawBody.byteOffset, result.value.rawBody.byteLength);
+        req.body = result.value.event;
+        req.webhook = result.value;
         next();
       },
-      (error: unknown) => next(error),
+      (error: unknown) => {
+        drain();
+        next(error);
+      },
     );
   };
 }
