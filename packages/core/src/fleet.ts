@@ -26,9 +26,7 @@ import { ConnectionPool } from './toolcalls/connection-pool.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import { type ListToolCallsQuery, ToolCallLog, type ToolCallDetail, type ToolCallRecord } from './toolcalls/tool-call-log.js';
 import { type ToolCallOutcome, type ToolCallRecording, ToolService } from './toolcalls/tool-service.js';
-import { StdioChannelTransport } from './stdio/stdio-transport.js';
-import { StdioError } from './stdio/supervisor.js';
-import { UpstreamError } from './net/upstream-error.js';
+import { stdioTransportFor } from './stdio/stdio-transport.js';
 import type { Tool } from '@modelcontextprotocol/client';
 import { type Page, type PageQuery, withPageDefaults } from './util/pagination.js';
 import { webhookRoutes } from './webhooks/routes.js';
@@ -246,14 +244,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       dispatcher: outbound.dispatcher,
       tokens,
       now,
-      stdioTransportFor: (server) => async (config, { signal }) => {
-        const channel = await supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
-          throw error instanceof StdioError
-            ? new UpstreamError(error.code === 'STDIO_CAPACITY' ? 'UPSTREAM_UNREACHABLE' : error.code, { message: error.message, cause: error })
-            : error;
-        });
-        return new StdioChannelTransport(channel, { signal });
-      },
+      stdioTransportFor: (server) => stdioTransportFor(supervisor, server),
     },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );

@@ -9,8 +9,18 @@ export {
   type ToolsApi,
 } from './fleet.js';
 
-export { ERROR_CODES, isErrorCode, type ErrorCode } from './errors/codes.js';
-export { FleetError, isFleetError, invalidRequest, toFleetError, type ErrorDetails, type FieldIssue } from './errors/fleet-error.js';
+export { ERROR_CODES, isErrorCode, type ErrorCategory, type ErrorCode, type ReceiverErrorCode, type UpstreamErrorCode } from './errors/codes.js';
+export {
+  FleetError,
+  isFleetError,
+  invalidRequest,
+  toFleetError,
+  type ErrorDetails,
+  type FieldIssue,
+  type FleetErrorOptions,
+  type UpstreamError,
+  type UpstreamFailure,
+} from './errors/fleet-error.js';
 
 export {
   createHandler,
@@ -71,14 +81,11 @@ export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimi
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';
 
 export { EventBus, type FleetEventListener, type FleetEventMap, type FleetEventType } from './events/bus.js';
-export { formatPercent, type Attempt, type HealthRecord, type UpstreamFailure } from './health/health-log.js';
+export { formatPercent, type Attempt, type HealthRecord } from './health/health-log.js';
 export type { ProbeOutcome, Prober } from './health/health-service.js';
 
 export {
   createStdioSupervisor,
-  isStdioError,
-  STDIO_ERROR_CODES,
-  StdioError,
   type CrashBackoffOptions,
   type StdioChannel,
   type StdioErrorCode,
@@ -107,14 +114,7 @@ export {
   type HostnameResolver,
 } from './net/guarded-agent.js';
 export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
-export {
-  UPSTREAM_ERROR_CODES,
-  UpstreamError,
-  classifyUndiciError,
-  isUpstreamError,
-  isUpstreamErrorCode,
-  type UpstreamErrorCode,
-} from './net/upstream-error.js';
+export { classifyUndiciError } from './net/upstream-error.js';
 
 export {
   closeClient,
@@ -140,8 +140,7 @@ export { DEFAULT_RETRY, parseRetryAfter, retryDelay, type RetryOptions } from '.
 export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
 export {
   DEFAULT_TOLERANCE_SECONDS,
-  WEBHOOK_VERIFICATION_ERRORS,
-  WebhookVerificationError,
+  type WebhookVerificationError,
   isWebhookSecret,
   newWebhookSecret,
   serviceSignature,

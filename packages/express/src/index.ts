@@ -3,7 +3,7 @@ import {
   type Fleet,
   type VerifiedDelivery,
   type WebhookReceiverOptions,
-  WebhookVerificationError,
+  type WebhookVerificationError,
   webhookErrorBody,
 } from '@mcp-fleet/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';

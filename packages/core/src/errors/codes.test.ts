@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, isErrorCode } from './codes.js';
-import { FleetError, invalidRequest, storageUnavailable, toFleetError } from './fleet-error.js';
+import { FleetError, invalidRequest, isFleetError, storageUnavailable, toFleetError } from './fleet-error.js';
 
 /** CONTRACT.md "Error codes": every code with its status, written out here so that a change to either is seen. */
 const CONTRACT_TABLE: [string, number][] = [
@@ -34,8 +34,27 @@ describe('ERROR_CODES', () => {
     expect(ERROR_CODES[code as keyof typeof ERROR_CODES].status).toBe(status);
   });
 
-  it('has no code beyond the contract’s table', () => {
-    expect(Object.keys(ERROR_CODES).sort()).toEqual(CONTRACT_TABLE.map(([code]) => code).sort());
+  it('has no code beyond the contract’s table among the API’s answers; the others are record, stdio or receiver codes', () => {
+    const answers = Object.entries(ERROR_CODES).filter(([, entry]) => entry.category === 'request' || entry.category === 'upstream');
+    expect(answers.map(([code]) => code).sort()).toEqual(CONTRACT_TABLE.map(([code]) => code).sort());
+    const others = Object.entries(ERROR_CODES).filter(([, entry]) => entry.category !== 'request' && entry.category !== 'upstream');
+    expect(Object.fromEntries(others.map(([code, entry]) => [code, entry.category]))).toEqual({
+      STDIO_CAPACITY: 'stdio',
+      TOOL_ERROR: 'tool',
+      TOOL_CALL_REJECTED: 'tool',
+      MISSING_HEADERS: 'receiver',
+      INVALID_HEADERS: 'receiver',
+      INVALID_BODY: 'receiver',
+      BAD_SIGNATURE: 'receiver',
+      TIMESTAMP_OUT_OF_TOLERANCE: 'receiver',
+    });
+  });
+
+  it('isFleetError knows a FleetError of another copy of the package by name and code', () => {
+    const foreign = Object.assign(new Error('x'), { name: 'FleetError', code: 'FORBIDDEN', status: 403 });
+    expect(isFleetError(foreign)).toBe(true);
+    expect(isFleetError(Object.assign(new Error('x'), { name: 'FleetError', code: 'NOPE' }))).toBe(false);
+    expect(isFleetError({ code: 'FORBIDDEN' })).toBe(false);
   });
 
   it('codes are UPPER_SNAKE and every default message is a sentence', () => {

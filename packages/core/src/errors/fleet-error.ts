@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode } from './codes.js';
+import { type CodeOf, categoryOf, ERROR_CODES, type ErrorCategory, type ErrorCode, isErrorCode, type UpstreamErrorCode } from './codes.js';
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -8,32 +8,100 @@ export interface FieldIssue {
   issue: string;
 }
 
+export interface FleetErrorOptions {
+  message?: string | undefined;
+  details?: ErrorDetails;
+  /** Extra response headers this error needs (`Allow`, `WWW-Authenticate`, `Retry-After`). */
+  headers?: Record<string, string>;
+  /** When trying again may succeed, in ms (a stdio server in crash backoff, an upstream's `Retry-After`). */
+  retryAfterMs?: number | undefined;
+  cause?: unknown;
+}
+
 /**
- * The one error type of mcp-fleet. Tell errors apart by `code`, never by message.
- * `cause` is kept for the embedder's logs and is never serialized into a response.
+ * The one error type of mcp-fleet, for every layer (API answers, upstream failures, stdio refusals, webhook
+ * receivers). Tell errors apart by `code` (and `category`), never by message or class: `isFleetError` also knows an
+ * error of another copy of this package by its `name` and `code`.
+ * `cause` is kept for the embedder's logs and is never serialized into a response or a record.
  */
-export class FleetError extends Error {
+export class FleetError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'FleetError';
-  readonly code: ErrorCode;
+  readonly code: C;
   readonly status: number;
   readonly details: ErrorDetails;
-  /** Extra response headers this error needs (`Allow`, `WWW-Authenticate`, `Retry-After`). */
   readonly headers: Readonly<Record<string, string>>;
+  readonly retryAfterMs: number | undefined;
 
-  constructor(
-    code: ErrorCode,
-    options: { message?: string; details?: ErrorDetails; headers?: Record<string, string>; cause?: unknown } = {},
-  ) {
+  constructor(code: C, options: FleetErrorOptions = {}) {
     super(options.message ?? ERROR_CODES[code].message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.status = ERROR_CODES[code].status;
     this.details = options.details ?? {};
     this.headers = options.headers ?? {};
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  get category(): ErrorCategory {
+    return categoryOf(this.code);
+  }
+
+  /** The `{ code, message }` that health and tool call records carry: never the cause. */
+  toJSON(): { code: C; message: string } {
+    return { code: this.code, message: this.message };
   }
 }
 
+/** A failed conversation with an upstream (an MCP server, a webhook receiver, a token endpoint). */
+export type UpstreamError = FleetError<UpstreamErrorCode>;
+
+/** What a failed probe records: an upstream error's `toJSON()`. */
+export interface UpstreamFailure {
+  code: UpstreamErrorCode;
+  message: string;
+}
+
+/** A failure as health and tool call records carry it: a code of `ERROR_CODES` and a message that quotes no body. */
+export interface RecordedFailure {
+  code: string;
+  message: string;
+}
+
 export function isFleetError(value: unknown): value is FleetError {
-  return value instanceof FleetError;
+  if (value instanceof FleetError) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const { name, code } = value as { name?: unknown; code?: unknown };
+  return name === 'FleetError' && isErrorCode(code);
+}
+
+/** Is `value` a FleetError of one of the categories? */
+export function isFleetErrorOf<K extends ErrorCategory>(value: unknown, ...categories: K[]): value is FleetError<CodeOf<K>> {
+  return isFleetError(value) && (categories as ErrorCategory[]).includes(categoryOf(value.code));
+}
+
+export function isUpstreamError(value: unknown): value is UpstreamError {
+  return isFleetErrorOf(value, 'upstream');
+}
+
+/**
+ * Every error reachable from `error` through `cause` and `AggregateError.errors` (undici's fetch wraps as
+ * `TypeError('fetch failed')`; Node's happy-eyeballs reports each address tried), breadth first, cycles cut.
+ */
+export function errorChain(error: unknown): unknown[] {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  const out: unknown[] = [];
+  while (queue.length > 0 && out.length < 32) {
+    const current = queue.shift();
+    if (current === undefined || current === null || seen.has(current)) continue;
+    seen.add(current);
+    out.push(current);
+    if (typeof current === 'object') {
+      const { cause, errors } = current as { cause?: unknown; errors?: unknown };
+      if (cause !== undefined) queue.push(cause);
+      if (Array.isArray(errors)) queue.push(...errors);
+    }
+  }
+  return out;
 }
 
 /** A 400 for one or more field issues: `details` carries the first as `field`/`issue`, and all as `issues` when several. */
@@ -53,8 +121,13 @@ export function serverNotFound(id: string): FleetError {
   return new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
 }
 
+/** An unknown id of another kind (tool call, webhook), or one of another account. */
+export function notFound(what: string, id: string): FleetError {
+  return new FleetError('NOT_FOUND', { message: `No ${what} with this id exists.`, details: { id } });
+}
+
 export function toolCallNotFound(id: string): FleetError {
-  return new FleetError('NOT_FOUND', { message: 'No tool call with this id exists.', details: { id } });
+  return notFound('tool call', id);
 }
 
 /** Any failure of a storage port. The cause stays attached for logs; the response says only 503. */

@@ -1,6 +1,6 @@
 import type { Health } from '../registry/schema.js';
 import type { ServerDetail } from '../registry/views.js';
-import type { UpstreamFailure } from '../health/health-log.js';
+import type { UpstreamFailure } from '../errors/fleet-error.js';
 import type { ToolCallRecord } from '../toolcalls/tool-call-log.js';
 
 /**

@@ -1,13 +1,7 @@
 import { okAsync, ResultAsync } from 'neverthrow';
-import type { FleetError } from '../errors/fleet-error.js';
+import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
 import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
-
-/** The upstream error of a failed probe or call: a code of CONTRACT "Health" and a message that quotes no body. */
-export interface UpstreamFailure {
-  code: string;
-  message: string;
-}
 
 /** One request the service made to a server: a probe, or (with tool calls) a call. */
 export interface Attempt {
@@ -17,7 +11,7 @@ export interface Attempt {
   at: number;
   /** Whole milliseconds. */
   responseTimeMs: number;
-  error: UpstreamFailure | null;
+  error: RecordedFailure | null;
   /** Probes: the protocol revision family that answered, remembered for the next probe. */
   era?: string | undefined;
 }
@@ -29,7 +23,7 @@ export interface HealthRecord {
   last_check: string;
   uptime: string;
   error_rate: string;
-  error: UpstreamFailure | null;
+  error: RecordedFailure | null;
 }
 
 /** Counts of one five-minute bucket. */
@@ -45,7 +39,7 @@ interface LastProbe {
   era?: string | undefined;
   response_time: number;
   last_check: string;
-  error: UpstreamFailure | null;
+  error: RecordedFailure | null;
 }
 
 const BUCKET_MS = 5 * 60_000;

@@ -3,7 +3,8 @@ import { FleetError } from '../errors/fleet-error.js';
 import type { EventBus } from '../events/bus.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import { type ServerRecord, toDetail } from '../registry/views.js';
-import type { HealthLog, HealthRecord, UpstreamFailure } from './health-log.js';
+import type { UpstreamFailure } from '../errors/fleet-error.js';
+import type { HealthLog, HealthRecord } from './health-log.js';
 
 /** What one probe found. A prober never throws: every failure is an outcome with an upstream error code. */
 export interface ProbeOutcome {

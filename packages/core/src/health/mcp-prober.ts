@@ -2,9 +2,8 @@ import type { McpEra } from '../mcp/connect.js';
 import type { TokenCache } from '../mcp/oauth.js';
 import { probeServer } from '../mcp/probe.js';
 import type { GuardedFetch } from '../net/guarded-fetch.js';
-import { UpstreamError } from '../net/upstream-error.js';
-import { StdioChannelTransport } from '../stdio/stdio-transport.js';
-import { StdioError, type StdioSupervisor } from '../stdio/supervisor.js';
+import { stdioTransportFor } from '../stdio/stdio-transport.js';
+import type { StdioSupervisor } from '../stdio/supervisor.js';
 import type { Prober } from './health-service.js';
 
 export interface McpProberDeps {
@@ -19,13 +18,6 @@ export interface McpProberDeps {
 
 const ERAS: readonly string[] = ['2025', '2026-07-28'] satisfies McpEra[];
 
-/** The supervisor's refusals in the probe's terms; its messages never carry env values. */
-function asUpstream(error: unknown): unknown {
-  if (!(error instanceof StdioError)) return error;
-  const code = error.code === 'STDIO_CAPACITY' ? 'UPSTREAM_UNREACHABLE' : error.code;
-  return new UpstreamError(code, { message: error.message, cause: error });
-}
-
 /** Probes with a real MCP exchange over the server's transport: the prober `createFleet` uses. */
 export function createMcpProber(deps: McpProberDeps): Prober {
   return async (server, rememberedEra) => {
@@ -36,12 +28,7 @@ export function createMcpProber(deps: McpProberDeps): Prober {
         dispatcher: deps.fetch.dispatcher,
         tokens: deps.tokens,
         now: deps.now,
-        stdioTransport: async (config, { signal }) => {
-          const channel = await deps.supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
-            throw asUpstream(error);
-          });
-          return new StdioChannelTransport(channel, { signal });
-        },
+        stdioTransport: stdioTransportFor(deps.supervisor, server),
       },
       rememberedEra !== undefined && ERAS.includes(rememberedEra) ? { era: rememberedEra as McpEra } : {},
     );

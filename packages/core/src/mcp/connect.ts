@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
-import { UpstreamError } from '../net/upstream-error.js';
+import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { timeoutError, toUpstreamError } from './errors.js';
 import { ClientCredentialsSource, MemoryTokenCache, type TokenCache } from './oauth.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
@@ -51,7 +51,7 @@ export function withoutRedirects(fetch: FetchLike): FetchLike {
     const response = await fetch(url, { ...init, redirect: 'manual' });
     if (REDIRECT_STATUSES.has(response.status) || response.type === 'opaqueredirect') {
       await response.body?.cancel().catch(() => {});
-      throw new UpstreamError('UPSTREAM_PROTOCOL_ERROR', {
+      throw new FleetError('UPSTREAM_PROTOCOL_ERROR', {
         message: `The server answered with a redirect (HTTP ${response.status}); redirects are not followed.`,
       });
     }
@@ -163,7 +163,7 @@ function worthAnotherAttempt(error: UpstreamError, kind: ServerConfig['type']): 
 async function createTransport(config: ServerConfig, deps: McpClientDeps, signal: AbortSignal, remainingMs: number): Promise<Transport> {
   if (config.type !== 'stdio') return openTransport(config, deps, { signal, connectTimeoutMs: remainingMs });
   if (deps.stdioTransport === undefined) {
-    throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.' });
+    throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.' });
   }
   return deps.stdioTransport(config, { signal });
 }
@@ -198,7 +198,7 @@ function bounded<T>(promise: Promise<T>, signal: AbortSignal, onAbort: () => Err
 /**
  * An MCP client connected to the server, with the era it answered in: 2026-07-28 (`server/discover` answered,
  * nothing else sent) or 2025 (`initialize` answered and `notifications/initialized` sent). The SDK's `Client`
- * does the negotiation; this picks the order of attempts and bounds them. Throws an `UpstreamError`.
+ * does the negotiation; this picks the order of attempts and bounds them. Throws an upstream `FleetError`.
  * The caller closes the client with `closeClient`.
  */
 export async function connectClient(config: ServerConfig, deps: McpClientDeps, options: ConnectClientOptions): Promise<ConnectedClient> {

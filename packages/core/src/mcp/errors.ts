@@ -8,32 +8,9 @@ import {
   SdkHttpError,
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
-import { classifyUndiciError, isUpstreamError, UPSTREAM_ERROR_CODES, UpstreamError, type UpstreamErrorCode } from '../net/upstream-error.js';
-
-/** What a failed probe or call records: `UpstreamError.toJSON()`. */
-export interface UpstreamFailure {
-  code: UpstreamErrorCode;
-  message: string;
-}
-
-/** Every error reachable from `error` through `cause` and `AggregateError.errors`, breadth first, cycles cut. */
-function errorChain(error: unknown): unknown[] {
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [error];
-  const out: unknown[] = [];
-  while (queue.length > 0 && out.length < 32) {
-    const current = queue.shift();
-    if (current === undefined || current === null || seen.has(current)) continue;
-    seen.add(current);
-    out.push(current);
-    if (typeof current === 'object') {
-      const { cause, errors } = current as { cause?: unknown; errors?: unknown };
-      if (cause !== undefined) queue.push(cause);
-      if (Array.isArray(errors)) queue.push(...errors);
-    }
-  }
-  return out;
-}
+import { ERROR_CODES, type UpstreamErrorCode } from '../errors/codes.js';
+import { errorChain, FleetError, isUpstreamError, type UpstreamError } from '../errors/fleet-error.js';
+import { classifyUndiciError } from '../net/upstream-error.js';
 
 /** Codes of Node's sockets and undici (`ECONNREFUSED`, `EAI_AGAIN`, `UND_ERR_CONNECT_TIMEOUT`, TLS, llhttp) and the guard: a network failure. */
 const NETWORK_CODE = /^(DESTINATION_NOT_ALLOWED|E[A-Z]+|EAI_[A-Z]+|UND_ERR_[A-Z_]+|ERR_TLS_[A-Z_]+|ERR_SSL_[A-Z_]+|HPE_[A-Z_]+|ERR_INVALID_HTTP_RESPONSE)$|CERT|SELF_SIGNED|UNABLE_TO_VERIFY/;
@@ -49,7 +26,7 @@ const REASONS: Readonly<Record<string, string>> = {
 
 /**
  * A network failure (a socket error, a connect timeout, the guard's refusal) found anywhere on the cause chain, as
- * an `UpstreamError`; `undefined` when the chain holds none. `net/`'s `classifyUndiciError` picks the code; the
+ * an upstream `FleetError`; `undefined` when the chain holds none. `net/`'s `classifyUndiciError` picks the code; the
  * message says which peer (`what`) and the errno, never an address or a body.
  */
 export function networkFailure(error: unknown, what = 'the server'): UpstreamError | undefined {
@@ -65,7 +42,7 @@ export function networkFailure(error: unknown, what = 'the server'): UpstreamErr
   let message: string;
   switch (code) {
     case 'DESTINATION_NOT_ALLOWED':
-      message = UPSTREAM_ERROR_CODES.DESTINATION_NOT_ALLOWED;
+      message = ERROR_CODES.DESTINATION_NOT_ALLOWED.message;
       break;
     case 'UPSTREAM_TIMEOUT':
       message = `Timed out connecting to ${what} (${errno}).`;
@@ -76,7 +53,7 @@ export function networkFailure(error: unknown, what = 'the server'): UpstreamErr
     default:
       message = `Could not reach ${what}${reason === undefined ? '' : `: ${reason}`} (${errno}).`;
   }
-  return new UpstreamError(code, { message, cause: error });
+  return new FleetError(code, { message, cause: error });
 }
 
 /** `text/html; charset=utf-8` → `text/html`; anything that does not look like a media type is dropped. */
@@ -87,13 +64,13 @@ function mediaType(value: unknown): string | undefined {
 }
 
 export function timeoutError(timeoutMs: number): UpstreamError {
-  return new UpstreamError('UPSTREAM_TIMEOUT', { message: `The server did not answer within ${timeoutMs} ms.` });
+  return new FleetError('UPSTREAM_TIMEOUT', { message: `The server did not answer within ${timeoutMs} ms.` });
 }
 
-const failure = (code: UpstreamErrorCode, message: string, cause: unknown) => new UpstreamError(code, { message, cause });
+const failure = (code: UpstreamErrorCode, message: string, cause: unknown) => new FleetError(code, { message, cause });
 
 /**
- * Maps whatever an MCP exchange threw to an `UpstreamError`. Messages are written here from statuses and codes
+ * Maps whatever an MCP exchange threw to an upstream `FleetError`. Messages are written here from statuses and codes
  * only: the SDK's own messages can quote the response body (`Error POSTing to endpoint: <body>`), so none is
  * passed on. `timeoutMs` is the bound the exchange ran under, for the timeout message.
  */
@@ -125,7 +102,7 @@ export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamErro
 
   for (const item of chain) {
     if (item instanceof SdkError) {
-      if (item.code === SdkErrorCode.RequestTimeout) return new UpstreamError('UPSTREAM_TIMEOUT', { message: timeoutError(timeoutMs).message, cause: error });
+      if (item.code === SdkErrorCode.RequestTimeout) return new FleetError('UPSTREAM_TIMEOUT', { message: timeoutError(timeoutMs).message, cause: error });
       if (item.code === SdkErrorCode.ClientHttpUnexpectedContent) {
         const type = mediaType((item.data as { contentType?: unknown } | undefined)?.contentType);
         return failure('UPSTREAM_PROTOCOL_ERROR', `The server's reply is not MCP${type === undefined ? '' : ` (content type ${type})`}.`, error);
@@ -144,7 +121,7 @@ export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamErro
   }
   for (const item of chain) {
     if (item instanceof Error && (item.name === 'AbortError' || item.name === 'TimeoutError')) {
-      return new UpstreamError('UPSTREAM_TIMEOUT', { message: timeoutError(timeoutMs).message, cause: error });
+      return new FleetError('UPSTREAM_TIMEOUT', { message: timeoutError(timeoutMs).message, cause: error });
     }
   }
   return failure('UPSTREAM_PROTOCOL_ERROR', 'The exchange with the server failed; its reply is not MCP.', error);

@@ -11,7 +11,7 @@ import {
   type FetchLike,
   type OAuthProtectedResourceMetadata,
 } from '@modelcontextprotocol/client';
-import { UpstreamError } from '../net/upstream-error.js';
+import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { networkFailure } from './errors.js';
 
 /** The oauth2 authentication of a server configuration (CONTRACT "Servers"). */
@@ -177,7 +177,7 @@ interface TokenEndpoint {
 async function discover(serverUrl: URL, fetch: FetchLike): Promise<TokenEndpoint> {
   const info = await discoverOAuthServerInfo(serverUrl, { fetchFn: fetch });
   if (info.authorizationServerMetadata?.token_endpoint === undefined) {
-    throw new UpstreamError('UPSTREAM_AUTH_FAILED', { message: 'OAuth discovery found no token endpoint for this server; configure token_url.' });
+    throw new FleetError('UPSTREAM_AUTH_FAILED', { message: 'OAuth discovery found no token endpoint for this server; configure token_url.' });
   }
   return {
     authorizationServerUrl: info.authorizationServerUrl,
@@ -205,7 +205,7 @@ function configured(tokenUrl: string): TokenEndpoint {
 function tokenFailure(error: unknown): UpstreamError {
   const network = networkFailure(error, 'the token endpoint');
   if (network !== undefined) return network;
-  const auth = (message: string) => new UpstreamError('UPSTREAM_AUTH_FAILED', { message, cause: error });
+  const auth = (message: string) => new FleetError('UPSTREAM_AUTH_FAILED', { message, cause: error });
   if (error instanceof InsecureTokenEndpointError) return auth('The token endpoint must use https.');
   if (error instanceof OAuthError) return auth('The token endpoint did not issue a token for these client credentials.');
   return auth('Could not obtain an OAuth token: discovery or the token request failed.');

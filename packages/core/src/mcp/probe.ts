@@ -1,6 +1,7 @@
 import type { ServerConfig } from '../registry/schema.js';
 import { closeClient, connectClient, type McpClientDeps, type McpEra } from './connect.js';
-import { timeoutError, toUpstreamError, type UpstreamFailure } from './errors.js';
+import type { UpstreamFailure } from '../errors/fleet-error.js';
+import { timeoutError, toUpstreamError } from './errors.js';
 
 /** The outcome of one probe. `responseTimeMs` is whole milliseconds from the start to the answer or the failure. */
 export type ProbeResult =

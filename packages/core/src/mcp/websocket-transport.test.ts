@@ -1,7 +1,7 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import { WebSocketServer } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UpstreamError } from '../net/upstream-error.js';
+import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { closedAfterEach, listen } from './fixtures/listen.js';
 import { startSilentServer } from './fixtures/misc-servers.js';
 import { startWsServer } from './fixtures/ws-server.js';
@@ -65,7 +65,7 @@ describe('WebSocketClientTransport', () => {
     await expect(message).resolves.toMatchObject({ method: 'notifications/message' });
     expect(errors).toHaveLength(2);
     for (const error of errors) {
-      expect(error).toBeInstanceOf(UpstreamError);
+      expect(error).toBeInstanceOf(FleetError);
       expect((error as UpstreamError).code).toBe('UPSTREAM_PROTOCOL_ERROR');
       expect(error.message).not.toContain('not</b> json');
     }
@@ -110,7 +110,7 @@ describe('WebSocketClientTransport', () => {
     const pending = new AbortController();
     const stuck = new WebSocketClientTransport(new URL(`ws://127.0.0.1:${silent.port}/`), { signal: pending.signal });
     setTimeout(() => pending.abort(), 50);
-    await expect(stuck.start()).rejects.toBeInstanceOf(UpstreamError);
+    await expect(stuck.start()).rejects.toBeInstanceOf(FleetError);
 
     const closing = new WebSocketClientTransport(new URL(`ws://127.0.0.1:${silent.port}/`));
     const starting = closing.start();

@@ -1,10 +1,11 @@
 import { parseJSONRPCMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { Agent, WebSocket, type Dispatcher } from 'undici';
-import { UpstreamError, type UpstreamErrorCode } from '../net/upstream-error.js';
+import type { UpstreamErrorCode } from '../errors/codes.js';
+import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { networkFailure } from './errors.js';
 
 const upstream = (code: UpstreamErrorCode, message: string, cause?: unknown) =>
-  new UpstreamError(code, cause === undefined ? { message } : { message, cause });
+  new FleetError(code, cause === undefined ? { message } : { message, cause });
 
 /** The WebSocket subprotocol of MCP (CONTRACT "Health"). */
 export const MCP_SUBPROTOCOL = 'mcp';
@@ -92,7 +93,7 @@ function handshakeFailure(seen: HandshakeObservation): UpstreamError {
 /**
  * An MCP `Transport` over undici's `WebSocket`: subprotocol `mcp`, one JSON-RPC message per text frame.
  * The SDK has no WebSocket client transport, so this is the one piece written here; the protocol on top is
- * the SDK's `Client`. `start()` resolves once the handshake is done and rejects with an `UpstreamError`
+ * the SDK's `Client`. `start()` resolves once the handshake is done and rejects with an upstream `FleetError`
  * (401/403 → UPSTREAM_AUTH_FAILED, refused → UPSTREAM_UNREACHABLE, slow → UPSTREAM_TIMEOUT, any other
  * answer → UPSTREAM_PROTOCOL_ERROR).
  */

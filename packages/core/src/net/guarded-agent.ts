@@ -3,7 +3,8 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { createAddressPolicy, type AddressPolicy, type AddressPolicyOptions } from './address-policy.js';
-import { UpstreamError, destinationNotAllowed } from './upstream-error.js';
+import { FleetError } from '../errors/fleet-error.js';
+import { destinationNotAllowed } from './upstream-error.js';
 
 /** Every address of a hostname, in the resolver's order. */
 export type HostnameResolver = (hostname: string) => Promise<readonly LookupAddress[]>;
@@ -63,7 +64,7 @@ async function resolveChecked(hostname: string, resolve: HostnameResolver, polic
     addresses.push({ address, family });
   }
   if (addresses.length === 0) {
-    throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The upstream hostname did not resolve to any address.' });
+    throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The upstream hostname did not resolve to any address.' });
   }
   return addresses;
 }
@@ -79,7 +80,7 @@ async function resolveChecked(hostname: string, resolve: HostnameResolver, polic
  *   to the TCP connect (with its usual happy-eyeballs between them), never asking DNS a second time. The host name
  *   stays the socket's host, so TLS SNI, certificate checks and the `Host` header are those of the URL.
  *
- * The refusal is an {@link UpstreamError} with code `DESTINATION_NOT_ALLOWED`; undici's `fetch` wraps it as the
+ * The refusal is an `FleetError` with code `DESTINATION_NOT_ALLOWED`; undici's `fetch` wraps it as the
  * `cause` of its `TypeError('fetch failed')` (see `classifyUndiciError`). An agent follows no redirect.
  * Hand it to undici's `fetch` (or use `createGuardedFetch`) and to undici's `WebSocket` as `{ dispatcher }`.
  */
@@ -98,7 +99,7 @@ export function createGuardedAgent(options: GuardedAgentOptions = {}): Agent {
         const usable = family === undefined ? addresses : addresses.filter((address) => address.family === family);
         const [first] = usable;
         if (first === undefined) {
-          callback(new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The upstream hostname has no address of the family asked for.' }), '');
+          callback(new FleetError('UPSTREAM_UNREACHABLE', { message: 'The upstream hostname has no address of the family asked for.' }), '');
         } else if (lookupOptions.all === true) {
           callback(null, usable);
         } else {

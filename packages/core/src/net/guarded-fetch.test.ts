@@ -6,7 +6,8 @@ import { Agent, WebSocket } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGuardedAgent, type GuardedAgentOptions, type HostnameResolver } from './guarded-agent.js';
 import { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './guarded-fetch.js';
-import { classifyUndiciError, type UpstreamErrorCode } from './upstream-error.js';
+import type { UpstreamErrorCode } from '../errors/codes.js';
+import { classifyUndiciError } from './upstream-error.js';
 
 interface Listener {
   readonly host: string;

@@ -1,19 +1,19 @@
 import { errors } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, isErrorCode } from '../errors/codes.js';
-import {
-  UPSTREAM_ERROR_CODES,
-  UpstreamError,
-  classifyUndiciError,
-  destinationNotAllowed,
-  isUpstreamErrorCode,
-} from './upstream-error.js';
+import { ERROR_CODES, isErrorCode, isUpstreamErrorCode } from '../errors/codes.js';
+import { FleetError } from '../errors/fleet-error.js';
+import { classifyUndiciError, destinationNotAllowed } from './upstream-error.js';
+
+/** The upstream codes and their default messages: the `upstream` category of the one code table. */
+const UPSTREAM_ERROR_CODES = Object.fromEntries(
+  Object.entries(ERROR_CODES).filter(([, entry]) => entry.category === 'upstream').map(([code, entry]) => [code, entry.message]),
+) as Record<string, string>;
 
 /** How undici's fetch reports a failure: a bare TypeError with the real error as its cause. */
 const fetchFailed = (cause: unknown) => new TypeError('fetch failed', { cause });
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
-describe('UpstreamError', () => {
+describe('upstream errors', () => {
   it('has exactly the upstream codes of CONTRACT.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
     expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
       ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_AUTH_FAILED', 'UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_TIMEOUT', 'UPSTREAM_UNREACHABLE'].sort(),
@@ -30,9 +30,10 @@ describe('UpstreamError', () => {
 
   it('serializes as { code, message } and keeps the cause out of it', () => {
     const cause = new Error('<html>upstream body</html>');
-    const error = new UpstreamError('UPSTREAM_PROTOCOL_ERROR', { cause });
+    const error = new FleetError('UPSTREAM_PROTOCOL_ERROR', { cause });
     expect(error.cause).toBe(cause);
-    expect(error.name).toBe('UpstreamError');
+    expect(error.name).toBe('FleetError');
+    expect(error.category).toBe('upstream');
     expect(JSON.parse(JSON.stringify(error))).toEqual({ code: 'UPSTREAM_PROTOCOL_ERROR', message: UPSTREAM_ERROR_CODES.UPSTREAM_PROTOCOL_ERROR });
   });
 
@@ -71,14 +72,14 @@ describe('classifyUndiciError', () => {
 
   it.each(cases)('%s', (_name, error, code) => {
     const classified = classifyUndiciError(error);
-    expect(classified).toBeInstanceOf(UpstreamError);
+    expect(classified).toBeInstanceOf(FleetError);
     expect(classified.code).toBe(code);
     expect(classified.message).toBe(UPSTREAM_ERROR_CODES[classified.code]);
     expect(classified.cause).toBe(error);
   });
 
-  it('returns an UpstreamError as it is', () => {
-    const error = new UpstreamError('UPSTREAM_AUTH_FAILED');
+  it('returns an upstream FleetError as it is', () => {
+    const error = new FleetError('UPSTREAM_AUTH_FAILED');
     expect(classifyUndiciError(error)).toBe(error);
   });
 

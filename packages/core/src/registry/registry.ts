@@ -8,7 +8,7 @@ import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
 import type { EventBus } from '../events/bus.js';
-import type { UpstreamFailure } from '../health/health-log.js';
+import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { type ChangeCheck, type EventOutbox, mergeTransactions, type StagedEvent } from '../webhooks/outbox.js';
 import type { WebhookEventType } from '../webhooks/schema.js';
 import { type ServerRecord, toDetail } from './views.js';

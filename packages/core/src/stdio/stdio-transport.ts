@@ -1,5 +1,6 @@
 import { type JSONRPCMessage, parseJSONRPCMessage, type Transport, type TransportSendOptions } from '@modelcontextprotocol/client';
-import { StdioError, type StdioChannel } from './supervisor.js';
+import { FleetError, isFleetError } from '../errors/fleet-error.js';
+import type { StdioChannel, StdioProcessConfig, StdioSupervisor } from './supervisor.js';
 
 export interface StdioChannelTransportOptions {
   /**
@@ -54,7 +55,7 @@ export class StdioChannelTransport implements Transport {
 
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error('StdioChannelTransport already started; a transport starts once.');
-    if (!this.channel.alive) throw new StdioError('UPSTREAM_UNREACHABLE', 'The stdio server is not running.');
+    if (!this.channel.alive) throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio server is not running.' });
     this.state = 'waiting';
     const abort = () => this.finish();
     this.signal?.addEventListener('abort', abort, { once: true });
@@ -63,11 +64,11 @@ export class StdioChannelTransport implements Transport {
     this.signal?.removeEventListener('abort', abort);
     if (this.closed) {
       if (this.signal?.aborted === true) throw this.signal.reason;
-      throw new StdioError('UPSTREAM_UNREACHABLE', 'The stdio transport was closed before it started.');
+      throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio transport was closed before it started.' });
     }
     if (!this.channel.alive) {
       this.finish();
-      throw new StdioError('UPSTREAM_UNREACHABLE', 'The stdio server is not running.');
+      throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio server is not running.' });
     }
     this.state = 'open';
     this.unsubscribe.push(
@@ -77,7 +78,7 @@ export class StdioChannelTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
-    if (this.state !== 'open') throw new StdioError('UPSTREAM_UNREACHABLE', 'The stdio transport is not connected.');
+    if (this.state !== 'open') throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio transport is not connected.' });
     await this.channel.write(`${JSON.stringify(message)}\n`);
   }
 
@@ -180,7 +181,7 @@ export class StdioChannelTransport implements Transport {
       message = parseJSONRPCMessage(JSON.parse(text));
     } catch {
       // No cause attached: JSON.parse and zod quote the input, and the contract never echoes what a server sent.
-      this.onerror?.(new StdioError('UPSTREAM_PROTOCOL_ERROR', 'The stdio server wrote a line that is not a JSON-RPC message.'));
+      this.onerror?.(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: 'The stdio server wrote a line that is not a JSON-RPC message.' }));
       return;
     }
     try {
@@ -191,11 +192,30 @@ export class StdioChannelTransport implements Transport {
   }
 
   private tooLong(): void {
-    this.onerror?.(new StdioError('UPSTREAM_PROTOCOL_ERROR', `The stdio server wrote a line longer than ${this.maxLineBytes} bytes.`));
+    this.onerror?.(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The stdio server wrote a line longer than ${this.maxLineBytes} bytes.` }));
   }
 
   private resetPending(): void {
     this.pending = [];
     this.pendingBytes = 0;
   }
+}
+
+/**
+ * How probes and tool calls reach a stdio server: a transport over the supervisor's live process for that server.
+ * A refusal of the per-account cap reaches them as `UPSTREAM_UNREACHABLE` (the server could not be reached now);
+ * the supervisor's other refusals already carry an upstream code.
+ */
+export function stdioTransportFor(
+  supervisor: Pick<StdioSupervisor, 'acquire'>,
+  server: { account: string; id: string },
+): (config: StdioProcessConfig, options: { signal: AbortSignal }) => Promise<StdioChannelTransport> {
+  return async (config, { signal }) => {
+    const channel = await supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
+      throw isFleetError(error) && error.code === 'STDIO_CAPACITY'
+        ? new FleetError('UPSTREAM_UNREACHABLE', { message: error.message, cause: error })
+        : error;
+    });
+    return new StdioChannelTransport(channel, { signal });
+  };
 }

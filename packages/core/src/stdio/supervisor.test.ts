@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createStdioSupervisor,
-  isStdioError,
   type StdioChannel,
   type StdioProcessConfig,
   type StdioSupervisor,
   type StdioSupervisorOptions,
 } from './supervisor.js';
+import { isFleetError } from '../errors/fleet-error.js';
 import { childPids, eventually, exists, fixture, NODE, nextLine, processState, sleep } from './test-helpers.js';
 
 const supervisors: StdioSupervisor[] = [];
@@ -28,10 +28,10 @@ async function refusal(promise: Promise<unknown>) {
   try {
     await promise;
   } catch (error) {
-    if (isStdioError(error)) return error;
+    if (isFleetError(error)) return error;
     throw error;
   }
-  throw new Error('expected a StdioError, got a channel');
+  throw new Error('expected a FleetError, got a channel');
 }
 
 async function printed(channel: StdioChannel): Promise<{ pid: number; env: Record<string, string>; argv: string[]; cwd: string }> {
@@ -282,7 +282,7 @@ describe('per-account cap', () => {
     const stdio = supervisor({ maxProcessesPerAccount: 2 });
     const results = await Promise.allSettled(['srv_1', 'srv_2', 'srv_3', 'srv_4'].map((id) => stdio.acquire('acct_a', id, node('echo-server.mjs'))));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
-    expect(results.filter((r) => r.status === 'rejected' && isStdioError(r.reason) && r.reason.code === 'STDIO_CAPACITY')).toHaveLength(2);
+    expect(results.filter((r) => r.status === 'rejected' && isFleetError(r.reason) && r.reason.code === 'STDIO_CAPACITY')).toHaveLength(2);
   });
 });
 

@@ -1,32 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
+import { FleetError } from '../errors/fleet-error.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 
 /**
- * Why the supervisor refused or lost a process. `DESTINATION_NOT_ALLOWED`, `UPSTREAM_UNREACHABLE` and
- * `UPSTREAM_PROTOCOL_ERROR` are the codes of CONTRACT "Health"; `STDIO_CAPACITY` is the per-account cap.
+ * Why the supervisor refused or lost a process, as `FleetError` codes: `DESTINATION_NOT_ALLOWED`,
+ * `UPSTREAM_UNREACHABLE` and `UPSTREAM_PROTOCOL_ERROR` are the codes of CONTRACT "Health"; `STDIO_CAPACITY` is the
+ * per-account cap. Messages never quote an env value or anything the process wrote.
  */
-export const STDIO_ERROR_CODES = ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_UNREACHABLE', 'UPSTREAM_PROTOCOL_ERROR', 'STDIO_CAPACITY'] as const;
-export type StdioErrorCode = (typeof STDIO_ERROR_CODES)[number];
-
-/** The error of the stdio layer. Its message never quotes an env value or anything the process wrote. */
-export class StdioError extends Error {
-  override readonly name = 'StdioError';
-  readonly code: StdioErrorCode;
-  /** While crash-loop backoff is in effect: milliseconds until the next spawn is allowed. */
-  readonly retryAfterMs: number | undefined;
-
-  constructor(code: StdioErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.retryAfterMs = options.retryAfterMs;
-  }
-}
-
-export function isStdioError(value: unknown): value is StdioError {
-  return value instanceof StdioError;
-}
+export type StdioErrorCode = 'DESTINATION_NOT_ALLOWED' | 'UPSTREAM_UNREACHABLE' | 'UPSTREAM_PROTOCOL_ERROR' | 'STDIO_CAPACITY';
 
 /** The part of a stdio server's configuration that decides which process runs. */
 export type StdioProcessConfig = Pick<StdioServerConfig, 'command' | 'args' | 'env' | 'working_directory'>;
@@ -112,7 +95,7 @@ export interface StdioProcessInfo {
 export interface StdioSupervisor {
   /**
    * The live process of a server: the running one when its configuration is unchanged, else a new one (a changed
-   * configuration stops the old process first). Refuses with `StdioError`: `DESTINATION_NOT_ALLOWED` (command off
+   * configuration stops the old process first). Refuses with a `FleetError`: `DESTINATION_NOT_ALLOWED` (command off
    * the allowlist), `UPSTREAM_UNREACHABLE` (spawn failed, crash backoff in effect, supervisor closed),
    * `STDIO_CAPACITY` (the account has its maximum of live processes).
    */
@@ -226,11 +209,11 @@ class ManagedProcess implements StdioChannel {
   }
 
   write(data: string | Uint8Array): Promise<void> {
-    if (this.state !== 'live') return Promise.reject(new StdioError('UPSTREAM_UNREACHABLE', 'The stdio server is not running.'));
+    if (this.state !== 'live') return Promise.reject(new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio server is not running.' }));
     this.touch();
     return new Promise((resolve, reject) => {
       this.child.stdin.write(data, (error) => {
-        if (error) reject(new StdioError('UPSTREAM_UNREACHABLE', 'Writing to the stdio server failed.', { cause: error }));
+        if (error) reject(new FleetError('UPSTREAM_UNREACHABLE', { message: 'Writing to the stdio server failed.', cause: error }));
         else resolve();
       });
     });
@@ -370,10 +353,9 @@ class Supervisor implements StdioSupervisor {
   private async acquireLocked(account: string, serverId: string, config: StdioProcessConfig): Promise<StdioChannel> {
     if (this.closed) throw this.closedError();
     if (!this.commands.has(config.command)) {
-      throw new StdioError(
-        'DESTINATION_NOT_ALLOWED',
-        this.commands.size === 0 ? 'Stdio servers are disabled on this service.' : 'The command is not on the allowlist of stdio commands.',
-      );
+      throw new FleetError('DESTINATION_NOT_ALLOWED', {
+        message: this.commands.size === 0 ? 'Stdio servers are disabled on this service.' : 'The command is not on the allowlist of stdio commands.',
+      });
     }
     const identity = identityOf(account, config);
     const current = this.processes.get(serverId);
@@ -390,7 +372,8 @@ class Supervisor implements StdioSupervisor {
     if (crash !== undefined && crash.identity !== identity) this.crashes.delete(serverId);
     else if (crash !== undefined && Date.now() < crash.retryAt) {
       const retryAfterMs = crash.retryAt - Date.now();
-      throw new StdioError('UPSTREAM_UNREACHABLE', `The stdio server keeps crashing; the next start is allowed in ${retryAfterMs} ms.`, {
+      throw new FleetError('UPSTREAM_UNREACHABLE', {
+        message: `The stdio server keeps crashing; the next start is allowed in ${retryAfterMs} ms.`,
         retryAfterMs,
       });
     }
@@ -398,7 +381,7 @@ class Supervisor implements StdioSupervisor {
     let live = 0;
     for (const proc of this.processes.values()) if (proc.account === account) live += 1;
     if (live >= this.maxPerAccount) {
-      throw new StdioError('STDIO_CAPACITY', `This account already has ${this.maxPerAccount} live stdio server processes.`);
+      throw new FleetError('STDIO_CAPACITY', { message: `This account already has ${this.maxPerAccount} live stdio server processes.` });
     }
     return this.spawnProcess(account, serverId, config, identity);
   }
@@ -422,7 +405,7 @@ class Supervisor implements StdioSupervisor {
       });
     } catch (cause) {
       this.recordCrash(serverId, identity);
-      throw new StdioError('UPSTREAM_UNREACHABLE', `The stdio server could not be started${errnoOf(cause)}.`, { cause });
+      throw new FleetError('UPSTREAM_UNREACHABLE', { message: `The stdio server could not be started${errnoOf(cause)}.`, cause });
     }
 
     const proc = new ManagedProcess(account, serverId, identity, child, Date.now(), this.stderrBytes);
@@ -458,7 +441,7 @@ class Supervisor implements StdioSupervisor {
       child.stderr.destroy();
       this.forget(proc);
       proc.notifyExitIfDone();
-      throw new StdioError('UPSTREAM_UNREACHABLE', `The stdio server could not be started${errnoOf(failure)}.`, { cause: failure });
+      throw new FleetError('UPSTREAM_UNREACHABLE', { message: `The stdio server could not be started${errnoOf(failure)}.`, cause: failure });
     }
 
     proc.state = 'live';
@@ -570,8 +553,8 @@ class Supervisor implements StdioSupervisor {
     }
   };
 
-  private closedError(): StdioError {
-    return new StdioError('UPSTREAM_UNREACHABLE', 'The stdio supervisor is closed.');
+  private closedError(): FleetError {
+    return new FleetError('UPSTREAM_UNREACHABLE', { message: 'The stdio supervisor is closed.' });
   }
 }
 

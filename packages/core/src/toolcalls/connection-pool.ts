@@ -7,7 +7,7 @@ import {
   type McpEra,
   type StdioTransportFactory,
 } from '../mcp/connect.js';
-import { UpstreamError } from '../net/upstream-error.js';
+import { FleetError } from '../errors/fleet-error.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
 
@@ -73,9 +73,9 @@ export class ConnectionPool {
     this.idleMs = options.idleMs ?? 60_000;
   }
 
-  /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an `UpstreamError`. */
+  /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an upstream `FleetError`. */
   async acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
-    if (this.closing) throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The service is shutting down.' });
+    if (this.closing) throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The service is shutting down.' });
     let entry = this.entries.get(server.id);
     if (entry !== undefined && (entry.key !== keyOf(server) || entry.closed)) {
       await this.drop(server.id);
@@ -166,7 +166,7 @@ export class ConnectionPool {
         entry.connected = connected;
         if (entry.closed) {
           void closeClient(connected.client, connected.transport, 0);
-          throw new UpstreamError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });
+          throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });
         }
         const previous = connected.client.onclose;
         connected.client.onclose = () => {

@@ -1,9 +1,10 @@
 import { SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { UpstreamError } from '../net/upstream-error.js';
+import type { UpstreamErrorCode } from '../errors/codes.js';
+import { FleetError } from '../errors/fleet-error.js';
 import { backoffDelay, httpStatusOf, isRetrySafe, parseRetryAfter } from './retry.js';
 
-const failure = (code: ConstructorParameters<typeof UpstreamError>[0], status?: number) => ({ error: new UpstreamError(code), status });
+const failure = (code: UpstreamErrorCode, status?: number) => ({ error: new FleetError(code), status });
 
 describe('retry policy', () => {
   it('retries refused/reset connections, timeouts, 5xx and 429 only', () => {

@@ -1,5 +1,5 @@
 import { SdkHttpError } from '@modelcontextprotocol/client';
-import type { UpstreamError } from '../net/upstream-error.js';
+import { errorChain, type UpstreamError } from '../errors/fleet-error.js';
 
 /** How retries wait: exponential backoff with full jitter, and the cap of a server's `Retry-After`. */
 export interface BackoffOptions {
@@ -20,11 +20,8 @@ export interface AttemptFailure {
 
 /** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */
 export function httpStatusOf(error: unknown): number | undefined {
-  for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 16; depth++) {
-    if (current instanceof SdkHttpError) return current.data.status;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
+  const found = errorChain(error).find((item) => item instanceof SdkHttpError);
+  return found?.data.status;
 }
 
 /**

@@ -1,10 +1,9 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
 import { errAsync, ResultAsync } from 'neverthrow';
-import { FleetError, invalidRequest, type FieldIssue } from '../errors/fleet-error.js';
+import { errorChain, type FleetError, invalidRequest, isFleetError, type FieldIssue } from '../errors/fleet-error.js';
 import type { EventBus } from '../events/bus.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
-import { UpstreamError } from '../net/upstream-error.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import { newId } from '../util/ids.js';
@@ -42,11 +41,6 @@ export interface ToolServiceDeps {
 const MAX_TOOL_NAME = 256;
 /** tools/list pages followed at most, so a server that always answers a cursor cannot keep a request forever. */
 const MAX_LIST_PAGES = 100;
-
-/** An upstream failure answered by `GET /servers/{id}/tools` (no record is written for a listing). */
-export function upstreamFailure(error: UpstreamError): FleetError {
-  return new FleetError(error.code, { message: error.message, cause: error });
-}
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -116,9 +110,8 @@ export class ToolService {
   /** The server's tools (MCP `tools/list`, every page). Upstream failures answer 502/504 with their code. */
   list(account: string, serverId: string): ResultAsync<Tool[], FleetError> {
     return this.deps.registry.get(account, serverId).andThen((server) =>
-      ResultAsync.fromPromise(this.listTools(server), (error) =>
-        error instanceof FleetError ? error : upstreamFailure(error instanceof UpstreamError ? error : toUpstreamError(error, server.config.timeout)),
-      ),
+      // An upstream failure is the answer itself (502/504 with its code): a listing writes no record.
+      ResultAsync.fromPromise(this.listTools(server), (error) => (isFleetError(error) ? error : toUpstreamError(error, server.config.timeout))),
     );
   }
 
@@ -234,9 +227,5 @@ export class ToolService {
 
 /** A JSON-RPC error answer to the call (the SDK's `ProtocolError`): the server is up and refused this call. */
 function isJsonRpcRejection(error: unknown): boolean {
-  for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 16; depth++) {
-    if (current instanceof ProtocolError) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  return errorChain(error).some((item) => item instanceof ProtocolError);
 }

@@ -3,7 +3,7 @@ import { readLimited } from '../http/body.js';
 import { newId } from '../util/ids.js';
 import type { ErrorBody } from '../http/envelope.js';
 import type { TEST_EVENT, WebhookEventType } from './schema.js';
-import { type HeaderSource, verify, type VerifyOptions, WebhookVerificationError } from './signature.js';
+import { type HeaderSource, verify, type VerifyOptions, type WebhookVerificationError, webhookRefusal } from './signature.js';
 
 /** Largest delivery body a receiver reads before answering 413, in bytes. */
 export const DEFAULT_WEBHOOK_BODY_LIMIT = 1024 * 1024;
@@ -63,13 +63,13 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   };
 
   const verifyBody = <E>(headers: HeaderSource, body: Uint8Array): Result<VerifiedDelivery<E>, WebhookVerificationError> => {
-    if (body.byteLength > bodyLimit) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+    if (body.byteLength > bodyLimit) return err(webhookRefusal('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
     return verify(secret, body, headers, verifyOptions).andThen(({ id, timestamp }) => {
       let event: E;
       try {
         event = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) as E;
       } catch {
-        return err(new WebhookVerificationError('INVALID_BODY'));
+        return err(webhookRefusal('INVALID_BODY'));
       }
       return ok({ event, rawBody: body, id, timestamp });
     });
@@ -80,9 +80,9 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     verifyBody,
     async verifyRequest<E>(request: Request) {
       const declared = request.headers.get('content-length');
-      if (declared !== null && Number(declared) > bodyLimit) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+      if (declared !== null && Number(declared) > bodyLimit) return err(webhookRefusal('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
       const body = await readLimited(request, bodyLimit);
-      if (body === undefined) return err(new WebhookVerificationError('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
+      if (body === undefined) return err(webhookRefusal('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
       return verifyBody<E>(request.headers, body);
     },
   };

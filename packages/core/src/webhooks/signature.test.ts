@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { FleetError } from '../errors/fleet-error.js';
 import { describe, expect, it } from 'vitest';
 import {
   isWebhookSecret,
@@ -8,7 +9,6 @@ import {
   sign,
   verify,
   verifyServiceSignature,
-  WebhookVerificationError,
 } from './signature.js';
 
 // The Standard Webhooks libraries' own test vector (standard-webhooks/standard-webhooks, libraries' tests).
@@ -120,7 +120,7 @@ describe('verify refuses', () => {
 
   it('missing or malformed headers, with 400', () => {
     const missing = verify(secret, body, { 'webhook-id': 'dlv_1' }, { now: at(timestamp) });
-    expect(missing._unsafeUnwrapErr()).toBeInstanceOf(WebhookVerificationError);
+    expect(missing._unsafeUnwrapErr()).toBeInstanceOf(FleetError);
     expect(missing._unsafeUnwrapErr()).toMatchObject({ code: 'MISSING_HEADERS', status: 400, details: { missing: ['webhook-timestamp', 'webhook-signature'] } });
     expect(code(verify(secret, body, { ...headers, 'webhook-timestamp': 'soon' }, { now: at(timestamp) }))).toBe('INVALID_HEADERS');
     expect(code(verify(secret, body, { ...headers, 'webhook-signature': 'v2,abc' }, { now: at(timestamp) }))).toBe('BAD_SIGNATURE');

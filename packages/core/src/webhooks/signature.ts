@@ -1,5 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { err, ok, type Result } from 'neverthrow';
+import type { ReceiverErrorCode } from '../errors/codes.js';
+import { FleetError } from '../errors/fleet-error.js';
 
 /**
  * Webhook signatures (CONTRACT "Webhooks", seed section 6). Every delivery carries two signatures over the exact
@@ -78,29 +80,16 @@ export function sign(secret: string, body: string | Uint8Array, { id, timestamp 
   };
 }
 
-export const WEBHOOK_VERIFICATION_ERRORS = {
-  MISSING_HEADERS: { status: 400, message: 'The webhook-id, webhook-timestamp and webhook-signature headers are required.' },
-  INVALID_HEADERS: { status: 400, message: 'The webhook signature headers are malformed.' },
-  INVALID_BODY: { status: 400, message: 'The webhook body is not valid JSON.' },
-  BAD_SIGNATURE: { status: 401, message: 'No webhook signature matches the body.' },
-  TIMESTAMP_OUT_OF_TOLERANCE: { status: 401, message: 'The webhook timestamp is too far from the current time.' },
-  PAYLOAD_TOO_LARGE: { status: 413, message: 'The webhook body is too large.' },
-} as const;
+export type WebhookVerificationErrorCode = ReceiverErrorCode;
 
-export type WebhookVerificationErrorCode = keyof typeof WEBHOOK_VERIFICATION_ERRORS;
+/**
+ * Why a delivery was refused: a `FleetError` of category `receiver`, or `PAYLOAD_TOO_LARGE`; `status` is what a
+ * receiver should answer. Never carries the secret or the body.
+ */
+export type WebhookVerificationError = FleetError<ReceiverErrorCode>;
 
-/** Why a delivery was refused; `status` is what a receiver should answer. Never carries the secret or the body. */
-export class WebhookVerificationError extends Error {
-  override readonly name = 'WebhookVerificationError';
-  readonly status: number;
-
-  constructor(
-    readonly code: WebhookVerificationErrorCode,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(WEBHOOK_VERIFICATION_ERRORS[code].message);
-    this.status = WEBHOOK_VERIFICATION_ERRORS[code].status;
-  }
+export function webhookRefusal(code: ReceiverErrorCode, details: Record<string, unknown> = {}): WebhookVerificationError {
+  return new FleetError(code, { details, ...(code === 'PAYLOAD_TOO_LARGE' && { message: 'The webhook body is too large.' }) });
 }
 
 /** Headers as a Fetch `Headers`, a Node `IncomingHttpHeaders` or a plain record. */
@@ -151,14 +140,14 @@ export function verify(
     ...(signatures === undefined ? ['webhook-signature'] : []),
   ];
   if (id === undefined || timestampText === undefined || signatures === undefined) {
-    return err(new WebhookVerificationError('MISSING_HEADERS', { missing }));
+    return err(webhookRefusal('MISSING_HEADERS', { missing }));
   }
-  if (!/^\d{1,15}$/.test(timestampText)) return err(new WebhookVerificationError('INVALID_HEADERS', { header: 'webhook-timestamp' }));
+  if (!/^\d{1,15}$/.test(timestampText)) return err(webhookRefusal('INVALID_HEADERS', { header: 'webhook-timestamp' }));
   const timestamp = Number(timestampText);
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const nowSeconds = Math.floor((options.now ?? Date.now)() / 1000);
   if (Math.abs(nowSeconds - timestamp) > tolerance) {
-    return err(new WebhookVerificationError('TIMESTAMP_OUT_OF_TOLERANCE', { tolerance_seconds: tolerance }));
+    return err(webhookRefusal('TIMESTAMP_OUT_OF_TOLERANCE', { tolerance_seconds: tolerance }));
   }
   const expected = Buffer.from(standardSignature(key, id, timestamp, bytesOf(body)), 'base64');
   // Other versions are skipped, as the Standard Webhooks libraries do: no v1 match is a bad signature. Each v1 value
@@ -169,10 +158,10 @@ export function verify(
     if (!candidate.startsWith('v1,') || !/^[A-Za-z0-9+/]+={0,2}$/.test(candidate.slice(3))) continue;
     if (equal(Buffer.from(candidate.slice(3), 'base64'), expected)) matched = true;
   }
-  if (!matched) return err(new WebhookVerificationError('BAD_SIGNATURE'));
+  if (!matched) return err(webhookRefusal('BAD_SIGNATURE'));
   // The seed's signature, when sent, must hold too: a delivery never carries one good and one bad signature.
   const service = header(headers, 'x-service-signature');
-  if (service !== undefined && !verifyServiceSignature(secret, body, service)) return err(new WebhookVerificationError('BAD_SIGNATURE'));
+  if (service !== undefined && !verifyServiceSignature(secret, body, service)) return err(webhookRefusal('BAD_SIGNATURE'));
   return ok({ id, timestamp });
 }
 
