@@ -1,40 +1,28 @@
-export {
-  createFleet,
-  normalizePrefix,
-  type Fleet,
-  type FleetOptions,
-  type ServersApi,
-  type ToolCallsApi,
-  type ToolCallsOptions,
-  type ToolsApi,
-} from './fleet.js';
+// The embedder's API: create a fleet, its options, the shapes of its records and results, error codes, and the
+// storage ports with their memory implementations. Receivers of webhooks: `@mcp-fleet/core/webhooks`; Node
+// adapters: `@mcp-fleet/core/node`; store authors: `@mcp-fleet/core/testing`. See docs/architecture.md.
+
+export { createFleet, type Fleet } from './fleet.js';
+export type { FleetOptions, ToolCallsOptions } from './options.js';
+export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
+export type { Authenticate, ErrorHook, FleetHandler, RequestContext } from './http/handler.js';
+export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';
+export { DEFAULT_BODY_LIMIT } from './http/body.js';
 
 export { ERROR_CODES, isErrorCode, type ErrorCategory, type ErrorCode, type ReceiverErrorCode, type UpstreamErrorCode } from './errors/codes.js';
 export {
   FleetError,
   isFleetError,
-  invalidRequest,
-  toFleetError,
   type ErrorDetails,
   type FieldIssue,
   type FleetErrorOptions,
+  type RecordedFailure,
   type UpstreamError,
   type UpstreamFailure,
 } from './errors/fleet-error.js';
 
-export {
-  createHandler,
-  stripPrefix,
-  type Authenticate,
-  type ErrorHook,
-  type FleetHandler,
-  type RequestContext,
-} from './http/handler.js';
-export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';
-export { DEFAULT_BODY_LIMIT } from './http/body.js';
-
-export { ApiKeys, hashSecret, type ApiKey, type CreateApiKeyInput, type CreatedApiKey, type RegisterApiKeyInput } from './auth/api-keys.js';
-export { ACCOUNT_PATTERN, SCOPES, TIERS, hasScope, type Principal, type Scope, type Tier } from './auth/scopes.js';
+export type { ApiKey, ApiKeys, CreateApiKeyInput, CreatedApiKey, RegisterApiKeyInput } from './auth/api-keys.js';
+export { ACCOUNT_PATTERN, SCOPES, TIERS, type Principal, type Scope, type Tier } from './auth/scopes.js';
 
 export type { ListServersQuery } from './registry/registry.js';
 export {
@@ -51,6 +39,9 @@ export {
   type ServerType,
 } from './registry/schema.js';
 export type { RedactedAuthentication, ServerDetail, ServerSummary } from './registry/views.js';
+export type { Attempt, HealthRecord } from './health/health-log.js';
+export type { HealthMonitorOptions } from './health/monitor.js';
+export type { ProbeOutcome, Prober } from './health/health-service.js';
 
 export {
   TOOL_CALL_STATUSES,
@@ -62,14 +53,42 @@ export {
 } from './toolcalls/tool-call-log.js';
 export type { ToolCallOutcome, ToolCallRecording } from './toolcalls/tool-service.js';
 export type { BackoffOptions } from './toolcalls/retry.js';
-
-export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
-export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
-
 export type { Page, PageQuery, Pagination } from './util/pagination.js';
 
+export { EVENT_TYPES, type FleetEvent, type FleetEventData, type FleetEventMap, type FleetEventType } from './events/catalog.js';
+export type { EventSource, FleetEventListener } from './events/bus.js';
+
+export type { WebhooksApi, WebhooksOptions, CreatedWebhook } from './webhooks/service.js';
+export { TEST_EVENT, WEBHOOK_EVENTS, type WebhookEventType, type WebhookInput, type WebhookPatch } from './webhooks/schema.js';
+export { MAX_WEBHOOKS_PER_ACCOUNT, type WebhookView } from './webhooks/subscriptions.js';
+export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type DeliveryView } from './webhooks/deliveries.js';
+export type { RetryOptions } from './webhooks/retry.js';
+export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
+// CONTRACT "Webhooks": the core exports `sign` and `verify`; the rest of the receiver side is `@mcp-fleet/core/webhooks`.
 export {
-  DEFAULT_OPERATION_LIMITS,
+  createWebhookReceiver,
+  newWebhookSecret,
+  sign,
+  verify,
+  webhookErrorBody,
+  type HeaderSource,
+  type SignOptions,
+  type SignatureHeaders,
+  type VerifiedDelivery,
+  type VerifiedWebhook,
+  type VerifyOptions,
+  type WebhookPayload,
+  type WebhookReceiver,
+  type WebhookReceiverOptions,
+  type WebhookVerificationError,
+} from './webhooks/index.js';
+
+// Ports and their memory implementations.
+export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
+export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
+export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';
+export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';
+export {
   DEFAULT_TIER_LIMITS,
   DEFAULT_UNAUTHENTICATED_LIMIT,
   RateLimiter,
@@ -77,89 +96,9 @@ export {
   type RateLimitOptions,
   type RateLimitScope,
 } from './ratelimit/limiter.js';
-export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';
-export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';
-
-export { EventBus, type FleetEventListener, type FleetEventMap, type FleetEventType } from './events/bus.js';
-export { formatPercent, type Attempt, type HealthRecord } from './health/health-log.js';
-export type { ProbeOutcome, Prober } from './health/health-service.js';
-
-export {
-  createStdioSupervisor,
-  type CrashBackoffOptions,
-  type StdioChannel,
-  type StdioErrorCode,
-  type StdioExit,
-  type StdioExitReason,
-  type StdioProcessConfig,
-  type StdioProcessInfo,
-  type StdioSupervisor,
-  type StdioSupervisorOptions,
-} from './stdio/supervisor.js';
-export { StdioChannelTransport, type StdioChannelTransportOptions } from './stdio/stdio-transport.js';
-
-export {
-  classifyAddress,
-  createAddressPolicy,
-  type AddressClass,
-  type AddressPolicy,
-  type AddressPolicyOptions,
-  type BlockedRange,
-} from './net/address-policy.js';
-export {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  createGuardedAgent,
-  isGuardedAgent,
-  type GuardedAgentOptions,
-  type HostnameResolver,
-} from './net/guarded-agent.js';
-export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
-export { classifyUndiciError } from './net/upstream-error.js';
-
-export {
-  closeClient,
-  connectClient,
-  openTransport,
-  type ConnectClientOptions,
-  type ConnectedClient,
-  type McpClientDeps,
-  type McpEra,
-  type OpenTransportOptions,
-  type StdioTransportFactory,
-} from './mcp/connect.js';
 export { MemoryTokenCache, type CachedToken, type MemoryTokenCacheOptions, type TokenCache } from './mcp/oauth.js';
-export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
-export { MCP_SUBPROTOCOL, WebSocketClientTransport, type WebSocketClientTransportOptions } from './mcp/websocket-transport.js';
 
-export { createWebhooks, type CreatedWebhook, type Webhooks, type WebhooksApi, type WebhooksDeps, type WebhooksOptions } from './webhooks/service.js';
-export { TEST_EVENT, WEBHOOK_EVENTS, WebhookValidator, type WebhookEventType, type WebhookInput, type WebhookPatch } from './webhooks/schema.js';
-export { MAX_WEBHOOKS_PER_ACCOUNT, type WebhookView } from './webhooks/subscriptions.js';
-export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type DeliveryView } from './webhooks/deliveries.js';
-export { EventOutbox, mergeTransactions, toolCallCheck, type ChangeCheck, type EventRecord, type StagedEvent } from './webhooks/outbox.js';
-export { DEFAULT_RETRY, parseRetryAfter, retryDelay, type RetryOptions } from './webhooks/retry.js';
-export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
-export {
-  DEFAULT_TOLERANCE_SECONDS,
-  type WebhookVerificationError,
-  isWebhookSecret,
-  newWebhookSecret,
-  serviceSignature,
-  sign,
-  verify,
-  verifyServiceSignature,
-  type HeaderSource,
-  type SignOptions,
-  type SignatureHeaders,
-  type VerifiedWebhook,
-  type VerifyOptions,
-  type WebhookVerificationErrorCode,
-} from './webhooks/signature.js';
-export {
-  DEFAULT_WEBHOOK_BODY_LIMIT,
-  createWebhookReceiver,
-  webhookErrorBody,
-  type VerifiedDelivery,
-  type WebhookPayload,
-  type WebhookReceiver,
-  type WebhookReceiverOptions,
-} from './webhooks/receiver.js';
+// The MCP client layer, to probe a configuration without registering it (and for the benchmarks).
+export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
+export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
+export type { McpEra } from './mcp/connect.js';

@@ -1,5 +1,6 @@
 import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
+import type { EventSource } from '../events/bus.js';
 import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 
@@ -132,6 +133,13 @@ export class HealthLog {
           error: last.error,
         } satisfies HealthRecord;
       });
+    });
+  }
+
+  /** CONTRACT "Servers": a deleted server's health history goes with it (its buckets would expire within a day anyway). */
+  follow(events: EventSource): void {
+    events.on('server.deleted', ({ server }) => {
+      void this.forget(server.id);
     });
   }
 

@@ -1,6 +1,8 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import { EventBus, type FleetEventMap } from '../events/bus.js';
+import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
+import { type FleetEventMap } from '../events/catalog.js';
 import { ServerRegistry } from '../registry/registry.js';
 import { ServerValidator } from '../registry/schema.js';
 import { IndexCalls } from '../storage/index-calls.js';
@@ -26,7 +28,7 @@ function setup(script: (ProbeOutcome | Error)[]) {
     validator: new ServerValidator(),
     now,
     claimGraceMs: 60_000,
-    events,
+    changes: new ChangeWriter(events, undefined),
   });
   const eras: (string | undefined)[] = [];
   const prober: Prober = async (_server, era) => {
@@ -37,7 +39,7 @@ function setup(script: (ProbeOutcome | Error)[]) {
     if (next instanceof Error) throw next;
     return next;
   };
-  const health = new HealthService({ registry, log: new HealthLog(records, now), prober, events, now });
+  const health = new HealthService({ registry, log: new HealthLog(records, now), prober, now });
   return { registry, health, changes, eras };
 }
 

@@ -1,8 +1,7 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError } from '../errors/fleet-error.js';
-import type { EventBus } from '../events/bus.js';
 import type { ServerRegistry } from '../registry/registry.js';
-import { type ServerRecord, toDetail } from '../registry/views.js';
+import type { ServerRecord } from '../registry/views.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import type { HealthLog, HealthRecord } from './health-log.js';
 
@@ -22,28 +21,23 @@ export interface HealthServiceDeps {
   registry: ServerRegistry;
   log: HealthLog;
   prober: Prober;
-  events: EventBus;
   now: () => number;
 }
 
-/** Runs probes, records them, moves the server's `health`, and announces changes. */
+/** Runs probes, records them, and moves the server's `health` (the registry announces the change). */
 export class HealthService {
   constructor(private readonly deps: HealthServiceDeps) {}
 
   /** Probes the server now and answers its health record (the probe itself counted). */
   check(account: string, id: string): ResultAsync<HealthRecord, FleetError> {
-    const { registry, log, prober, events } = this.deps;
+    const { registry, log } = this.deps;
     return registry.get(account, id).andThen((server) =>
       log.eraOf(id).andThen((era) =>
         this.probe(server, era).andThen((outcome) =>
           log
             .record(id, { kind: 'probe', ok: outcome.ok, at: this.deps.now(), responseTimeMs: outcome.responseTimeMs, error: outcome.error, era: outcome.era })
+            // A change of health is written with its `server.health_changed` event.
             .andThen(() => registry.setHealth(account, id, outcome.ok ? 'healthy' : 'unhealthy', outcome.error))
-            .map((updated) => {
-              if (updated.health !== server.health) {
-                events.emit('server.health_changed', { account, server: toDetail(updated), previous: server.health, current: updated.health, error: outcome.error });
-              }
-            })
             .andThen(() => log.read(id))
             // The probe was written just above: only a store that loses writes could answer nothing.
             .andThen((record) => (record === undefined ? errAsync(new FleetError('INTERNAL_ERROR')) : okAsync(record))),

@@ -1,6 +1,7 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
 import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
 import { MemoryRateLimitStore } from '../ratelimit/memory-rate-limit-store.js';
 import { ServerRegistry } from '../registry/registry.js';
 import { ServerValidator } from '../registry/schema.js';
@@ -21,8 +22,8 @@ function setup(count: number, prober: Prober) {
   const processes = Array.from({ length: 2 }, () => {
     const records = new RecordStore(keyv, 'mcp-fleet:');
     const events = new EventBus(() => {});
-    const registry = new ServerRegistry({ records, index: new IndexCalls(index), validator: new ServerValidator(), now, claimGraceMs: 60_000, events });
-    const health = new HealthService({ registry, log: new HealthLog(records, now), prober, events, now });
+    const registry = new ServerRegistry({ records, index: new IndexCalls(index), validator: new ServerValidator(), now, claimGraceMs: 60_000, changes: new ChangeWriter(events, undefined) });
+    const health = new HealthService({ registry, log: new HealthLog(records, now), prober, now });
     const errors: unknown[] = [];
     const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, { intervalMs: 60_000, concurrency: 3 });
     return { registry, monitor, errors };

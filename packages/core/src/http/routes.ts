@@ -1,15 +1,12 @@
-import type { ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { Principal, Scope } from '../auth/scopes.js';
 import type { FleetError } from '../errors/fleet-error.js';
-import type { HealthService } from '../health/health-service.js';
-import type { ServerRegistry } from '../registry/registry.js';
+import type { Operations } from '../operations/index.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
-import { toDetail, toSummary } from '../registry/views.js';
-import { TOOL_CALL_STATUSES, type ToolCallLog } from '../toolcalls/tool-call-log.js';
-import { parseCallInput, type ToolService } from '../toolcalls/tool-service.js';
-import { errAsync } from 'neverthrow';
-import type { Pagination } from '../util/pagination.js';
-import { withPageDefaults } from '../util/pagination.js';
+import { toSummary } from '../registry/views.js';
+import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
+import { parseCallInput } from '../toolcalls/tool-service.js';
+import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -21,6 +18,7 @@ export interface Outcome {
   pagination?: Pagination;
 }
 
+/** What a route reads from a request, once the handler has authenticated it (and read the body, for `body` routes). */
 export interface OperationInput {
   principal: Principal;
   params: Record<string, string>;
@@ -28,9 +26,12 @@ export interface OperationInput {
   body: unknown;
 }
 
+/** A route as the handler runs it. */
 export interface Operation {
   /** Stable name, used for per-operation rate limits and logs: `servers.list`. */
   name: string;
+  /** Requests per minute per account; `undefined`: the tier limit alone (CONTRACT "Rate limits"). */
+  limit: number | undefined;
   scope: Scope;
   /** Reads a JSON body before running. */
   body: boolean;
@@ -43,131 +44,116 @@ export interface Route {
   methods: Partial<Record<Method, Operation>>;
 }
 
-export interface RouteServices {
-  registry: ServerRegistry;
-  toolCalls: ToolCallLog;
-  tools: ToolService;
-  health: HealthService;
+/** One route: which operation a method and path run, under which scope and limit, and how its answer is shown. */
+interface RouteSpec<A extends unknown[], T> {
+  method: Method;
+  /** Below the mount: `/servers/:id`. */
+  path: string;
+  name: string;
+  limit?: number;
+  scope: Scope;
+  /** The operation's arguments after the account, from the request (parsed once, here or by the operation). */
+  input: (request: OperationInput) => Result<A, FleetError>;
+  /** Whether `input` needs the JSON body. @default false */
+  body?: boolean;
+  run: (account: string, ...args: A) => ResultAsync<T, FleetError>;
+  /** @default 200 */
+  status?: number;
+  /** The HTTP view of the operation's value. @default the value itself */
+  view?: (value: T) => { data: unknown; pagination?: Pagination };
 }
 
-const idOf = (params: Record<string, string>) => params.id as string;
+const id = ({ params }: OperationInput): Result<[string], FleetError> => ok([params.id as string]);
+const idAndBody = ({ params, body }: OperationInput): Result<[string, never], FleetError> => ok([params.id as string, body as never]);
+const bodyOnly = ({ body }: OperationInput): Result<[never], FleetError> => ok([body as never]);
+const query =
+  <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
+  ({ query: params }: OperationInput) =>
+    parseQuery(params, spec).map((parsed) => [parsed] as [typeof parsed]);
+const listed = <T>(page: Page<T>) => ({ data: page.data, pagination: page.pagination });
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
-
 const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) };
 
-export function buildRoutes({ registry, toolCalls, tools, health }: RouteServices): Route[] {
-  return [
-    {
-      segments: ['servers'],
-      methods: {
-        GET: {
-          name: 'servers.list',
-          scope: 'servers:read',
-          body: false,
-          run: ({ principal, query }) =>
-            parseQuery(query, listServersQuery)
-              .asyncAndThen((q) => registry.list(principal.account, withPageDefaults(q)))
-              .map((page) => ({ status: 200, data: page.data.map(toSummary), pagination: page.pagination })),
-        },
-        POST: {
-          name: 'servers.create',
-          scope: 'servers:write',
-          body: true,
-          run: ({ principal, body }) => registry.create(principal.account, body).map((r) => ({ status: 201, data: toSummary(r) })),
-        },
-      },
-    },
-    {
-      segments: ['servers', ':id'],
-      methods: {
-        GET: {
-          name: 'servers.get',
-          scope: 'servers:read',
-          body: false,
-          run: ({ principal, params }) =>
-            registry.get(principal.account, idOf(params)).map((r) => ({ status: 200, data: toDetail(r) })),
-        },
-        PUT: {
-          name: 'servers.update',
-          scope: 'servers:write',
-          body: true,
-          run: ({ principal, params, body }) =>
-            registry.update(principal.account, idOf(params), body).map((r) => ({ status: 200, data: toDetail(r) })),
-        },
-        DELETE: {
-          name: 'servers.delete',
-          scope: 'servers:write',
-          body: false,
-          run: ({ principal, params }) =>
-            registry.delete(principal.account, idOf(params)).map((data) => ({ status: 200, data })),
-        },
-      },
-    },
-    {
-      segments: ['servers', ':id', 'health'],
-      methods: {
-        GET: {
-          name: 'servers.health',
-          scope: 'servers:health',
-          body: false,
-          run: ({ principal, params }) =>
-            health.check(principal.account, idOf(params)).map((record) => ({ status: 200, data: record })),
-        },
-      },
-    },
-    {
-      segments: ['servers', ':id', 'tools'],
-      methods: {
-        GET: {
-          name: 'tools.list',
-          scope: 'tool_calls:read',
-          body: false,
-          run: ({ principal, params }) => tools.list(principal.account, idOf(params)).map((list) => ({ status: 200, data: list })),
-        },
-      },
-    },
-    {
-      segments: ['servers', ':id', 'tools', 'call'],
-      methods: {
-        POST: {
-          name: 'tools.call',
-          scope: 'tool_calls:write',
-          body: true,
-          run: ({ principal, params, body }) => {
-            const input = parseCallInput(body);
-            if (!input.ok) return errAsync(input.error);
-            return tools.call(principal.account, idOf(params), input.name, input.args).map((outcome) => ({ status: 200, data: outcome }));
-          },
-        },
-      },
-    },
-    {
-      segments: ['tool-calls'],
-      methods: {
-        GET: {
-          name: 'tool_calls.list',
-          scope: 'tool_calls:read',
-          body: false,
-          run: ({ principal, query }) =>
-            parseQuery(query, listToolCallsQuery)
-              .asyncAndThen((q) => toolCalls.list(principal.account, { ...q, ...withPageDefaults(q) }))
-              .map((page) => ({ status: 200, data: page.data, pagination: page.pagination })),
-        },
-      },
-    },
-    {
-      segments: ['tool-calls', ':id'],
-      methods: {
-        GET: {
-          name: 'tool_calls.get',
-          scope: 'tool_calls:read',
-          body: false,
-          run: ({ principal, params }) => toolCalls.get(principal.account, idOf(params)).map((call) => ({ status: 200, data: call })),
-        },
-      },
-    },
+/**
+ * Every route of the HTTP API (CONTRACT), each a declaration over the operations. Limits are the contract's defaults
+ * (seed: list 100, create 10, update 30, delete 10, health 60; get 100, tool-call list 100); webhooks are held to the
+ * same as servers, and the test ping, which sends a request each time, to the create limit.
+ */
+export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations): Route[] {
+  const specs = [
+    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', input: query(listServersQuery), run: servers.list,
+      view: (page) => ({ data: page.data.map(toSummary), pagination: page.pagination }) }),
+    route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
+      status: 201, view: (server) => ({ data: toSummary(server) }) }),
+    route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
+    route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', body: true, input: idAndBody, run: servers.update }),
+    route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
+    route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
+    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: id, run: tools.list }),
+    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, run: tools.call,
+      input: ({ params, body }) => {
+        const parsed = parseCallInput(body);
+        return parsed.ok ? ok([params.id as string, parsed.name, parsed.args] as [string, string, Record<string, unknown>]) : err(parsed.error);
+      } }),
+    route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),
+    route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', input: id, run: toolCalls.get }),
   ];
+  if (webhooks !== undefined) {
+    specs.push(
+      route({ method: 'GET', path: '/webhooks', name: 'webhooks.list', limit: 100, scope: 'webhooks:manage', input: query(pageParams), run: webhooks.list, view: listed }),
+      route({ method: 'POST', path: '/webhooks', name: 'webhooks.create', limit: 10, scope: 'webhooks:manage', body: true, input: bodyOnly, run: webhooks.create, status: 201 }),
+      route({ method: 'GET', path: '/webhooks/:id', name: 'webhooks.get', limit: 100, scope: 'webhooks:manage', input: id, run: webhooks.get }),
+      route({ method: 'PUT', path: '/webhooks/:id', name: 'webhooks.update', limit: 30, scope: 'webhooks:manage', body: true, input: idAndBody, run: webhooks.update }),
+      route({ method: 'DELETE', path: '/webhooks/:id', name: 'webhooks.delete', limit: 10, scope: 'webhooks:manage', input: id, run: webhooks.delete }),
+      // The ping takes no input; a body, if any, is not read.
+      route({ method: 'POST', path: '/webhooks/:id/test', name: 'webhooks.test', limit: 10, scope: 'webhooks:manage', input: id, run: webhooks.test, status: 202 }),
+      route({ method: 'GET', path: '/webhooks/:id/deliveries', name: 'webhooks.deliveries', limit: 100, scope: 'webhooks:manage', run: webhooks.deliveries, view: listed,
+        input: (request) => parseQuery(request.query, pageParams).map((q) => [request.params.id as string, q] as [string, typeof q]) }),
+    );
+  }
+  return group(specs);
+}
+
+/** The per-minute limit of each operation that has one, as the routes declare them: the rate limiter's defaults. */
+export function operationLimits(routes: readonly Route[]): Record<string, number> {
+  const limits: Record<string, number> = {};
+  for (const { methods } of routes) {
+    for (const operation of Object.values(methods)) if (operation.limit !== undefined) limits[operation.name] = operation.limit;
+  }
+  return limits;
+}
+
+interface Declared {
+  method: Method;
+  path: string;
+  operation: Operation;
+}
+
+function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
+  const view = spec.view ?? ((value: T) => ({ data: value }));
+  const status = spec.status ?? 200;
+  return {
+    method: spec.method,
+    path: spec.path,
+    operation: {
+      name: spec.name,
+      limit: spec.limit,
+      scope: spec.scope,
+      body: spec.body ?? false,
+      run: (input) => spec.input(input).asyncAndThen((args) => spec.run(input.principal.account, ...args)).map((value) => ({ status, ...view(value) })),
+    },
+  };
+}
+
+function group(declared: readonly Declared[]): Route[] {
+  const byPath = new Map<string, Route>();
+  for (const { method, path, operation } of declared) {
+    let entry = byPath.get(path);
+    if (entry === undefined) byPath.set(path, (entry = { segments: path.split('/').slice(1), methods: {} }));
+    entry.methods[method] = operation;
+  }
+  return [...byPath.values()];
 }
 
 export type RouteMatch =

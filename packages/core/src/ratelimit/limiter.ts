@@ -4,26 +4,6 @@ import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 
-/** Requests per minute of each operation (seed §8.1, CONTRACT "Rate limits"); other operations: the tier limit alone. */
-export const DEFAULT_OPERATION_LIMITS: Readonly<Record<string, number>> = {
-  'servers.list': 100,
-  'servers.create': 10,
-  'servers.get': 100,
-  'servers.update': 30,
-  'servers.delete': 10,
-  'servers.health': 60,
-  'tool_calls.list': 100,
-  // CONTRACT: list 100, create 10, get 100, update 30, delete 10 hold for webhooks as for servers; the test ping
-  // sends a request to the receiver each time, so it is held to the create limit.
-  'webhooks.list': 100,
-  'webhooks.create': 10,
-  'webhooks.get': 100,
-  'webhooks.update': 30,
-  'webhooks.delete': 10,
-  'webhooks.test': 10,
-  'webhooks.deliveries': 100,
-};
-
 /** Requests per minute of each tier (seed §8.2). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
 
@@ -34,7 +14,10 @@ const WINDOW_MS = 60_000;
 export interface RateLimitOptions {
   /** Where counters live; share one (Redis) between processes to make limits exact across them. @default MemoryRateLimitStore */
   store?: RateLimitStore;
-  /** Per-minute limit of each operation by name (`servers.create`…); `null` removes one. Merged over the defaults. */
+  /**
+   * Per-minute limit of each operation by name (`servers.create`…); `null` removes one. Merged over the defaults,
+   * which each route declares (docs/rate-limits.md lists them).
+   */
   operations?: Record<string, number | null>;
   /** Per-minute limit of each tier. Merged over the defaults. @default { free: 60, pro: 600, enterprise: 6000 } */
   tiers?: Partial<Record<Tier, number>>;
@@ -90,10 +73,10 @@ export class RateLimiter {
   private readonly unauthenticated: number;
   private readonly failOpen: boolean;
   private readonly ownsStore: boolean;
-  /** The store when it is a plain MemoryRateLimitStore: decided synchronously, without a promise in between. */
-  private readonly memoryStore: MemoryRateLimitStore | undefined;
+  /** The store's synchronous decision, when it has one (a store in this process): no promise in between. */
+  private readonly consumeNow: RateLimitStore['consumeNow'];
   /**
-   * With a MemoryRateLimitStore: the counter keys of the current window, by account and by address. Building a key
+   * With a store that decides synchronously (in memory): the counter keys of the current window, by account and by address. Building a key
    * string and hashing it anew for every decision costs more than the count itself; the store meets the same string
    * objects again, and holds them anyway. Cleared when the window changes, so they follow the live accounts as the
    * store's counters do. Other stores keep their counters elsewhere: their keys are built for each decision, so
@@ -103,17 +86,17 @@ export class RateLimiter {
   private readonly accountKeys = new Map<string, AccountKeys>();
   private readonly addressKeys = new Map<string, string>();
 
+  /** `operationLimits`: the defaults of each operation, as the routes declare them; `options.operations` overrides. */
   constructor(
     options: RateLimitOptions,
     private readonly now: () => number,
+    operationLimits: Readonly<Record<string, number>> = {},
   ) {
     this.store = options.store ?? new MemoryRateLimitStore({ now });
     this.ownsStore = options.store === undefined;
-    // Only the class itself, or a subclass that keeps its `consume`: then `consume` is `consumeNow` in a promise.
-    this.memoryStore =
-      this.store instanceof MemoryRateLimitStore && this.store.consume === MemoryRateLimitStore.prototype.consume ? this.store : undefined;
+    this.consumeNow = this.store.consumeNow?.bind(this.store);
     this.operations = new Map();
-    for (const [name, limit] of Object.entries({ ...DEFAULT_OPERATION_LIMITS, ...options.operations })) {
+    for (const [name, limit] of Object.entries({ ...operationLimits, ...options.operations })) {
       if (limit !== null && limit !== undefined) this.operations.set(name, positiveLimit(`operations["${name}"]`, limit));
     }
     this.tiers = { ...DEFAULT_TIER_LIMITS };
@@ -183,7 +166,7 @@ export class RateLimiter {
     let key = this.cacheKeys(window) ? this.addressKeys.get(name) : undefined;
     if (key === undefined) {
       key = `rl:addr:${encodeURIComponent(name)}:${window.index}`;
-      if (this.memoryStore !== undefined) this.addressKeys.set(name, key);
+      if (this.consumeNow !== undefined) this.addressKeys.set(name, key);
     }
     return { key, limit: this.unauthenticated };
   }
@@ -192,7 +175,7 @@ export class RateLimiter {
     let keys = this.cacheKeys(window) ? this.accountKeys.get(account) : undefined;
     if (keys === undefined) {
       keys = { tier: `rl:${encodeURIComponent(account)}:tier:${window.index}`, operations: undefined };
-      if (this.memoryStore !== undefined) this.accountKeys.set(account, keys);
+      if (this.consumeNow !== undefined) this.accountKeys.set(account, keys);
     }
     return keys;
   }
@@ -201,14 +184,14 @@ export class RateLimiter {
     let key = keys.operations?.get(operation);
     if (key === undefined) {
       key = `rl:${encodeURIComponent(account)}:op:${operation}:${window.index}`;
-      if (this.memoryStore !== undefined) (keys.operations ??= new Map()).set(operation, key);
+      if (this.consumeNow !== undefined) (keys.operations ??= new Map()).set(operation, key);
     }
     return key;
   }
 
   /** Whether keys are cached (the store is in memory); forgets the keys of other windows. */
   private cacheKeys(window: Window): boolean {
-    if (this.memoryStore === undefined) return false;
+    if (this.consumeNow === undefined) return false;
     if (window.index !== this.keysWindow) {
       this.accountKeys.clear();
       this.addressKeys.clear();
@@ -225,7 +208,7 @@ export class RateLimiter {
 
   /**
    * One atomic consume of `counters`, and the binding limit of its outcome. `probe`: a question, not a request (cost
-   * 0): allowed while the binding limit has some left. A plain MemoryRateLimitStore decides synchronously here, with
+   * 0): allowed while the binding limit has some left. A store with `consumeNow` decides synchronously here, with
    * the same outcome as its `consume`; any other store through its promise.
    */
   private decide(
@@ -235,13 +218,11 @@ export class RateLimiter {
     cost: number,
     probe: boolean,
   ): ResultAsync<RateLimitDecision | null, FleetError> {
-    if (this.memoryStore !== undefined) {
+    if (this.consumeNow !== undefined) {
       let result: ConsumeResult;
       try {
         // A store the limiter made runs on the limiter's clock: the time just read serves both.
-        result = this.ownsStore
-          ? this.memoryStore.consumeAt(window.now, counters, window.end, cost)
-          : this.memoryStore.consumeNow(counters, window.end, cost);
+        result = this.consumeNow(counters, window.end, cost, this.ownsStore ? window.now : undefined);
       } catch (cause) {
         return this.failOpen ? okAsync(null) : errAsync(storageUnavailable(cause));
       }

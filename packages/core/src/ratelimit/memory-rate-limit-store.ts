@@ -27,17 +27,12 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return this.consumeNow(counters, expiresAt, cost);
   }
 
-  /** The same decision, synchronously: for callers in this process that want no promise in between. */
-  consumeNow(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): ConsumeResult {
-    return this.consumeAt(this.now(), counters, expiresAt, cost);
-  }
-
   /**
-   * The same decision at `now`, a time the caller has just read from this store's own clock (the rate limiter that
-   * made the store reads it once per decision, not twice).
-   * @internal
+   * The same decision, synchronously: for callers in this process that want no promise in between. `now` is a time
+   * the caller has just read from this store's own clock (the rate limiter that made the store reads it once per
+   * decision, not twice).
    */
-  consumeAt(now: number, counters: readonly RateLimitCounter[], expiresAt: number, cost: number): ConsumeResult {
+  consumeNow(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1, now = this.now()): ConsumeResult {
     if (now >= this.nextSweep) this.sweep(now, expiresAt);
     const live: Counter[] = [];
     let allowed = true;

@@ -13,6 +13,12 @@ export interface RateLimitStore {
    * `cost: 0` asks without consuming.
    */
   consume(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number): Promise<ConsumeResult>;
+  /**
+   * Optional: the very decision `consume` would take, taken synchronously, for a store that lives in this process
+   * (the rate limiter then skips a promise per request). `now`, when given, is a reading of the store's own clock the
+   * caller has just taken. A store that overrides `consume` must override this too, or leave it out.
+   */
+  consumeNow?(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number, now?: number): ConsumeResult;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }

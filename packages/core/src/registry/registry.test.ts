@@ -1,6 +1,8 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import { EventBus, type FleetEventType } from '../events/bus.js';
+import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
+import { type FleetEventType } from '../events/catalog.js';
 import { createFleet } from '../fleet.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import { IndexCalls } from '../storage/index-calls.js';
@@ -107,7 +109,7 @@ function setup(options: { batched?: boolean } = {}) {
     });
   }
   const registry = new ServerRegistry({
-    events,
+    changes: new ChangeWriter(events, undefined),
     records: new RecordStore(keyv, 'mcp-fleet:'),
     index: new IndexCalls(index),
     validator: new ServerValidator({ stdioCommands: ['node'] }),

@@ -1,4 +1,4 @@
-import { errAsync, okAsync, ResultAsync, safeTry, ok, err } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError, invalidRequest, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
@@ -7,10 +7,9 @@ import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
-import type { EventBus } from '../events/bus.js';
+import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
-import { type ChangeCheck, type EventOutbox, mergeTransactions, type StagedEvent } from '../webhooks/outbox.js';
-import type { WebhookEventType } from '../webhooks/schema.js';
+import { mergeTransactions } from '../storage/index-calls.js';
 import { type ServerRecord, toDetail } from './views.js';
 
 export interface ListServersQuery extends PageQuery {
@@ -28,13 +27,8 @@ export interface RegistryDeps {
    * two storage writes). Longer than any write sequence takes; shorter than anyone would wait for a freed name.
    */
   claimGraceMs: number;
-  /** Told of every change that landed. */
-  events: EventBus;
-  /**
-   * Where webhook events are staged before the change is written and published in the change's own index commit
-   * (see EventOutbox). Absent: webhooks are off.
-   */
-  outbox?: EventOutbox;
+  /** Where each change's event goes: staged before the change is written, published in its own index commit. */
+  changes: ChangeWriter;
 }
 
 const recordKey = (id: string) => `server:${id}`;
@@ -109,22 +103,19 @@ export class ServerRegistry {
       updated_at: now,
     };
     const { records } = this.deps;
-    return this.stage(account, 'server.created', { server: toDetail(record) }, now, { key: recordKey(record.id) }).andThen((staged) =>
+    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
+    return this.deps.changes.write(event, ({ publish, abandon }) =>
       records
         .set(recordKey(record.id), record)
-        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), staged?.publish)))
+        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish)))
         .orElse((error) =>
           // The record was written but never listed or named: remove it so nothing half-made remains.
           records
             .delete(recordKey(record.id))
-            .andThen(() => (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))))
+            .andThen(abandon)
             .andThen(() => errAsync(error)),
         )
-        .map(() => {
-          staged?.published();
-          this.deps.events.emit('server.created', { account, server: toDetail(record) });
-          return record;
-        }),
+        .map(() => record),
     );
   }
 
@@ -137,62 +128,59 @@ export class ServerRegistry {
   }
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
-    return this.exclusive(id, () => {
-      const self = this;
-      return safeTry(async function* () {
-        const current = yield* self.get(account, id);
-        const validated = self.deps.validator.update(current.config, patch);
-        if (!validated.ok) return err(invalidRequest(validated.issues));
-        const next: ServerRecord = { ...current, config: validated.value, updated_at: self.nextTimestamp(current.updated_at) };
-        const changes = indexChanges(current, next);
-        const oldName = current.config.name;
-        const newName = next.config.name;
-        const staged = yield* self.stage(account, 'server.updated', { server: toDetail(next) }, next.updated_at, {
-          key: recordKey(id),
-          match: { updated_at: next.updated_at },
-        });
-        if (newName === oldName) {
-          yield* self.deps.records.set(recordKey(id), next);
-          yield* self.commitQuietly(mergeTransactions(changes, staged?.publish));
-          staged?.published();
-          self.deps.events.emit('server.updated', { account, server: toDetail(next) });
-          return ok(next);
-        }
-        yield* self.claimName(next, {}).orElse((error) =>
-          (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))).andThen(() => errAsync(error)),
-        );
-        yield* self.deps.records.set(recordKey(id), next).orElse((error) =>
-          self.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
-        );
-        yield* self.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, staged?.publish));
-        staged?.published();
-        self.deps.events.emit('server.updated', { account, server: toDetail(next) });
-        return ok(next);
-      });
-    });
+    return this.exclusive(id, () =>
+      this.get(account, id).andThen((current) => {
+        const validated = this.deps.validator.update(current.config, patch);
+        if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+        const next: ServerRecord = { ...current, config: validated.value, updated_at: this.nextTimestamp(current.updated_at) };
+        const event = {
+          account,
+          type: 'server.updated' as const,
+          data: { server: toDetail(next) },
+          at: next.updated_at,
+          check: { key: recordKey(id), match: { updated_at: next.updated_at } },
+        };
+        return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).map(() => next);
+      }),
+    );
+  }
+
+  /** A rename claims the new name before the record carries it and releases the old one only after. */
+  private writeUpdate(current: ServerRecord, next: ServerRecord, { publish, abandon }: ChangeSteps): ResultAsync<void, FleetError> {
+    const { account, id } = current;
+    const changes = indexChanges(current, next);
+    const oldName = current.config.name;
+    const newName = next.config.name;
+    const { records } = this.deps;
+    if (newName === oldName) {
+      return records.set(recordKey(id), next).andThen(() => this.commitQuietly(mergeTransactions(changes, publish)));
+    }
+    return this.claimName(next, {})
+      .orElse((error) => abandon().andThen(() => errAsync(error)))
+      .andThen(() =>
+        records.set(recordKey(id), next).orElse((error) =>
+          this.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
+        ),
+      )
+      .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish)));
   }
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
     return this.exclusive(id, () =>
-      this.get(account, id).andThen((record) =>
-        this.stage(account, 'server.deleted', { server: toDetail(record) }, new Date(this.deps.now()).toISOString(), { key: recordKey(id), absent: true }).andThen((staged) =>
-        this.deps.records
-          .delete(recordKey(id))
-          .andThen(() =>
-            this.commitQuietly(
-              mergeTransactions(
-                { ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] },
-                staged?.publish,
+      this.get(account, id).andThen((record) => {
+        const at = new Date(this.deps.now()).toISOString();
+        const event = { account, type: 'server.deleted' as const, data: { server: toDetail(record) }, at, check: { key: recordKey(id), absent: true } };
+        return this.deps.changes.write(event, ({ publish }) =>
+          this.deps.records
+            .delete(recordKey(id))
+            .andThen(() =>
+              this.commitQuietly(
+                mergeTransactions({ ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] }, publish),
               ),
-            ),
-          )
-          .map(() => {
-            staged?.published();
-            this.deps.events.emit('server.deleted', { account, server: toDetail(record) });
-            return { id, deleted: true as const };
-          }),
-        ),
-      ),
+            )
+            .map(() => ({ id, deleted: true as const })),
+        );
+      }),
     );
   }
 
@@ -233,34 +221,29 @@ export class ServerRegistry {
   }
 
   /**
-   * Changes the observed health of a server and moves it between the health listings; a change is staged as the
-   * `server.health_changed` webhook event (with the probe's `error`) in the same steps.
+   * Changes the observed health of a server and moves it between the health listings; a change is the
+   * `server.health_changed` event (with the probe's `error`), written with it.
    */
   setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null): ResultAsync<ServerRecord, FleetError> {
     return this.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
         if (current.health === health) return okAsync(current);
         const next = { ...current, health };
-        const data = { server: toDetail(next), previous: current.health, current: health, error };
-        return this.stage(account, 'server.health_changed', data, new Date(this.deps.now()).toISOString(), {
-          key: recordKey(id),
-          match: { health },
-        }).andThen((staged) =>
+        const event = {
+          account,
+          type: 'server.health_changed' as const,
+          data: { server: toDetail(next), previous: current.health, current: health, error },
+          at: new Date(this.deps.now()).toISOString(),
+          check: { key: recordKey(id), match: { health } },
+        };
+        return this.deps.changes.write(event, ({ publish }) =>
           this.deps.records
             .set(recordKey(id), next)
-            .andThen(() => this.commitQuietly(mergeTransactions(indexChanges(current, next), staged?.publish)))
-            .map(() => {
-              staged?.published();
-              return next;
-            }),
+            .andThen(() => this.commitQuietly(mergeTransactions(indexChanges(current, next), publish)))
+            .map(() => next),
         );
       }),
     );
-  }
-
-  /** Stages a webhook event before the change is written; `undefined` when webhooks are off or none subscribes. */
-  private stage(account: string, type: WebhookEventType, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
-    return this.deps.outbox === undefined ? okAsync(undefined) : this.deps.outbox.stage(account, type, data, createdAt, check);
   }
 
   /** Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. */

@@ -41,7 +41,8 @@ export interface ServerDetail extends ServerSummary {
   env_keys: string[] | null;
 }
 
-export function toSummary(record: ServerRecord): ServerSummary {
+/** The eight fields of the seed, from a stored record: the start of every view. */
+function summaryOf(record: ServerRecord): ServerSummary {
   const { config } = record;
   return {
     id: record.id,
@@ -55,6 +56,12 @@ export function toSummary(record: ServerRecord): ServerSummary {
   };
 }
 
+/** The HTTP view of create and list (the seed's eight fields), from the detail the operations answer. */
+export function toSummary(server: ServerDetail): ServerSummary {
+  const { id, name, type, endpoint, status, health, created_at, updated_at } = server;
+  return { id, name, type, endpoint, status, health, created_at, updated_at };
+}
+
 export function redactAuthentication(auth: ServerAuthentication): RedactedAuthentication {
   if (auth.type === 'bearer') return { type: 'bearer' };
   const { client_id, token_url, scope } = auth;
@@ -66,7 +73,7 @@ export function toDetail(record: ServerRecord): ServerDetail {
   const auth = 'authentication' in config ? config.authentication : undefined;
   const stdio = config.type === 'stdio' ? config : undefined;
   return {
-    ...toSummary(record),
+    ...summaryOf(record),
     timeout: config.timeout,
     retry: config.retry ?? null,
     heartbeat: (config.type === 'websocket' ? config.heartbeat : undefined) ?? null,

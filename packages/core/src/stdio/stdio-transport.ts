@@ -1,5 +1,6 @@
 import { type JSONRPCMessage, parseJSONRPCMessage, type Transport, type TransportSendOptions } from '@modelcontextprotocol/client';
 import { FleetError, isFleetError } from '../errors/fleet-error.js';
+import type { EventSource } from '../events/bus.js';
 import type { StdioChannel, StdioProcessConfig, StdioSupervisor } from './supervisor.js';
 
 export interface StdioChannelTransportOptions {
@@ -199,6 +200,13 @@ export class StdioChannelTransport implements Transport {
     this.pending = [];
     this.pendingBytes = 0;
   }
+}
+
+/** A process never outlives its server, nor the configuration it was started with. */
+export function stopWithServers(supervisor: Pick<StdioSupervisor, 'stop'>, events: EventSource): void {
+  const stop = ({ server }: { server: { id: string } }) => void supervisor.stop(server.id);
+  events.on('server.updated', stop);
+  events.on('server.deleted', stop);
 }
 
 /**

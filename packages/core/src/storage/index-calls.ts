@@ -22,3 +22,21 @@ export class IndexCalls {
     return ResultAsync.fromPromise(this.store.count(set), storageUnavailable);
   }
 }
+
+/** Unions index transactions, so that several writes land in one `commit`; undefined parts are skipped. */
+export function mergeTransactions(...parts: (IndexTransaction | undefined)[]): IndexTransaction {
+  const out: Required<{ [K in keyof IndexTransaction]: NonNullable<IndexTransaction[K]>[number][] }> = {
+    claims: [],
+    releases: [],
+    add: [],
+    remove: [],
+  };
+  for (const part of parts) {
+    if (part === undefined) continue;
+    out.claims.push(...(part.claims ?? []));
+    out.releases.push(...(part.releases ?? []));
+    out.add.push(...(part.add ?? []));
+    out.remove.push(...(part.remove ?? []));
+  }
+  return out;
+}

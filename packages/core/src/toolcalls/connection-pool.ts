@@ -8,6 +8,7 @@ import {
   type StdioTransportFactory,
 } from '../mcp/connect.js';
 import { FleetError } from '../errors/fleet-error.js';
+import type { EventSource } from '../events/bus.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
 
@@ -118,6 +119,13 @@ export class ConnectionPool {
         if (this.entries.get(server.id) === current) await this.drop(server.id);
       },
     };
+  }
+
+  /** A connection never outlives its server, nor the configuration it was opened with. */
+  follow(events: EventSource): void {
+    const drop = ({ server }: { server: { id: string } }) => void this.drop(server.id);
+    events.on('server.updated', drop);
+    events.on('server.deleted', drop);
   }
 
   /** Closes the connection of a server, if any. */

@@ -4,7 +4,8 @@ import { isId } from '../util/ids.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
-import { type EventOutbox, mergeTransactions, type StagedEvent, toolCallCheck } from '../webhooks/outbox.js';
+import type { ChangeWriter } from '../events/change-writer.js';
+import { mergeTransactions } from '../storage/index-calls.js';
 
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
@@ -48,6 +49,9 @@ interface StoredToolCall extends ToolCallDetail {
 }
 
 const recordKey = (id: string) => `toolcall:${id}`;
+
+/** How recovery tells that a failed call's record landed: its record exists. */
+export const toolCallCheck = (id: string) => ({ key: recordKey(id) });
 const FILTERS = ['server_id', 'status', 'tool'] as const;
 
 /** The listing of an account under some filters: `toolcalls:{account}` plus `|field=value` per filter, in a fixed order. */
@@ -78,35 +82,32 @@ export class ToolCallLog {
   constructor(
     private readonly records: RecordStore,
     private readonly index: IndexCalls,
-    /** Where `tool_call.failed` is staged for webhooks; absent when webhooks are off. */
-    private readonly outbox?: EventOutbox,
+    /** Where a failed call's `tool_call.failed` goes, written with the call. */
+    private readonly changes: ChangeWriter,
   ) {}
 
   /**
    * Appends a call in two steps: the record is written, then it is listed (every filter listing in one
    * `index.commit`), so a listed call always has its record. `payload` is stored only as given.
    *
-   * A failed call is also the webhook event `tool_call.failed`, staged in the outbox before the record is written and
-   * published in the listing commit: the event lands with the call, or recovery publishes it from the record later.
-   * Its data is the record alone, never the arguments or result.
+   * A failed call is also the event `tool_call.failed`, staged before the record is written and published in the
+   * listing commit: the event lands with the call, or recovery publishes it from the record later (a write that fails
+   * leaves the intent to recovery, which publishes the event if the record landed and drops it if not). Its data is
+   * the record alone, never the arguments or result.
    */
   append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): ResultAsync<ToolCallRecord, FleetError> {
     const stored: StoredToolCall = { ...call, ...payload, account };
     const score = Date.parse(call.created_at);
-    const write = (staged: StagedEvent | undefined) =>
+    const event =
+      call.status === 'success'
+        ? undefined
+        : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
+    return this.changes.write(event, ({ publish }) =>
       this.records
         .set(recordKey(call.id), stored)
-        .andThen(() =>
-          this.index.commit(mergeTransactions({ add: listingsOf(account, call).map((set) => ({ set, member: call.id, score })) }, staged?.publish)),
-        )
-        .map(() => {
-          staged?.published();
-          return call;
-        });
-    if (call.status === 'success' || this.outbox === undefined) return write(undefined);
-    // A write that fails leaves the intent to the outbox's recovery: it publishes the event if the record landed
-    // (the check is the record's key) and drops it if not, so the event follows the record either way.
-    return this.outbox.stage(account, 'tool_call.failed', { tool_call: call }, call.created_at, toolCallCheck(call.id)).andThen(write);
+        .andThen(() => this.index.commit(mergeTransactions({ add: listingsOf(account, call).map((set) => ({ set, member: call.id, score })) }, publish)))
+        .map(() => call),
+    );
   }
 
   get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError> {

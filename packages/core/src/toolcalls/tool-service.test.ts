@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet, type FleetOptions } from '../fleet.js';
-import type { FleetEventMap } from '../events/bus.js';
+import type { FleetEventMap } from '../events/catalog.js';
 import type { ServerInput } from '../registry/schema.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
@@ -242,7 +242,7 @@ describe('records, events, health', () => {
     const failed = (await f.tools.call(ACCOUNT, id, 'fail', {}))._unsafeUnwrap();
     await f.tools.call(ACCOUNT, id, 'echo', { text: 'ok' });
     expect(failures).toHaveLength(1);
-    expect(failures[0]?.call.id).toBe(failed.id);
+    expect(failures[0]?.tool_call.id).toBe(failed.id);
     expect((await f.toolCalls.get(ACCOUNT, failed.id)).isOk()).toBe(true);
     // Two calls (one failed) and the probe: 1 of 3.
     expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().error_rate).toBe('33.33%');

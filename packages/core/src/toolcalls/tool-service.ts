@@ -1,7 +1,6 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { errorChain, type FleetError, invalidRequest, isFleetError, type FieldIssue } from '../errors/fleet-error.js';
-import type { EventBus } from '../events/bus.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
@@ -29,7 +28,6 @@ export interface ToolServiceDeps {
   registry: ServerRegistry;
   log: ToolCallLog;
   health: HealthLog;
-  events: EventBus;
   pool: ConnectionPool;
   now: () => number;
   record?: ToolCallRecording;
@@ -99,10 +97,7 @@ export class ToolService {
               error: record.error,
             }),
           )
-          .map(() => {
-            if (record.status !== 'success') this.deps.events.emit('tool_call.failed', { account, call: record });
-            return { ...record, result };
-          });
+          .map(() => ({ ...record, result }));
       }),
     );
   }

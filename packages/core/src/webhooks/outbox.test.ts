@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DUE_SET, deliveriesSet } from './deliveries.js';
-import { INTENT_SET, mergeTransactions, toolCallCheck } from './outbox.js';
-import { ToolCallLog } from '../toolcalls/tool-call-log.js';
+import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
+import { INTENT_SET } from '../events/outbox.js';
+import { mergeTransactions } from '../storage/index-calls.js';
+import { ToolCallLog, toolCallCheck } from '../toolcalls/tool-call-log.js';
 import { webhookParts } from './test-helpers.js';
 
 const at = (ms: number) => new Date(ms).toISOString();
@@ -70,7 +73,7 @@ describe('EventOutbox', () => {
     const staged = (await p.outbox.stage('acct', 'tool_call.failed', { tool_call: call }, call.created_at, toolCallCheck(call.id)))._unsafeUnwrap();
     expect(staged).toBeDefined();
     // The log appends the record (its own commit, without the publish, as if the process died before merging it).
-    (await new ToolCallLog(p.records, p.index).append('acct', call))._unsafeUnwrap();
+    (await new ToolCallLog(p.records, p.index, new ChangeWriter(new EventBus(() => {}), undefined)).append('acct', call))._unsafeUnwrap();
     p.clock.now += 60_001;
     expect((await p.outbox.recover())._unsafeUnwrap()).toBe(1);
     expect((await p.index.count(DUE_SET))._unsafeUnwrap()).toBe(1);

@@ -1,12 +1,13 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { EVENT_TYPES, type FleetEventType } from '../events/catalog.js';
 import type { FieldIssue } from '../errors/fleet-error.js';
 import { createAddressPolicy, type AddressPolicy } from '../net/address-policy.js';
 import { isPlainObject, type Validated, zodIssues } from '../registry/schema.js';
 
 /** The events a webhook may subscribe to (CONTRACT "Webhooks"). */
-export const WEBHOOK_EVENTS = ['server.created', 'server.updated', 'server.deleted', 'server.health_changed', 'tool_call.failed'] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+export const WEBHOOK_EVENTS = EVENT_TYPES;
+export type WebhookEventType = FleetEventType;
 /** The ping that `POST /webhooks/{id}/test` sends; no webhook subscribes to it, every webhook can receive it. */
 export const TEST_EVENT = 'webhook.test';
 

@@ -3,9 +3,10 @@ import type { Agent } from 'undici';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
-import type { Page, PageQuery } from '../util/pagination.js';
+import { type Page, type PageQuery, withPageDefaults } from '../util/pagination.js';
 import { DeliveryLog, type DeliveryView } from './deliveries.js';
-import { EventOutbox } from './outbox.js';
+import { EventOutbox } from '../events/outbox.js';
+import { webhookRecipients } from './recipients.js';
 import { type RetryOptions, retryPolicy } from './retry.js';
 import { TEST_EVENT, WebhookValidator, type WebhookInput, type WebhookPatch } from './schema.js';
 import { createSender, type Sender } from './sender.js';
@@ -42,11 +43,12 @@ export interface WebhooksApi {
   get(account: string, id: string): ResultAsync<WebhookView, FleetError>;
   update(account: string, id: string, patch: WebhookPatch): ResultAsync<WebhookView, FleetError>;
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
-  list(account: string, query: PageQuery): ResultAsync<Page<WebhookView>, FleetError>;
+  /** Oldest first; `page` 1 and `limit` 50 unless given. */
+  list(account: string, query?: Partial<PageQuery>): ResultAsync<Page<WebhookView>, FleetError>;
   /** Sends a `webhook.test` ping to the webhook (whatever it subscribes to). */
   test(account: string, id: string): ResultAsync<{ event_id: string; delivery_id: string }, FleetError>;
   /** The webhook's deliveries, newest first, with every attempt. */
-  deliveries(account: string, id: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError>;
+  deliveries(account: string, id: string, query?: Partial<PageQuery>): ResultAsync<Page<DeliveryView>, FleetError>;
 }
 
 export interface Webhooks {
@@ -83,7 +85,8 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
   const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
   const deliveries = new DeliveryLog(records, index, retentionMs);
   let worker: DeliveryWorker | undefined;
-  const outbox = new EventOutbox({ records, index, webhooks, deliveries, now, graceMs, retentionMs, wake: () => worker?.wake() });
+  const recipients = webhookRecipients(webhooks, deliveries);
+  const outbox = new EventOutbox({ records, index, recipients, now, graceMs, retentionMs, wake: () => worker?.wake() });
   if (options.worker !== false) {
     worker = new DeliveryWorker({
       records,
@@ -107,14 +110,14 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     get: (account, id) => webhooks.get(account, id).map(toWebhookView),
     update: (account, id, patch) => webhooks.update(account, id, patch).map(toWebhookView),
     delete: (account, id) => webhooks.delete(account, id),
-    list: (account, query) => webhooks.list(account, query).map((page) => ({ ...page, data: page.data.map(toWebhookView) })),
+    list: (account, query = {}) => webhooks.list(account, withPageDefaults(query)).map((page) => ({ ...page, data: page.data.map(toWebhookView) })),
     test: (account, id) =>
       webhooks.get(account, id).andThen((webhook) =>
         outbox
-          .emitNow(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, webhook)
+          .emitNow(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, [webhook.id])
           .map((event) => ({ event_id: event.id, delivery_id: event.deliveries[0]?.id ?? '' })),
       ),
-    deliveries: (account, id, query) => webhooks.get(account, id).andThen(() => deliveries.list(id, query)),
+    deliveries: (account, id, query = {}) => webhooks.get(account, id).andThen(() => deliveries.list(id, withPageDefaults(query))),
   };
   return {
     api,

@@ -4,7 +4,7 @@ import { createFleet } from '../fleet.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { DUE_SET } from './deliveries.js';
-import { INTENT_SET } from './outbox.js';
+import { INTENT_SET } from '../events/outbox.js';
 import { createWebhooks } from './service.js';
 import { createGuardedAgent } from '../net/guarded-agent.js';
 import { IndexCalls } from '../storage/index-calls.js';

@@ -3,7 +3,8 @@ import { IndexCalls } from '../storage/index-calls.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { RecordStore } from '../storage/records.js';
 import { DeliveryLog } from './deliveries.js';
-import { EventOutbox } from './outbox.js';
+import { EventOutbox } from '../events/outbox.js';
+import { webhookRecipients } from './recipients.js';
 import { retryPolicy, type RetryOptions } from './retry.js';
 import { WebhookValidator } from './schema.js';
 import type { SendInput, SendOutcome } from './sender.js';
@@ -19,7 +20,8 @@ export function webhookParts(options: { retry?: RetryOptions; leaseMs?: number }
   const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: true }), now });
   const deliveries = new DeliveryLog(records, index, 86_400_000);
   let wakes = 0;
-  const outbox = new EventOutbox({ records, index, webhooks, deliveries, now, graceMs: 60_000, retentionMs: 86_400_000, wake: () => (wakes += 1) });
+  const recipients = webhookRecipients(webhooks, deliveries);
+  const outbox = new EventOutbox({ records, index, recipients, now, graceMs: 60_000, retentionMs: 86_400_000, wake: () => (wakes += 1) });
   const sent: SendInput[] = [];
   const answers: (Partial<SendOutcome> | ((input: SendInput) => Promise<SendOutcome>))[] = [];
   const send = async (input: SendInput): Promise<SendOutcome> => {

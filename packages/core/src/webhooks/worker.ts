@@ -5,7 +5,7 @@ import type { IndexTransaction } from '../storage/index-store.js';
 import type { RecordStore } from '../storage/records.js';
 import { randomToken } from '../util/ids.js';
 import { type DeliveryLog, type DeliveryRecord, DUE_SET, dueMember, parseDueMember } from './deliveries.js';
-import { type EventOutbox, type EventRecord, eventKey } from './outbox.js';
+import { type EventOutbox, type EventRecord, eventKey } from '../events/outbox.js';
 import { parseRetryAfter, retryDelay, type RetryPolicy } from './retry.js';
 import type { Sender, SendOutcome } from './sender.js';
 import { sign } from './signature.js';

@@ -1,12 +1,9 @@
 import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
-import type { IndexCalls } from '../storage/index-calls.js';
+import { type IndexCalls, mergeTransactions } from '../storage/index-calls.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { RecordStore } from '../storage/records.js';
 import { newId } from '../util/ids.js';
-import { type DeliveryLog, type DeliveryRecord, DUE_SET, deliveriesSet, deliveryId, deliveryKey, dueMember } from './deliveries.js';
-import type { WebhookEventType } from './schema.js';
-import type { WebhookRecord, WebhookStore } from './subscriptions.js';
 
 /**
  * How recovery tells whether the change behind an event landed: the record at `key` (a RecordStore key, e.g.
@@ -18,7 +15,7 @@ export interface ChangeCheck {
   match?: Record<string, unknown>;
 }
 
-/** An event as stored in the outbox, with the deliveries it fans out to. */
+/** An event as stored in the outbox, with the deliveries it fans out to (one per recipient). */
 export interface EventRecord {
   id: string;
   account: string;
@@ -33,8 +30,8 @@ export interface EventRecord {
 export interface StagedEvent {
   readonly event: EventRecord;
   /**
-   * Makes the deliveries due. Merge it (with {@link mergeTransactions}) into the same `index.commit` as the change's
-   * own listing writes: then the change and its deliveries land together, or recovery decides later.
+   * Makes the deliveries due. Merge it (with `mergeTransactions`) into the same `index.commit` as the change's own
+   * listing writes: then the change and its deliveries land together, or recovery decides later.
    */
   readonly publish: IndexTransaction;
   /** Tell the outbox the publish landed: the local worker starts at once instead of at its next poll. */
@@ -43,33 +40,33 @@ export interface StagedEvent {
   abandon(): ResultAsync<void, FleetError>;
 }
 
+/**
+ * Who receives events, and the pending work written for each: the port the webhooks capability implements, so that
+ * the outbox (and every writer of changes) never imports it.
+ */
+export interface EventRecipients {
+  /** Ids of the recipients of `type` in `account`; none: nothing is staged. */
+  of(account: string, type: string): ResultAsync<string[], FleetError>;
+  /** The id of the delivery of `eventId` to `recipient`: derived, so a recovering process names it the same. */
+  deliveryId(eventId: string, recipient: string): string;
+  /** Writes the pending deliveries of a new event, before it is published. */
+  prepare(event: EventRecord): ResultAsync<void, FleetError>;
+  /** The index entries that make the event's deliveries due. */
+  due(event: EventRecord): IndexTransaction;
+  /** Record keys of the event's deliveries, erased with an event whose change never landed. */
+  keysOf(event: EventRecord): string[];
+}
+
 export const eventKey = (id: string) => `webhook-event:${id}`;
 /** Events whose change may or may not have landed yet: members `{created ms, zero-padded}:{evt}`. */
 export const INTENT_SET = 'webhook-intents';
 
-/** Unions index transactions; undefined parts are skipped. */
-export function mergeTransactions(...parts: (IndexTransaction | undefined)[]): IndexTransaction {
-  const out: Required<{ [K in keyof IndexTransaction]: NonNullable<IndexTransaction[K]>[number][] }> = {
-    claims: [],
-    releases: [],
-    add: [],
-    remove: [],
-  };
-  for (const part of parts) {
-    if (part === undefined) continue;
-    out.claims.push(...(part.claims ?? []));
-    out.releases.push(...(part.releases ?? []));
-    out.add.push(...(part.add ?? []));
-    out.remove.push(...(part.remove ?? []));
-  }
-  return out;
-}
+const intentMember = (createdMs: number, id: string) => `${String(Math.max(0, Math.floor(createdMs))).padStart(15, '0')}:${id}`;
 
 export interface EventOutboxDeps {
   records: RecordStore;
   index: IndexCalls;
-  webhooks: WebhookStore;
-  deliveries: DeliveryLog;
+  recipients: EventRecipients;
   now: () => number;
   /** Intents younger than this are left alone by recovery: their change may still be on its way. */
   graceMs: number;
@@ -80,7 +77,7 @@ export interface EventOutboxDeps {
 }
 
 /**
- * The durable outbox. A change that has subscribers is written in three steps, so that no event is lost if the
+ * The durable outbox. A change that has recipients is written in three steps, so that no event is lost if the
  * process dies anywhere between them:
  *
  * 1. `stage` writes the event and its pending deliveries and records an intent (before the change's own write);
@@ -88,30 +85,27 @@ export interface EventOutboxDeps {
  * 3. the change's index commit carries `publish`, which removes the intent and makes the deliveries due.
  *
  * A crash after 1 leaves an intent; `recover` finds it once it is older than the grace, looks at the change's record
- * (`check`) and publishes the event if the change landed, or drops it if not.
+ * (`check`) and publishes the event if the change landed, or drops it if not. Writers use it through `ChangeWriter`.
  */
 export class EventOutbox {
   constructor(private readonly deps: EventOutboxDeps) {}
 
-  /**
-   * Stages `type` for the subscribed webhooks of `account`. `undefined` when none subscribes (nothing written).
-   * `tool_call.failed` is staged by the tool-call log's `append` with the check from {@link toolCallCheck}.
-   */
-  stage(account: string, type: WebhookEventType, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
-    return this.deps.webhooks.subscribers(account, type).andThen((subscribers) => {
-      if (subscribers.length === 0) return okAsync(undefined);
-      return this.write(account, type, data, createdAt, check, subscribers).andThen((staged) =>
+  /** Stages `type` for the recipients of `account`. `undefined` when there are none (nothing written). */
+  stage(account: string, type: string, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
+    return this.deps.recipients.of(account, type).andThen((recipients) => {
+      if (recipients.length === 0) return okAsync(undefined);
+      return this.write(account, type, data, createdAt, check, recipients).andThen((staged) =>
         this.deps.index
-          .commit({ add: [{ set: INTENT_SET, member: dueMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] })
+          .commit({ add: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] })
           .map(() => staged),
       );
     });
   }
 
-  /** An event that needs no change (the test ping): written and due at once. */
-  emitNow(account: string, type: string, data: unknown, webhook: WebhookRecord): ResultAsync<EventRecord, FleetError> {
+  /** An event that needs no change (the test ping): written and due at once for these recipients. */
+  emitNow(account: string, type: string, data: unknown, recipients: string[]): ResultAsync<EventRecord, FleetError> {
     const createdAt = new Date(this.deps.now()).toISOString();
-    return this.write(account, type, data, createdAt, null, [webhook]).andThen((staged) =>
+    return this.write(account, type, data, createdAt, null, recipients).andThen((staged) =>
       this.deps.index.commit(staged.publish).map(() => {
         staged.published();
         return staged.event;
@@ -163,7 +157,7 @@ export class EventOutbox {
     data: unknown,
     createdAt: string,
     check: ChangeCheck | null,
-    webhooks: WebhookRecord[],
+    recipients: string[],
   ): ResultAsync<StagedEvent, FleetError> {
     const id = newId('event');
     const event: EventRecord = {
@@ -173,20 +167,10 @@ export class EventOutbox {
       created_at: createdAt,
       data,
       check,
-      deliveries: webhooks.map((w) => ({ id: deliveryId(id, w.id), webhook_id: w.id })),
+      deliveries: recipients.map((recipient) => ({ id: this.deps.recipients.deliveryId(id, recipient), webhook_id: recipient })),
     };
-    const deliveryRecords: DeliveryRecord[] = event.deliveries.map((d) => ({
-      id: d.id,
-      account,
-      webhook_id: d.webhook_id,
-      event_id: id,
-      event_type: type,
-      status: 'pending',
-      attempts: [],
-      next_attempt_at: createdAt,
-      created_at: createdAt,
-    }));
-    return ResultAsync.combine(deliveryRecords.map((d) => this.deps.deliveries.save(d)))
+    return this.deps.recipients
+      .prepare(event)
       .andThen(() => this.deps.records.set(eventKey(id), event, this.deps.retentionMs))
       .map(() => ({
         event,
@@ -194,39 +178,16 @@ export class EventOutbox {
         published: () => this.deps.wake(),
         abandon: () =>
           this.deps.index
-            .commit({ remove: [{ set: INTENT_SET, member: dueMember(Date.parse(createdAt), id) }] })
+            .commit({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), id) }] })
             .andThen(() => this.erase(event)),
       }));
   }
 
   private publishOf(event: EventRecord): IndexTransaction {
-    const at = Date.parse(event.created_at);
-    return {
-      remove: [{ set: INTENT_SET, member: dueMember(at, event.id) }],
-      add: event.deliveries.flatMap((d) => [
-        { set: DUE_SET, member: dueMember(at, d.id), score: at },
-        { set: deliveriesSet(d.webhook_id), member: d.id, score: at },
-      ]),
-    };
+    return mergeTransactions({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(event.created_at), event.id) }] }, this.deps.recipients.due(event));
   }
 
   private erase(event: EventRecord): ResultAsync<void, FleetError> {
-    return this.deps.records.deleteMany([eventKey(event.id), ...event.deliveries.map((d) => deliveryKey(d.id))]);
+    return this.deps.records.deleteMany([eventKey(event.id), ...this.deps.recipients.keysOf(event)]);
   }
-}
-
-/**
- * The check for a `tool_call.failed` event: the call's record exists (tool-call-log.ts writes `toolcall:{id}`).
- *
- * The hook for `ToolCallLog.append` (to be wired where failed calls are appended), in the registry's pattern:
- *
- *     outbox.stage(account, 'tool_call.failed', { tool_call: call }, call.created_at, toolCallCheck(call.id))
- *       .andThen((staged) => records.set(`toolcall:${call.id}`, …)
- *         .andThen(() => index.commit(mergeTransactions({ add: [listing entry] }, staged?.publish)))
- *         .map(() => staged?.published()))
- *
- * only when `call.status !== 'success'`; `outbox` is `Webhooks.outbox` (absent when webhooks are off).
- */
-export function toolCallCheck(callId: string): ChangeCheck {
-  return { key: `toolcall:${callId}` };
 }

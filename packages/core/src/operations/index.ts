@@ -1,0 +1,84 @@
+import type { Tool } from '@modelcontextprotocol/client';
+import type { ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { HealthRecord } from '../health/health-log.js';
+import type { HealthService } from '../health/health-service.js';
+import type { ListServersQuery, ServerRegistry } from '../registry/registry.js';
+import type { ServerInput, ServerPatch } from '../registry/schema.js';
+import { type ServerDetail, toDetail } from '../registry/views.js';
+import type { ListToolCallsQuery, ToolCallDetail, ToolCallLog, ToolCallRecord } from '../toolcalls/tool-call-log.js';
+import type { ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
+import { type Page, withPageDefaults } from '../util/pagination.js';
+import type { WebhooksApi } from '../webhooks/service.js';
+
+/**
+ * The operations of mcp-fleet, once: `fleet.servers`, `fleet.tools`, `fleet.toolCalls`, `fleet.webhooks` are these
+ * objects, and every HTTP route (`http/routes.ts`) is a declaration over them. Values are the embedder's shapes: a
+ * server is always its `ServerDetail` (never a secret); where the HTTP contract shows less (the seed's eight fields
+ * on create and list), the route's view narrows it. See docs/architecture.md "Operations".
+ */
+export interface Operations {
+  readonly servers: ServersApi;
+  readonly tools: ToolsApi;
+  readonly toolCalls: ToolCallsApi;
+  /** `undefined` when webhooks are off. */
+  readonly webhooks: WebhooksApi | undefined;
+}
+
+/** The servers of an account; answers never carry secrets. */
+export interface ServersApi {
+  create(account: string, input: ServerInput): ResultAsync<ServerDetail, FleetError>;
+  get(account: string, id: string): ResultAsync<ServerDetail, FleetError>;
+  update(account: string, id: string, patch: ServerPatch): ResultAsync<ServerDetail, FleetError>;
+  delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
+  /** Probes the server now and answers its health record, as `GET /servers/{id}/health`. */
+  health(account: string, id: string): ResultAsync<HealthRecord, FleetError>;
+  /** Oldest first; `page` 1 and `limit` 50 unless given; filters `type`, `health`. */
+  list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
+}
+
+/** The tools of an account's servers, through their proxy settings. */
+export interface ToolsApi {
+  /** Calls a tool and records the call, as `POST /servers/{id}/tools/call`; a failed call is a record, not an error. */
+  call(account: string, serverId: string, name: string, args?: Record<string, unknown>): ResultAsync<ToolCallOutcome, FleetError>;
+  /** The server's tools (MCP `tools/list`, every page), as `GET /servers/{id}/tools`. */
+  list(account: string, serverId: string): ResultAsync<Tool[], FleetError>;
+}
+
+/** The log of tool calls. */
+export interface ToolCallsApi {
+  /** One record, with `arguments` and `result` when `toolCalls.record` keeps them. */
+  get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError>;
+  /** Newest first; `page` 1 and `limit` 50 unless given; filters `server_id`, `status`, `tool`. */
+  list(account: string, query?: Partial<ListToolCallsQuery>): ResultAsync<Page<ToolCallRecord>, FleetError>;
+}
+
+export interface OperationServices {
+  registry: ServerRegistry;
+  health: HealthService;
+  tools: ToolService;
+  toolCalls: ToolCallLog;
+  webhooks: WebhooksApi | undefined;
+}
+
+export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
+  return {
+    servers: {
+      create: (account, input) => registry.create(account, input).map(toDetail),
+      get: (account, id) => registry.get(account, id).map(toDetail),
+      update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
+      delete: (account, id) => registry.delete(account, id),
+      health: (account, id) => health.check(account, id),
+      list: (account, query = {}) => registry.list(account, withPageDefaults(query)).map((page) => ({ ...page, data: page.data.map(toDetail) })),
+    },
+    tools: {
+      call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
+      list: (account, serverId) => tools.list(account, serverId),
+    },
+    toolCalls: {
+      get: (account, id) => toolCalls.get(account, id),
+      list: (account, query = {}) => toolCalls.list(account, withPageDefaults(query)),
+    },
+    webhooks,
+  };
+}

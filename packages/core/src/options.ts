@@ -1,0 +1,127 @@
+import Keyv from 'keyv';
+import type { Authenticate, ErrorHook } from './http/handler.js';
+import { DEFAULT_BODY_LIMIT } from './http/body.js';
+import type { Prober } from './health/health-service.js';
+import type { HealthMonitorOptions } from './health/monitor.js';
+import type { RateLimitOptions } from './ratelimit/limiter.js';
+import type { IndexStore } from './storage/index-store.js';
+import type { BackoffOptions } from './toolcalls/retry.js';
+import type { ToolCallRecording } from './toolcalls/tool-service.js';
+import type { WebhooksOptions } from './webhooks/service.js';
+
+export interface FleetOptions {
+  /**
+   * Where records live: any Keyv, created with `throwOnErrors: true` so that a storage outage is answered
+   * 503 instead of looking like missing data. Every key mcp-fleet writes starts with `keyPrefix`.
+   * @default an in-memory Keyv (nothing survives a restart)
+   */
+  storage?: Keyv;
+  /**
+   * The atomic side of storage: name claims and ordered listings. Must be as durable as `storage`.
+   * @default a MemoryIndexStore
+   */
+  index?: IndexStore;
+  /** Prefix of every key mcp-fleet writes to `storage`, so it never touches the host's own keys. @default 'mcp-fleet:' */
+  keyPrefix?: string;
+  /** Mount point that `handle` strips when the adapter gives no path. @default '/v1' */
+  prefix?: string;
+  /** Largest request body in bytes; larger ones get 413 before parsing. @default 65536 */
+  bodyLimit?: number;
+  /** Accept only `https:` and `wss:` endpoints. @default false */
+  requireTls?: boolean;
+  stdio?: {
+    /** Commands stdio servers may run (exact match), checked at create and at spawn. Empty: stdio is off. @default [] */
+    commands?: readonly string[];
+    /** Live stdio processes per account. @default 5 */
+    maxProcessesPerAccount?: number;
+    /** A stdio process unused this long is stopped, in ms. @default 300000 */
+    idleTimeoutMs?: number;
+  };
+  /**
+   * Lets probes, tool calls and webhooks reach private, loopback, link-local and metadata addresses: `true` for all,
+   * or a list of CIDRs and hostnames. Checked on the resolved address at connect time. @default false
+   */
+  allowPrivateNetworks?: boolean | readonly string[];
+  /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
+  prober?: Prober;
+  /**
+   * Probes every server in the background, once per interval; with several processes sharing `monitor.leases` (or
+   * the rate limiter's store), each server is probed by one of them. `true` for the defaults. @default false (off)
+   */
+  monitor?: boolean | HealthMonitorOptions;
+  /**
+   * Rate limits per account (operation and tier, per minute) and per client address for 401s; `false` turns them
+   * off. See docs/rate-limits.md. @default {} (on, the contract's limits, counted in memory)
+   */
+  rateLimit?: RateLimitOptions | false;
+  /** Replaces the built-in API key check. @default the API keys issued through `fleet.keys` */
+  authenticate?: Authenticate;
+  /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
+  onError?: ErrorHook;
+  /**
+   * Webhooks (CONTRACT "Webhooks"): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
+   * this process. `false` turns the feature off (no routes, no events staged). See docs/webhooks.md.
+   * @default {} (on, with the worker)
+   */
+  webhooks?: WebhooksOptions | false;
+  /** Tool calls through the service (`POST /servers/{id}/tools/call`, `fleet.tools`). */
+  toolCalls?: ToolCallsOptions;
+  /** Clock, for tests. @default Date.now */
+  now?: () => number;
+}
+
+export interface ToolCallsOptions {
+  /** Keep the calls' `arguments` and/or MCP results with their records (`GET /tool-calls/{id}`). @default { arguments: false, results: false } */
+  record?: ToolCallRecording;
+  /** Waits between retry attempts (servers with `retry.enabled`). @default { baseMs: 200, maxMs: 10000 } */
+  backoff?: BackoffOptions;
+  /** A kept http connection (or websocket without heartbeat) unused this long is closed, in ms. @default 60000 */
+  idleMs?: number;
+}
+
+/** The options `createFleet` checked, with their defaults filled in. Misconfiguration throws here, at start. */
+export interface ResolvedOptions {
+  storage: Keyv;
+  prefix: string;
+  bodyLimit: number;
+  now: () => number;
+  onError: ErrorHook;
+  stdioCommands: readonly string[];
+  allowPrivateNetworks: boolean | readonly string[];
+  monitor: HealthMonitorOptions | undefined;
+}
+
+const defaultOnError: ErrorHook = (error, { requestId, method, path }) => {
+  console.error(`[mcp-fleet] ${error.code} on ${method} ${path} (${requestId})`, error.cause ?? '');
+};
+
+export function resolveOptions(options: FleetOptions): ResolvedOptions {
+  const storage = options.storage ?? new Keyv({ throwOnErrors: true });
+  if (!storage.throwOnErrors) {
+    throw new TypeError(
+      'mcp-fleet: create the Keyv passed as `storage` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
+    );
+  }
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
+  return {
+    storage,
+    prefix: normalizePrefix(options.prefix ?? '/v1'),
+    bodyLimit,
+    now: options.now ?? Date.now,
+    onError: options.onError ?? defaultOnError,
+    stdioCommands: options.stdio?.commands ?? [],
+    allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
+  };
+}
+
+export function normalizePrefix(prefix: string): string {
+  const trimmed = prefix.trim().replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  // "." and ".." segments never reach the handler (URL parsing resolves them), so such a prefix would match nothing.
+  if (!/^(\/(?!\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+)+$/.test(trimmed.startsWith('/') ? trimmed : `/${trimmed}`)) {
+    throw new TypeError(`mcp-fleet: prefix must be a path like "/v1", got ${JSON.stringify(prefix)}`);
+  }
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
