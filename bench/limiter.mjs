@@ -20,11 +20,13 @@ const principals = accounts.map((account) => ({ account, tier: 'pro', scopes: nu
  * continuing where the previous call stopped), awaiting each as a request handler would, and counts refusals.
  */
 function variants({ operationLimit, tierLimit }) {
-  const limiterOptions = operationLimit === 100 && tierLimit === 600 ? {} : { tiers: { pro: tierLimit }, operations: { [OPERATION]: operationLimit } };
+  // The routes declare each operation's default limit (servers.list: 100) and the fleet hands them to its limiter; a
+  // limiter made here is handed the same.
+  const limiterOptions = { tiers: { pro: tierLimit }, operations: { [OPERATION]: operationLimit } };
 
   // 1. Our store, driven the way RateLimiter.admit drives it: window from the clock; the two keys (operation, tier)
   //    built once per account and window and reused, as the limiter caches them; one synchronous consumeNow of both
-  //    (the limiter calls consumeNow directly when its store is a plain MemoryRateLimitStore).
+  //    (the limiter calls consumeNow directly when its store has one, as MemoryRateLimitStore does).
   const store = new MemoryRateLimitStore({ now: Date.now });
   const keyCache = new Map();
   let keyWindow = -1;

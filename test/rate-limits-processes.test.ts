@@ -4,7 +4,7 @@ import { killLeftovers, removeTempDirs, startServer, tempDir } from './support/r
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 /**
- * CONTRACT "Rate limits": N processes sharing one Redis admit exactly the limit, never more.
+ * docs/rate-limits.md: N processes sharing one Redis admit exactly the limit, never more.
  * Two reference servers, one account, one burst split across both.
  */
 describe.skipIf(withoutRedis('rate limits across processes'))('rate limits across two reference servers on one Redis', () => {

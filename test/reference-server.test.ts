@@ -1,5 +1,5 @@
 /**
- * The reference server (`npm start`) as a real process: the variables of CONTRACT "The reference server",
+ * The reference server (`npm start`) as a real process: the variables of docs/configuration.md "The reference server",
  * its stores, the key it prints, and how it stops. Runs the built `examples/reference-server/dist/main.js`.
  */
 import { randomBytes } from 'node:crypto';

@@ -74,7 +74,7 @@ function parseHealthInterval(value: string | undefined): number {
   return ms;
 }
 
-/** Reads the variables of CONTRACT "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
+/** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   return {
     host: env.HOST || '127.0.0.1',

@@ -59,7 +59,7 @@ export interface FleetOptions {
   /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
   onError?: ErrorHook;
   /**
-   * Webhooks (CONTRACT "Webhooks"): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
+   * Webhooks (docs/webhooks.md): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
    * this process. `false` turns the feature off (no routes, no events staged). See docs/webhooks.md.
    * @default {} (on, with the worker)
    */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, isErrorCode } from './codes.js';
 import { FleetError, invalidRequest, isFleetError, storageUnavailable, toFleetError } from './fleet-error.js';
 
-/** CONTRACT.md "Error codes": every code with its status, written out here so that a change to either is seen. */
+/** docs/errors.md: every code with its status, written out here so that a change to either is seen. */
 const CONTRACT_TABLE: [string, number][] = [
   ['INVALID_REQUEST', 400],
   ['UNAUTHORIZED', 401],

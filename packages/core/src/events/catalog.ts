@@ -3,7 +3,7 @@ import type { Health } from '../registry/schema.js';
 import type { ServerDetail } from '../registry/views.js';
 import type { ToolCallRecord } from '../toolcalls/tool-call-log.js';
 
-/** Every event of mcp-fleet: what `fleet.events` announces and what webhooks subscribe to (CONTRACT "Webhooks"). */
+/** Every event of mcp-fleet: what `fleet.events` announces and what webhooks subscribe to (docs/webhooks.md). */
 export const EVENT_TYPES = ['server.created', 'server.updated', 'server.deleted', 'server.health_changed', 'tool_call.failed'] as const;
 export type FleetEventType = (typeof EVENT_TYPES)[number];
 

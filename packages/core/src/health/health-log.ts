@@ -17,7 +17,7 @@ export interface Attempt {
   era?: string | undefined;
 }
 
-/** The health record of CONTRACT "Health" (seed §2.5 plus `error`). */
+/** The health record of docs/http-api.md "Health" (docs/http-api.md "Health"). */
 export interface HealthRecord {
   status: 'healthy' | 'unhealthy';
   response_time: number;
@@ -136,7 +136,7 @@ export class HealthLog {
     });
   }
 
-  /** CONTRACT "Servers": a deleted server's health history goes with it (its buckets would expire within a day anyway). */
+  /** docs/http-api.md "Server": a deleted server's health history goes with it (its buckets would expire within a day anyway). */
   follow(events: EventSource): void {
     events.on('server.deleted', ({ server }) => {
       void this.forget(server.id);

@@ -1,6 +1,13 @@
-import type { RateLimitStore } from '../ratelimit/rate-limit-store.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { HealthService } from './health-service.js';
+
+/**
+ * Where leases are taken: one counter of limit 1 per server and interval, consumed atomically. Any `RateLimitStore`
+ * is one (the fleet passes the rate limiter's), so processes that share counters share leases.
+ */
+export interface LeaseStore {
+  consume(counters: readonly { key: string; limit: number }[], expiresAt: number): Promise<{ allowed: boolean }>;
+}
 
 export interface HealthMonitorOptions {
   /** Time between two rounds over every server, in ms. @default 60000 */
@@ -13,13 +20,13 @@ export interface HealthMonitorOptions {
    * Where the per-interval leases are taken, so that with several processes each server is probed by one of them
    * per interval: share one store between processes (the Redis one). @default the rate limiter's store, else memory
    */
-  leases?: RateLimitStore;
+  leases?: LeaseStore;
 }
 
 export interface HealthMonitorDeps {
   registry: ServerRegistry;
   health: HealthService;
-  leases: RateLimitStore;
+  leases: LeaseStore;
   now: () => number;
   onError: (error: unknown) => void;
 }

@@ -8,7 +8,7 @@ export type ParamParser<T> = (raw: string) => { ok: true; value: T } | { ok: fal
 type Spec = Record<string, ParamParser<unknown>>;
 type Parsed<S extends Spec> = { [K in keyof S]?: S[K] extends ParamParser<infer T> ? T : never };
 
-// CONTRACT: any `page` >= 1 is valid (a page past the end is empty); the only cap is what a JSON number holds exactly.
+// docs/http-api.md "Lists": any `page` >= 1 is valid (a page past the end is empty); the only cap is what a JSON number holds exactly.
 const MAX_PAGE = Number.MAX_SAFE_INTEGER;
 
 export function integerParam(min: number, max: number): ParamParser<number> {

@@ -30,7 +30,7 @@ export interface OperationInput {
 export interface Operation {
   /** Stable name, used for per-operation rate limits and logs: `servers.list`. */
   name: string;
-  /** Requests per minute per account; `undefined`: the tier limit alone (CONTRACT "Rate limits"). */
+  /** Requests per minute per account; `undefined`: the tier limit alone (docs/rate-limits.md). */
   limit: number | undefined;
   scope: Scope;
   /** Reads a JSON body before running. */
@@ -76,7 +76,7 @@ const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health:
 const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) };
 
 /**
- * Every route of the HTTP API (CONTRACT), each a declaration over the operations. Limits are the contract's defaults
+ * Every route of the HTTP API (docs/http-api.md), each a declaration over the operations. Limits are the contract's defaults
  * (seed: list 100, create 10, update 30, delete 10, health 60; get 100, tool-call list 100); webhooks are held to the
  * same as servers, and the test ping, which sends a request each time, to the create limit.
  */

@@ -43,7 +43,7 @@ export interface OpenTransportOptions {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 /**
- * `fetch` that never follows a redirect (CONTRACT "Outgoing connections"): it asks for `redirect: 'manual'` and
+ * `fetch` that never follows a redirect (docs/architecture.md "Outgoing connections"): it asks for `redirect: 'manual'` and
  * fails on a 3xx. The SDK would otherwise follow same-origin redirects itself.
  */
 export function withoutRedirects(fetch: FetchLike): FetchLike {

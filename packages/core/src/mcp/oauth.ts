@@ -14,7 +14,7 @@ import {
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { networkFailure } from './errors.js';
 
-/** The oauth2 authentication of a server configuration (CONTRACT "Servers"). */
+/** The oauth2 authentication of a server configuration (docs/http-api.md "Server"). */
 export interface OAuth2Credentials {
   client_id: string;
   client_secret: string;

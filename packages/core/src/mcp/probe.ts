@@ -16,7 +16,7 @@ export interface ProbeOptions {
 /**
  * Probes a server now with a real MCP exchange over its transport and authentication, bounded by its `timeout`:
  * 2026-07-28 `server/discover` (stateless: one request, no session), or the 2025 `initialize` →
- * `notifications/initialized` → `ping`. Never throws: every failure is a result with a code of CONTRACT
+ * `notifications/initialized` → `ping`. Never throws: every failure is a result with a code of docs/http-api.md
  * "Health" and a message that quotes nothing the server sent. Remember `era` of a success for the next probe.
  */
 export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}, options: ProbeOptions = {}): Promise<ProbeResult> {

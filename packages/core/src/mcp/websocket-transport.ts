@@ -7,7 +7,7 @@ import { networkFailure } from './errors.js';
 const upstream = (code: UpstreamErrorCode, message: string, cause?: unknown) =>
   new FleetError(code, cause === undefined ? { message } : { message, cause });
 
-/** The WebSocket subprotocol of MCP (CONTRACT "Health"). */
+/** The WebSocket subprotocol of MCP (docs/http-api.md "Health"). */
 export const MCP_SUBPROTOCOL = 'mcp';
 
 export interface WebSocketClientTransportOptions {

@@ -14,7 +14,7 @@ const fetchFailed = (cause: unknown) => new TypeError('fetch failed', { cause })
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
 describe('upstream errors', () => {
-  it('has exactly the upstream codes of CONTRACT.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
+  it('has exactly the upstream codes of docs/http-api.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
     expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
       ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_AUTH_FAILED', 'UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_TIMEOUT', 'UPSTREAM_UNREACHABLE'].sort(),
     );

@@ -4,7 +4,7 @@ import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 
-/** Requests per minute of each tier (seed §8.2). Enterprise is "custom": set it per account with `accounts`. */
+/** Requests per minute of each tier (docs/rate-limits.md). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
 
 export const DEFAULT_UNAUTHENTICATED_LIMIT = 20;

@@ -6,7 +6,7 @@ import { KeyedMutex } from '../util/keyed-mutex.js';
 
 /**
  * Why the supervisor refused or lost a process, as `FleetError` codes: `DESTINATION_NOT_ALLOWED`,
- * `UPSTREAM_UNREACHABLE` and `UPSTREAM_PROTOCOL_ERROR` are the codes of CONTRACT "Health"; `STDIO_CAPACITY` is the
+ * `UPSTREAM_UNREACHABLE` and `UPSTREAM_PROTOCOL_ERROR` are the codes of docs/http-api.md "Health"; `STDIO_CAPACITY` is the
  * per-account cap. Messages never quote an env value or anything the process wrote.
  */
 export type StdioErrorCode = 'DESTINATION_NOT_ALLOWED' | 'UPSTREAM_UNREACHABLE' | 'UPSTREAM_PROTOCOL_ERROR' | 'STDIO_CAPACITY';

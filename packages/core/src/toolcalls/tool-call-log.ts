@@ -10,7 +10,7 @@ import { mergeTransactions } from '../storage/index-calls.js';
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 
-/** One call of a tool through the service (CONTRACT "Tool calls"). */
+/** One call of a tool through the service (docs/http-api.md "Tool calls"). */
 export interface ToolCallRecord {
   id: string;
   server_id: string;

@@ -15,7 +15,7 @@ export interface WebhookReceiverOptions extends VerifyOptions {
   bodyLimit?: number;
 }
 
-/** The JSON body of every mcp-fleet delivery (CONTRACT "Webhooks"); `data` is redacted as in API responses. */
+/** The JSON body of every mcp-fleet delivery (docs/webhooks.md); `data` is redacted as in API responses. */
 export interface WebhookPayload {
   /** `evt_…`, the same for every webhook the event fans out to. */
   id: string;

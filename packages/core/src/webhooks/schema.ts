@@ -5,7 +5,7 @@ import type { FieldIssue } from '../errors/fleet-error.js';
 import { createAddressPolicy, type AddressPolicy } from '../net/address-policy.js';
 import { isPlainObject, type Validated, zodIssues } from '../registry/schema.js';
 
-/** The events a webhook may subscribe to (CONTRACT "Webhooks"). */
+/** The events a webhook may subscribe to (docs/webhooks.md). */
 export const WEBHOOK_EVENTS = EVENT_TYPES;
 export type WebhookEventType = FleetEventType;
 /** The ping that `POST /webhooks/{id}/test` sends; no webhook subscribes to it, every webhook can receive it. */

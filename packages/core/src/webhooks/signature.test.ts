@@ -21,7 +21,7 @@ const VECTOR = {
 };
 const at = (seconds: number) => () => seconds * 1000;
 
-describe('serviceSignature (seed section 6)', () => {
+describe('serviceSignature (docs/webhooks.md)', () => {
   it("gives GitHub's published value for its documented example", () => {
     // docs.github.com, "Validating webhook deliveries": the same HMAC-SHA256 scheme as X-Hub-Signature-256.
     expect(serviceSignature("It's a Secret to Everybody", 'Hello, World!')).toBe(

@@ -4,7 +4,7 @@ import type { ReceiverErrorCode } from '../errors/codes.js';
 import { FleetError } from '../errors/fleet-error.js';
 
 /**
- * Webhook signatures (CONTRACT "Webhooks", seed section 6). Every delivery carries two signatures over the exact
+ * Webhook signatures (docs/webhooks.md). Every delivery carries two signatures over the exact
  * body bytes with the webhook's secret:
  * - the seed's `X-Service-Signature: sha256=<hex>`, HMAC-SHA256 keyed with the secret string as given (UTF-8),
  *   the same scheme as GitHub's `X-Hub-Signature-256`;
@@ -18,7 +18,7 @@ const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 24;
 const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{32}$/;
 
-/** How far a `webhook-timestamp` may be from the receiver's clock, in seconds (CONTRACT: 5 minutes). */
+/** How far a `webhook-timestamp` may be from the receiver's clock, in seconds (docs/webhooks.md: 5 minutes). */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /** A new webhook secret: `whsec_` followed by 32 base64 characters (24 random bytes). */
