@@ -6,8 +6,7 @@ import type { ServerRegistry } from '../registry/registry.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import { toDetail, toSummary } from '../registry/views.js';
 import { TOOL_CALL_STATUSES, type ToolCallLog } from '../toolcalls/tool-call-log.js';
-import { parseCallInput, type ToolService } from '../toolcalls/tool-service.js';
-import { errAsync } from 'neverthrow';
+import type { ToolService } from '../toolcalls/tool-service.js';
 import type { Pagination } from '../util/pagination.js';
 import { withPageDefaults } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
@@ -134,11 +133,8 @@ export function buildRoutes({ registry, toolCalls, tools, health }: RouteService
           name: 'tools.call',
           scope: 'tool_calls:write',
           body: true,
-          run: ({ principal, params, body }) => {
-            const input = parseCallInput(body);
-            if (!input.ok) return errAsync(input.error);
-            return tools.call(principal.account, idOf(params), input.name, input.args).map((outcome) => ({ status: 200, data: outcome }));
-          },
+          run: ({ principal, params, body }) =>
+            tools.invoke(principal.account, idOf(params), body).map((outcome) => ({ status: 200, data: outcome })),
         },
       },
     },

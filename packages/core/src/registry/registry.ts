@@ -1,5 +1,5 @@
-import { errAsync, okAsync, ResultAsync, safeTry, ok, err } from 'neverthrow';
-import { FleetError, invalidRequest, serverNotFound } from '../errors/fleet-error.js';
+import { errAsync, okAsync, ResultAsync, safeTry, ok } from 'neverthrow';
+import { FleetError, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
@@ -97,7 +97,7 @@ export class ServerRegistry {
 
   create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
     const validated = this.deps.validator.config(input);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
     const record: ServerRecord = {
       id: newId('server'),
@@ -141,9 +141,8 @@ export class ServerRegistry {
       const self = this;
       return safeTry(async function* () {
         const current = yield* self.get(account, id);
-        const validated = self.deps.validator.update(current.config, patch);
-        if (!validated.ok) return err(invalidRequest(validated.issues));
-        const next: ServerRecord = { ...current, config: validated.value, updated_at: self.nextTimestamp(current.updated_at) };
+        const config = yield* self.deps.validator.update(current.config, patch);
+        const next: ServerRecord = { ...current, config, updated_at: self.nextTimestamp(current.updated_at) };
         const changes = indexChanges(current, next);
         const oldName = current.config.name;
         const newName = next.config.name;

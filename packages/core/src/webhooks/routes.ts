@@ -1,12 +1,12 @@
 import type { Route } from '../http/routes.js';
 import { pageParams, parseQuery } from '../http/query.js';
 import { withPageDefaults } from '../util/pagination.js';
-import type { WebhooksApi } from './service.js';
+import type { WebhookOperations } from './service.js';
 
 const idOf = (params: Record<string, string>) => params.id as string;
 
 /** The routes of CONTRACT "Webhooks", all under the `webhooks:manage` scope; the fleet appends them to its own. */
-export function webhookRoutes(webhooks: WebhooksApi): Route[] {
+export function webhookRoutes(webhooks: WebhookOperations): Route[] {
   return [
     {
       segments: ['webhooks'],
@@ -24,7 +24,7 @@ export function webhookRoutes(webhooks: WebhooksApi): Route[] {
           name: 'webhooks.create',
           scope: 'webhooks:manage',
           body: true,
-          run: ({ principal, body }) => webhooks.create(principal.account, body as never).map((data) => ({ status: 201, data })),
+          run: ({ principal, body }) => webhooks.create(principal.account, body).map((data) => ({ status: 201, data })),
         },
       },
     },
@@ -42,7 +42,7 @@ export function webhookRoutes(webhooks: WebhooksApi): Route[] {
           scope: 'webhooks:manage',
           body: true,
           run: ({ principal, params, body }) =>
-            webhooks.update(principal.account, idOf(params), body as never).map((data) => ({ status: 200, data })),
+            webhooks.update(principal.account, idOf(params), body).map((data) => ({ status: 200, data })),
         },
         DELETE: {
           name: 'webhooks.delete',

@@ -49,8 +49,15 @@ export interface WebhooksApi {
   deliveries(account: string, id: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError>;
 }
 
+/** The same operations as the HTTP routes call them: bodies arrive unchecked and the webhook schema validates them. */
+export interface WebhookOperations extends Omit<WebhooksApi, 'create' | 'update'> {
+  create(account: string, input: unknown): ResultAsync<CreatedWebhook, FleetError>;
+  update(account: string, id: string, patch: unknown): ResultAsync<WebhookView, FleetError>;
+}
+
 export interface Webhooks {
-  readonly api: WebhooksApi;
+  /** Typed as {@link WebhooksApi} where the embedder gets it; it takes unchecked input as well. */
+  readonly api: WebhookOperations;
   readonly outbox: EventOutbox;
   readonly worker: DeliveryWorker | undefined;
   close(): Promise<void>;
@@ -102,7 +109,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     });
     worker.start();
   }
-  const api: WebhooksApi = {
+  const api: WebhookOperations = {
     create: (account, input) => webhooks.create(account, input).map((record) => ({ ...toWebhookView(record), secret: record.secret })),
     get: (account, id) => webhooks.get(account, id).map(toWebhookView),
     update: (account, id, patch) => webhooks.update(account, id, patch).map(toWebhookView),

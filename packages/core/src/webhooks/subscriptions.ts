@@ -50,7 +50,7 @@ export class WebhookStore {
 
   create(account: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
     const validated = this.deps.validator.input(body);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
     const record: WebhookRecord = {
       id: newId('webhook'),
@@ -96,7 +96,7 @@ export class WebhookStore {
 
   update(account: string, id: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
     const validated = this.deps.validator.update(body);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const patch = validated.value;
     return this.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
