@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
+import { backoffDelay } from '../util/backoff.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 
 /**
@@ -539,7 +540,8 @@ class Supervisor implements StdioSupervisor {
   private recordCrash(serverId: string, identity: string): void {
     const previous = this.crashes.get(serverId);
     const failures = previous?.identity === identity ? previous.failures + 1 : 1;
-    const delay = Math.min(this.backoffMaxMs, this.backoffInitialMs * 2 ** (failures - 1));
+    // No jitter: one supervisor waits on its own process, there is no crowd to spread.
+    const delay = backoffDelay(failures, { baseMs: this.backoffInitialMs, maxMs: this.backoffMaxMs, factor: 2, jitter: [1, 1] });
     this.crashes.set(serverId, { identity, failures, retryAt: Date.now() + delay });
   }
 

@@ -1,3 +1,7 @@
+import { backoffDelay } from '../util/backoff.js';
+
+export { parseRetryAfter } from '../util/backoff.js';
+
 export interface RetryOptions {
   /** Attempts in all, the first included. @default 8 */
   attempts?: number;
@@ -32,25 +36,6 @@ export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
  * `random` is in [0, 1).
  */
 export function retryDelay(policy: RetryPolicy, attempt: number, random: number = Math.random()): number {
-  const raw = policy.baseMs * policy.factor ** (attempt - 1);
-  const jittered = raw * (1 + policy.jitter * (2 * random - 1));
-  return Math.round(Math.min(policy.maxDelayMs, Math.max(0, jittered)));
-}
-
-/**
- * `Retry-After` in ms: delay-seconds or an HTTP date; `undefined` when absent or unreadable. Capped by `maxMs`
- * so that a receiver cannot park a delivery forever.
- */
-export function parseRetryAfter(value: string | undefined, now: number, maxMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  let ms: number;
-  if (/^\d+$/.test(text)) ms = Number(text) * 1000;
-  else {
-    // An HTTP date names its weekday or month; Date.parse alone would take "-5" as a year.
-    const at = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
-    if (Number.isNaN(at)) return undefined;
-    ms = at - now;
-  }
-  return Math.min(maxMs, Math.max(0, ms));
+  const { baseMs, maxDelayMs: maxMs, factor, jitter } = policy;
+  return backoffDelay(attempt, { baseMs, maxMs, factor, jitter: [1 - jitter, 1 + jitter] }, () => random);
 }
