@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
 import { backoffDelay } from '../util/backoff.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
+import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
 
 /**
  * Why the supervisor refused or lost a process. `DESTINATION_NOT_ALLOWED`, `UPSTREAM_UNREACHABLE` and
@@ -175,11 +176,8 @@ function errnoOf(error: unknown): string {
   return typeof code === 'string' && /^[A-Z0-9_]+$/.test(code) ? ` (${code})` : '';
 }
 
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  const result = value ?? fallback;
-  if (!Number.isFinite(result) || result < 0) throw new TypeError(`createStdioSupervisor: ${name} must be a finite number >= 0`);
-  return result;
-}
+const OWNER = 'createStdioSupervisor';
+const nonNegative = (name: string, value: number | undefined, fallback: number) => checkOption(name, value ?? fallback, nonNegativeNumber, OWNER);
 
 class ManagedProcess implements StdioChannel {
   state: StdioProcessInfo['state'] = 'starting';
@@ -323,9 +321,7 @@ class Supervisor implements StdioSupervisor {
 
   constructor(options: StdioSupervisorOptions) {
     this.commands = new Set(options.commands ?? []);
-    const max = options.maxProcessesPerAccount ?? 5;
-    if (!Number.isInteger(max) || max < 1) throw new TypeError('createStdioSupervisor: maxProcessesPerAccount must be an integer >= 1');
-    this.maxPerAccount = max;
+    this.maxPerAccount = checkOption('maxProcessesPerAccount', options.maxProcessesPerAccount ?? 5, positiveInteger, OWNER);
     this.idleTimeoutMs = nonNegative('idleTimeoutMs', options.idleTimeoutMs, 300_000);
     this.backoffInitialMs = nonNegative('crashBackoff.initialMs', options.crashBackoff?.initialMs, 1000);
     this.backoffMaxMs = Math.max(this.backoffInitialMs, nonNegative('crashBackoff.maxMs', options.crashBackoff?.maxMs, 60_000));

@@ -1,4 +1,5 @@
 import { backoffDelay } from '../util/backoff.js';
+import { atLeast, checkOption, integerIn, numberIn, positiveNumber } from '../util/options.js';
 
 export { parseRetryAfter } from '../util/backoff.js';
 
@@ -23,11 +24,11 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseMs: 5000, factor: 5
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
   const policy = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   const { attempts, baseMs, factor, maxDelayMs, jitter } = policy;
-  if (!Number.isInteger(attempts) || attempts < 1 || attempts > 100) throw new TypeError('mcp-fleet: webhooks.retry.attempts must be an integer from 1 to 100');
-  if (!(baseMs > 0) || !Number.isFinite(baseMs)) throw new TypeError('mcp-fleet: webhooks.retry.baseMs must be a positive number');
-  if (!(factor >= 1) || !Number.isFinite(factor)) throw new TypeError('mcp-fleet: webhooks.retry.factor must be at least 1');
-  if (!(maxDelayMs >= baseMs) || !Number.isFinite(maxDelayMs)) throw new TypeError('mcp-fleet: webhooks.retry.maxDelayMs must be at least baseMs');
-  if (!(jitter >= 0 && jitter < 1)) throw new TypeError('mcp-fleet: webhooks.retry.jitter must be from 0 to below 1');
+  checkOption('webhooks.retry.attempts', attempts, integerIn(1, 100));
+  checkOption('webhooks.retry.baseMs', baseMs, positiveNumber);
+  checkOption('webhooks.retry.factor', factor, atLeast(1));
+  checkOption('webhooks.retry.maxDelayMs', maxDelayMs, atLeast(baseMs, 'baseMs'));
+  checkOption('webhooks.retry.jitter', jitter, numberIn(0, 1, { belowMax: true }));
   return policy;
 }
 

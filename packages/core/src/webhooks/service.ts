@@ -11,6 +11,7 @@ import { TEST_EVENT, WebhookValidator, type WebhookInput, type WebhookPatch } fr
 import { createSender, type Sender } from './sender.js';
 import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.js';
 import { DeliveryWorker } from './worker.js';
+import { checkOption, positiveNumber } from '../util/options.js';
 
 export interface WebhooksOptions {
   /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
@@ -72,20 +73,15 @@ export interface WebhooksDeps {
   onError: (cause: unknown) => void;
 }
 
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`mcp-fleet: webhooks.${name} must be a positive number`);
-  return value;
-}
-
 /** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
 export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}): Webhooks {
   const retry = retryPolicy(options.retry);
-  const timeoutMs = positive('timeoutMs', options.timeoutMs ?? 10_000);
-  const leaseMs = positive('leaseMs', options.leaseMs ?? 60_000);
-  const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 1000);
-  const concurrency = Math.floor(positive('concurrency', options.concurrency ?? 8));
-  const graceMs = positive('recoveryGraceMs', options.recoveryGraceMs ?? 60_000);
-  const retentionMs = positive('retentionMs', options.retentionMs ?? 30 * 86_400_000);
+  const timeoutMs = checkOption('webhooks.timeoutMs', options.timeoutMs ?? 10_000, positiveNumber);
+  const leaseMs = checkOption('webhooks.leaseMs', options.leaseMs ?? 60_000, positiveNumber);
+  const pollIntervalMs = checkOption('webhooks.pollIntervalMs', options.pollIntervalMs ?? 1000, positiveNumber);
+  const concurrency = Math.floor(checkOption('webhooks.concurrency', options.concurrency ?? 8, positiveNumber));
+  const graceMs = checkOption('webhooks.recoveryGraceMs', options.recoveryGraceMs ?? 60_000, positiveNumber);
+  const retentionMs = checkOption('webhooks.retentionMs', options.retentionMs ?? 30 * 86_400_000, positiveNumber);
   const { records, index, now } = deps;
   const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
   const deliveries = new DeliveryLog(records, index, retentionMs);
