@@ -3,6 +3,7 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
+import { readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { newId, randomToken } from '../util/ids.js';
 import { parse } from '../validation/parse.js';
@@ -130,10 +131,9 @@ export class ApiKeys {
 
   /** The account's keys, oldest first, revoked ones included. */
   list(account: string): ResultAsync<ApiKey[], FleetError> {
-    return this.index
-      .range(accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER })
-      .andThen((ids) => this.records.getMany<ApiKey>(ids.map(keyRecord)))
-      .map((keys) => keys.filter((key): key is ApiKey => key !== undefined));
+    return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).map(({ found }) =>
+      found.filter((key): key is ApiKey => key !== undefined),
+    );
   }
 
   /** How many keys exist in all accounts, revoked ones included. */
