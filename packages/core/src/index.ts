@@ -131,7 +131,7 @@ export { MemoryTokenCache, type CachedToken, type MemoryTokenCacheOptions, type 
 export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
 export { MCP_SUBPROTOCOL, WebSocketClientTransport, type WebSocketClientTransportOptions } from './mcp/websocket-transport.js';
 
-export { createWebhooks, type CreatedWebhook, type Webhooks, type WebhooksApi, type WebhooksDeps, type WebhooksOptions } from './webhooks/service.js';
+export { createWebhooks, type CreatedWebhook, type WebhookOperations, type Webhooks, type WebhooksApi, type WebhooksDeps, type WebhooksOptions } from './webhooks/service.js';
 export { TEST_EVENT, WEBHOOK_EVENTS, WebhookValidator, type WebhookEventType, type WebhookInput, type WebhookPatch } from './webhooks/schema.js';
 export { MAX_WEBHOOKS_PER_ACCOUNT, type WebhookView } from './webhooks/subscriptions.js';
 export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type DeliveryView } from './webhooks/deliveries.js';
