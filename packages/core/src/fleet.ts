@@ -10,7 +10,7 @@ import { createHandler, type FleetHandler } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
-import { createOperations, type Operations } from './operations/index.js';
+import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
 import { type FleetOptions, resolveOptions } from './options.js';
 
 export type { FleetOptions, ToolCallsOptions } from './options.js';
@@ -26,10 +26,15 @@ import { RecordStore } from './storage/records.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
 import { ToolService } from './toolcalls/tool-service.js';
-import { createWebhooks } from './webhooks/service.js';
+import { createWebhooks, type WebhooksApi } from './webhooks/service.js';
 
 /** The embedder's handle on a fleet: the operations (as `fleet.servers`…), API keys, events and the HTTP API. */
-export interface Fleet extends Operations {
+export interface Fleet {
+  readonly servers: ServersApi;
+  readonly tools: ToolsApi;
+  readonly toolCalls: ToolCallsApi;
+  /** Webhook subscriptions and their deliveries; `undefined` when `webhooks: false`. */
+  readonly webhooks: WebhooksApi | undefined;
   /** The mount point given as `prefix`, normalized (`/v1`). */
   readonly prefix: string;
   readonly keys: ApiKeys;

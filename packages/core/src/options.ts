@@ -7,6 +7,7 @@ import type { RateLimitOptions } from './ratelimit/limiter.js';
 import type { IndexStore } from './storage/index-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
+import { checkOption, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
 
 export interface FleetOptions {
@@ -102,12 +103,10 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
       'mcp-fleet: create the Keyv passed as `storage` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
     );
   }
-  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
   return {
     storage,
     prefix: normalizePrefix(options.prefix ?? '/v1'),
-    bodyLimit,
+    bodyLimit: checkOption('bodyLimit', options.bodyLimit ?? DEFAULT_BODY_LIMIT, positiveInteger),
     now: options.now ?? Date.now,
     onError: options.onError ?? defaultOnError,
     stdioCommands: options.stdio?.commands ?? [],

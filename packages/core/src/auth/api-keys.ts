@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { FleetError, invalidRequest } from '../errors/fleet-error.js';
-import { formatPath } from '../registry/schema.js';
+import { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
+import { readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { newId, randomToken } from '../util/ids.js';
+import { parse } from '../validation/parse.js';
 import { ACCOUNT_PATTERN, type Principal, SCOPES, type Scope, TIERS, type Tier } from './scopes.js';
 
 /** An API key as listed: never its secret, which is stored only as a SHA-256 hash. */
@@ -55,39 +56,22 @@ const accountSet = (account: string) => `apikeys:${encodeURIComponent(account)}`
 const ALL_KEYS_SET = 'apikeys';
 
 const inputSchema = z.strictObject({
-  account: z.string().regex(ACCOUNT_PATTERN, 'must be 1–64 characters of letters, digits, "_", "." or "-", starting with a letter or digit'),
+  account: z.string().refine((account) => ACCOUNT_PATTERN.test(account), 'must be 1–64 characters of letters, digits, "_", "." or "-", starting with a letter or digit'),
   tier: z.enum(TIERS).default('free'),
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
   name: z.string().min(1).max(100).optional(),
 });
 
 const registerSchema = inputSchema.extend({
-  secret: z.string().min(16, 'must be at least 16 characters').max(512).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  secret: z
+    .string()
+    .min(16)
+    .max(512)
+    .refine((secret) => /^[\x21-\x7e]+$/.test(secret), 'must be printable ASCII without spaces'),
 });
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
-}
-
-function parse<T extends z.ZodType>(schema: T, input: unknown): ResultAsync<z.output<T>, FleetError> {
-  const parsed = schema.safeParse(input);
-  if (parsed.success) return okAsync(parsed.data);
-  return errAsync(
-    invalidRequest(
-      parsed.error.issues.flatMap((issue) =>
-        // An unknown field is named as the field itself, as the server validator does.
-        issue.code === 'unrecognized_keys'
-          ? issue.keys.map((key) => ({ field: formatPath([...issue.path, key]), issue: 'is not a known field' }))
-          : [
-              {
-                field: formatPath(issue.path) || 'input',
-                // Messages are ours or zod's type/enum texts; none carries the submitted secret.
-                issue: issue.code === 'custom' || issue.code === 'invalid_format' ? issue.message : issue.message.toLowerCase(),
-              },
-            ],
-      ),
-    ),
-  );
 }
 
 /** Issues, revokes, lists and checks the API keys of every account. */
@@ -101,7 +85,7 @@ export class ApiKeys {
   /** A new key with a generated secret, returned once. */
   create(input: CreateApiKeyInput): ResultAsync<CreatedApiKey, FleetError> {
     const secret = SECRET_PREFIX + randomToken(40);
-    return parse(inputSchema, input).andThen((valid) => this.store(valid, secret).map((key) => ({ key, secret })));
+    return parse(inputSchema, input, { root: 'input' }).asyncAndThen((valid) => this.store(valid, secret).map((key) => ({ key, secret })));
   }
 
   /**
@@ -109,7 +93,7 @@ export class ApiKeys {
    * updates its account, tier and scopes, so a server can register its configured keys on every start.
    */
   register(input: RegisterApiKeyInput): ResultAsync<ApiKey, FleetError> {
-    return parse(registerSchema, input).andThen(({ secret, ...valid }) =>
+    return parse(registerSchema, input, { root: 'input' }).asyncAndThen(({ secret, ...valid }) =>
       this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).andThen((entry) => {
         if (entry === undefined) return this.store(valid, secret);
         return this.records.get<ApiKey>(keyRecord(entry.id)).andThen((existing) => {
@@ -147,10 +131,9 @@ export class ApiKeys {
 
   /** The account's keys, oldest first, revoked ones included. */
   list(account: string): ResultAsync<ApiKey[], FleetError> {
-    return this.index
-      .range(accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER })
-      .andThen((ids) => this.records.getMany<ApiKey>(ids.map(keyRecord)))
-      .map((keys) => keys.filter((key): key is ApiKey => key !== undefined));
+    return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).map(({ found }) =>
+      found.filter((key): key is ApiKey => key !== undefined),
+    );
   }
 
   /** How many keys exist in all accounts, revoked ones included. */

@@ -1,5 +1,6 @@
 import type { ServerRegistry } from '../registry/registry.js';
 import type { HealthService } from './health-service.js';
+import { checkOption, integerIn, numberIn, positiveInteger } from '../util/options.js';
 
 /**
  * Where leases are taken: one counter of limit 1 per server and interval, consumed atomically. Any `RateLimitStore`
@@ -50,12 +51,9 @@ export class HealthMonitor {
     private readonly deps: HealthMonitorDeps,
     options: HealthMonitorOptions,
   ) {
-    this.intervalMs = options.intervalMs ?? 60_000;
-    this.concurrency = options.concurrency ?? 4;
-    this.jitter = options.jitter ?? 0.1;
-    if (!Number.isInteger(this.intervalMs) || this.intervalMs < 1000) throw new TypeError('mcp-fleet: monitor.intervalMs must be an integer of at least 1000');
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new TypeError('mcp-fleet: monitor.concurrency must be a positive integer');
-    if (!(this.jitter >= 0 && this.jitter <= 0.5)) throw new TypeError('mcp-fleet: monitor.jitter must be between 0 and 0.5');
+    this.intervalMs = checkOption('monitor.intervalMs', options.intervalMs ?? 60_000, integerIn(1000));
+    this.concurrency = checkOption('monitor.concurrency', options.concurrency ?? 4, positiveInteger);
+    this.jitter = checkOption('monitor.jitter', options.jitter ?? 0.1, numberIn(0, 0.5));
   }
 
   start(): void {

@@ -1,11 +1,10 @@
-import { err, ok, type Result, type ResultAsync } from 'neverthrow';
+import { ok, type Result, type ResultAsync } from 'neverthrow';
 import type { Principal, Scope } from '../auth/scopes.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { Operations } from '../operations/index.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import { toSummary } from '../registry/views.js';
 import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
-import { parseCallInput } from '../toolcalls/tool-service.js';
 import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
 
@@ -64,8 +63,8 @@ interface RouteSpec<A extends unknown[], T> {
 }
 
 const id = ({ params }: OperationInput): Result<[string], FleetError> => ok([params.id as string]);
-const idAndBody = ({ params, body }: OperationInput): Result<[string, never], FleetError> => ok([params.id as string, body as never]);
-const bodyOnly = ({ body }: OperationInput): Result<[never], FleetError> => ok([body as never]);
+const idAndBody = ({ params, body }: OperationInput): Result<[string, unknown], FleetError> => ok([params.id as string, body]);
+const bodyOnly = ({ body }: OperationInput): Result<[unknown], FleetError> => ok([body]);
 const query =
   <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
   ({ query: params }: OperationInput) =>
@@ -91,11 +90,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
     route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
     route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: id, run: tools.list }),
-    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, run: tools.call,
-      input: ({ params, body }) => {
-        const parsed = parseCallInput(body);
-        return parsed.ok ? ok([params.id as string, parsed.name, parsed.args] as [string, string, Record<string, unknown>]) : err(parsed.error);
-      } }),
+    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: idAndBody, run: tools.invoke }),
     route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),
     route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', input: id, run: toolCalls.get }),
   ];

@@ -5,6 +5,7 @@ import { Agent, buildConnector } from 'undici';
 import { createAddressPolicy, type AddressPolicy, type AddressPolicyOptions } from './address-policy.js';
 import { FleetError } from '../errors/fleet-error.js';
 import { destinationNotAllowed } from './upstream-error.js';
+import { checkOption, positiveNumber } from '../util/options.js';
 
 /** Every address of a hostname, in the resolver's order. */
 export type HostnameResolver = (hostname: string) => Promise<readonly LookupAddress[]>;
@@ -87,10 +88,7 @@ async function resolveChecked(hostname: string, resolve: HostnameResolver, polic
 export function createGuardedAgent(options: GuardedAgentOptions = {}): Agent {
   const policy = createAddressPolicy(options);
   const resolve = options.lookup ?? defaultResolver;
-  const connectTimeout = options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  if (!Number.isFinite(connectTimeout) || connectTimeout <= 0) {
-    throw new TypeError('connectTimeout must be a positive number of milliseconds.');
-  }
+  const connectTimeout = checkOption('connectTimeout', options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS, positiveNumber, 'createGuardedAgent');
 
   const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
     resolveChecked(hostname, resolve, policy).then(

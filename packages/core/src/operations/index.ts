@@ -9,20 +9,33 @@ import { type ServerDetail, toDetail } from '../registry/views.js';
 import type { ListToolCallsQuery, ToolCallDetail, ToolCallLog, ToolCallRecord } from '../toolcalls/tool-call-log.js';
 import type { ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
-import type { WebhooksApi } from '../webhooks/service.js';
+import type { WebhookOperations } from '../webhooks/service.js';
 
 /**
  * The operations of mcp-fleet, once: `fleet.servers`, `fleet.tools`, `fleet.toolCalls`, `fleet.webhooks` are these
  * objects, and every HTTP route (`http/routes.ts`) is a declaration over them. Values are the embedder's shapes: a
  * server is always its `ServerDetail` (never a secret); where the HTTP contract shows less (the seed's eight fields
  * on create and list), the route's view narrows it. See docs/architecture.md "Operations".
+ *
+ * The doors (HTTP, MCP) see the operations with their inputs as received (`unknown`): every operation validates its
+ * input, once. The embedder sees the very same functions typed (`ServersApi`, `ToolsApi`, `WebhooksApi`).
  */
 export interface Operations {
-  readonly servers: ServersApi;
-  readonly tools: ToolsApi;
+  readonly servers: ServerOperations;
+  readonly tools: ToolOperations;
   readonly toolCalls: ToolCallsApi;
   /** `undefined` when webhooks are off. */
-  readonly webhooks: WebhooksApi | undefined;
+  readonly webhooks: WebhookOperations | undefined;
+}
+
+export interface ServerOperations extends Omit<ServersApi, 'create' | 'update'> {
+  create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
+  update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
+}
+
+export interface ToolOperations extends ToolsApi {
+  /** A call from its `{ name, arguments? }` as received (a `tools/call` body or MCP params), validated here, once. */
+  invoke(account: string, serverId: string, params: unknown): ResultAsync<ToolCallOutcome, FleetError>;
 }
 
 /** The servers of an account; answers never carry secrets. */
@@ -58,7 +71,7 @@ export interface OperationServices {
   health: HealthService;
   tools: ToolService;
   toolCalls: ToolCallLog;
-  webhooks: WebhooksApi | undefined;
+  webhooks: WebhookOperations | undefined;
 }
 
 export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
@@ -73,6 +86,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
+      invoke: (account, serverId, params) => tools.invoke(account, serverId, params),
       list: (account, serverId) => tools.list(account, serverId),
     },
     toolCalls: {

@@ -3,6 +3,7 @@ import type { Principal, Tier } from '../auth/scopes.js';
 import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
+import { checkOption, positiveInteger } from '../util/options.js';
 
 /** Requests per minute of each tier (docs/rate-limits.md). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
@@ -59,10 +60,7 @@ interface AccountKeys {
   operations: Map<string, string> | undefined;
 }
 
-function positiveLimit(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`mcp-fleet: rate limit ${name} must be a positive integer`);
-  return value;
-}
+const positiveLimit = (name: string, value: number) => checkOption(`rateLimit.${name}`, value, positiveInteger);
 
 /** Fixed one-minute windows aligned to the minute, counted per account (and per address for 401s). */
 export class RateLimiter {

@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { FleetError, invalidRequest, serverNotFound } from '../errors/fleet-error.js';
+import { FleetError, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
@@ -10,6 +10,7 @@ import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerV
 import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
+import { readPage, readRange } from '../storage/read-page.js';
 import { type ServerRecord, toDetail } from './views.js';
 
 export interface ListServersQuery extends PageQuery {
@@ -91,7 +92,7 @@ export class ServerRegistry {
 
   create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
     const validated = this.deps.validator.config(input);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
     const record: ServerRecord = {
       id: newId('server'),
@@ -129,10 +130,9 @@ export class ServerRegistry {
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
     return this.exclusive(id, () =>
-      this.get(account, id).andThen((current) => {
-        const validated = this.deps.validator.update(current.config, patch);
-        if (!validated.ok) return errAsync(invalidRequest(validated.issues));
-        const next: ServerRecord = { ...current, config: validated.value, updated_at: this.nextTimestamp(current.updated_at) };
+      this.get(account, id).andThen((current) =>
+        this.deps.validator.update(current.config, patch).asyncAndThen((config) => {
+        const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };
         const event = {
           account,
           type: 'server.updated' as const,
@@ -141,7 +141,7 @@ export class ServerRegistry {
           check: { key: recordKey(id), match: { updated_at: next.updated_at } },
         };
         return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).map(() => next);
-      }),
+      })),
     );
   }
 
@@ -186,27 +186,23 @@ export class ServerRegistry {
 
   list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    const { index, records } = this.deps;
-    const range = { offset: (query.page - 1) * query.limit, limit: query.limit };
-    return ResultAsync.combine([index.count(set), index.range(set, range)]).andThen(([total, ids]) =>
-      records.getMany<ServerRecord>(ids.map(recordKey)).andThen((found) => {
-        const data: ServerRecord[] = [];
-        const repairs: IndexTransaction[] = [];
-        found.forEach((record, i) => {
-          const id = ids[i] as string;
-          if (record === undefined || record.account !== account) {
-            repairs.push({ remove: allSetsOf(account).map((s) => ({ set: s, member: id })) });
-          } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
-            repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
-          } else {
-            data.push(record);
-          }
-        });
-        const result = { data, pagination: pagination(query, total - repairs.length) };
-        if (repairs.length === 0) return okAsync(result);
-        return this.commitQuietly({ remove: repairs.flatMap((r) => r.remove ?? []), add: repairs.flatMap((r) => r.add ?? []) }).map(() => result);
-      }),
-    );
+    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey).andThen(({ ids, found, total }) => {
+      const data: ServerRecord[] = [];
+      const repairs: IndexTransaction[] = [];
+      found.forEach((record, i) => {
+        const id = ids[i] as string;
+        if (record === undefined || record.account !== account) {
+          repairs.push({ remove: allSetsOf(account).map((s) => ({ set: s, member: id })) });
+        } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
+          repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
+        } else {
+          data.push(record);
+        }
+      });
+      const result = { data, pagination: pagination(query, total - repairs.length) };
+      if (repairs.length === 0) return okAsync(result);
+      return this.commitQuietly(mergeTransactions(...repairs)).map(() => result);
+    });
   }
 
   /**
@@ -214,10 +210,9 @@ export class ServerRegistry {
    * whose record is gone are skipped; the account listings repair them.
    */
   everyServer(offset: number, limit: number): ResultAsync<ServerRecord[], FleetError> {
-    return this.deps.index
-      .range(ALL_SERVERS, { offset, limit })
-      .andThen((ids) => this.deps.records.getMany<ServerRecord>(ids.map(recordKey)))
-      .map((found) => found.filter((record): record is ServerRecord => record !== undefined));
+    return readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey).map(({ found }) =>
+      found.filter((record): record is ServerRecord => record !== undefined),
+    );
   }
 
   /**

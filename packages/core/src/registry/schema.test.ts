@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { FieldIssue } from '../errors/fleet-error.js';
-import { DEFAULT_TIMEOUT_MS, type ServerConfig, ServerValidator, type Validated } from './schema.js';
+import type { Result } from 'neverthrow';
+import type { FieldIssue, FleetError } from '../errors/fleet-error.js';
+import { issuesOf } from '../validation/test-helpers.js';
+import { DEFAULT_TIMEOUT_MS, type ServerConfig, ServerValidator } from './schema.js';
 
 const validator = new ServerValidator({ stdioCommands: ['node', '/usr/bin/python3'] });
 
@@ -8,18 +10,17 @@ const http = { name: 'weather', type: 'http', endpoint: 'https://weather.example
 const ws = { name: 'stream', type: 'websocket', endpoint: 'wss://stream.example/mcp' } as const;
 const stdio = { name: 'local', type: 'stdio', command: 'node' } as const;
 
-function valid(result: Validated<ServerConfig>): ServerConfig {
-  if (!result.ok) throw new Error(`expected a valid configuration, got ${JSON.stringify(result.issues)}`);
+type Validated = Result<ServerConfig, FleetError>;
+
+function valid(result: Validated): ServerConfig {
+  if (result.isErr()) throw new Error(`expected a valid configuration, got ${JSON.stringify(result.error.details)}`);
   return result.value;
 }
 
-function issues(result: Validated<ServerConfig>): FieldIssue[] {
-  if (result.ok) throw new Error(`expected issues, got ${JSON.stringify(result.value)}`);
-  return result.issues;
-}
+const issues = (result: Validated): FieldIssue[] => issuesOf(result);
 
 /** The issue reported for `field`, failing when there is none. */
-function issueOf(result: Validated<ServerConfig>, field: string): string {
+function issueOf(result: Validated, field: string): string {
   const found = issues(result).find((i) => i.field === field);
   if (found === undefined) throw new Error(`no issue for ${field} in ${JSON.stringify(issues(result))}`);
   return found.issue;
@@ -149,8 +150,8 @@ describe('ServerValidator.config', () => {
     });
 
     it('requireTls is off by default', () => {
-      expect(validator.config({ ...http, endpoint: 'http://weather.example' }).ok).toBe(true);
-      expect(new ServerValidator().config({ ...ws, endpoint: 'ws://stream.example' }).ok).toBe(true);
+      expect(validator.config({ ...http, endpoint: 'http://weather.example' }).isOk()).toBe(true);
+      expect(new ServerValidator().config({ ...ws, endpoint: 'ws://stream.example' }).isOk()).toBe(true);
     });
   });
 
@@ -193,7 +194,7 @@ describe('ServerValidator.config', () => {
       ['100 env variables', { ...stdio, env: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`V${i}`, 'x'])) }, true],
     ];
     it.each(cases)('%s', (_label, body, ok) => {
-      expect(validator.config(body).ok).toBe(ok);
+      expect(validator.config(body).isOk()).toBe(ok);
     });
 
     it('phrases bounds in words', () => {
@@ -284,7 +285,7 @@ describe('ServerValidator.config', () => {
 
     it('takes names that merely resemble dangerous ones', () => {
       for (const name of ['NODE_ENV', 'MY_LD_FLAG', 'PROXY', 'PROXY_URL', 'PYTHONHOME_X', 'OPENSSL']) {
-        expect(validator.config({ ...stdio, env: { [name]: 'x' } }).ok, name).toBe(true);
+        expect(validator.config({ ...stdio, env: { [name]: 'x' } }).isOk(), name).toBe(true);
       }
     });
 
@@ -335,7 +336,7 @@ describe('ServerValidator.config', () => {
 
     it.each(bodies)('%s', (_label, body) => {
       const result = validator.config(body);
-      expect(result.ok).toBe(false);
+      expect(result.isOk()).toBe(false);
       expect(JSON.stringify(issues(result))).not.toContain(SECRET);
     });
 

@@ -1,5 +1,7 @@
+import { err, type Result } from 'neverthrow';
 import { z } from 'zod';
-import { type FieldIssue } from '../errors/fleet-error.js';
+import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
@@ -87,7 +89,7 @@ const envSchema = z
   .record(
     z
       .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name')
+      .refine((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name), 'has an invalid variable name')
       .max(256)
       .refine((name) => !DANGEROUS_ENV.some((re) => re.test(name)), 'is not allowed: it changes how the program loads'),
     z.string().max(32_768),
@@ -166,99 +168,18 @@ type ServerInputFields = {
   working_directory: string;
 };
 
-export type Validated<T> = { ok: true; value: T } | { ok: false; issues: FieldIssue[] };
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** `retry.max_attempts`, `args[2]`: the path of an issue as callers write it. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((out, key) => {
-    if (typeof key === 'number') return `${out}[${key}]`;
-    return out === '' ? String(key) : `${out}.${String(key)}`;
-  }, '');
-}
-
-const describeType = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
-
-/** zod's name of an expected type as callers read it: "an integer", "an object", "a string". */
-function expectedType(expected: string): string {
-  if (expected === 'int') return 'an integer';
-  if (expected === 'record') return 'an object';
-  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
-}
-
-/** Issue text written here, not by zod, so that no message ever echoes a submitted value (it may be a secret). */
-function issueText(issue: z.core.$ZodIssue, input: unknown): string {
-  switch (issue.code) {
-    case 'invalid_type':
-      return input === undefined ? 'is required' : `must be ${expectedType(issue.expected)}`;
-    case 'too_small':
-      if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`;
-      if (issue.origin === 'array') return `must have at least ${issue.minimum} items`;
-      return `must be at least ${issue.minimum}`;
-    case 'too_big':
-      if (issue.origin === 'string') return `must be at most ${issue.maximum} characters`;
-      if (issue.origin === 'array') return `must have at most ${issue.maximum} items`;
-      return `must be at most ${issue.maximum}`;
-    case 'invalid_value':
-      return `must be ${issue.values.map((v) => JSON.stringify(v)).join(' or ')}`;
-    case 'invalid_union':
-      return 'must have a type of "bearer" or "oauth2"';
-    case 'invalid_format':
-      return 'has an invalid format';
-    case 'not_multiple_of':
-      return `must be a multiple of ${String(issue.divisor)}`;
-    case 'invalid_key':
-      return 'has an invalid key';
-    case 'custom':
-      return issue.message;
-    default:
-      return 'is invalid';
-  }
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let current = root;
-  for (const key of path) {
-    if (!isPlainObject(current) && !Array.isArray(current)) return undefined;
-    current = (current as Record<PropertyKey, unknown>)[key];
-  }
-  return current;
-}
-
-export function zodIssues(error: z.ZodError, input: unknown): FieldIssue[] {
-  const out: FieldIssue[] = [];
-  for (const issue of error.issues) {
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ field: formatPath([...issue.path, key]), issue: 'is not a known field' });
-      continue;
-    }
-    if (issue.code === 'invalid_key') {
-      // The key's own refinement says why a valid-looking name (LD_PRELOAD) is refused; zod nests it here.
-      const reason = issue.issues.find((inner) => inner.code === 'custom');
-      out.push({ field: formatPath(issue.path), issue: reason?.message ?? 'has an invalid variable name' });
-      continue;
-    }
-    const value = valueAt(input, issue.path);
-    // "must be an integer, not number" would puzzle: say what was sent only when its type is the problem.
-    const wrongType = issue.code === 'invalid_type' && value !== undefined && !(issue.expected === 'int' && typeof value === 'number');
-    const text = wrongType ? `must be ${expectedType(issue.expected)}, not ${describeType(value)}` : issueText(issue, value);
-    out.push({ field: formatPath(issue.path) || 'body', issue: text });
-  }
-  return out;
-}
+const isServerType = (value: unknown): value is ServerType => SERVER_TYPES.includes(value as ServerType);
 
 /** Top-level field checks zod cannot phrase well: read-only, another type's field, unknown. */
-function fieldIssues(body: Record<string, unknown>, type: ServerType | undefined): FieldIssue[] {
-  const issues: FieldIssue[] = [];
-  for (const key of Object.keys(body)) {
-    if ((READ_ONLY_FIELDS as readonly string[]).includes(key)) issues.push({ field: key, issue: 'is read-only' });
-    else if (!ALL_FIELDS.has(key)) issues.push({ field: key, issue: 'is not a known field' });
-    else if (type !== undefined && !TYPE_FIELDS[type].includes(key)) issues.push({ field: key, issue: `does not apply to ${type} servers` });
-  }
-  return issues;
+function fieldRules(type: ServerType | undefined): FieldRules {
+  return {
+    readOnly: READ_ONLY_FIELDS,
+    fieldIssue: (key) => {
+      if (!ALL_FIELDS.has(key)) return 'is not a known field';
+      if (type !== undefined && !TYPE_FIELDS[type].includes(key)) return `does not apply to ${type} servers`;
+      return undefined;
+    },
+  };
 }
 
 /** Validates server configurations under the options of one fleet. */
@@ -270,37 +191,29 @@ export class ServerValidator {
   }
 
   /** A whole configuration, as sent to create or as the result of an update. */
-  config(body: unknown): Validated<ServerConfig> {
-    if (!isPlainObject(body)) return { ok: false, issues: [{ field: 'body', issue: 'must be a JSON object' }] };
-    const type = body.type;
-    if (!SERVER_TYPES.includes(type as ServerType)) {
-      const issues = fieldIssues(body, undefined);
-      issues.unshift({ field: 'type', issue: type === undefined ? 'is required' : 'must be "http", "websocket" or "stdio"' });
-      return { ok: false, issues };
-    }
-    const issues = fieldIssues(body, type as ServerType);
-    const known = Object.fromEntries(Object.entries(body).filter(([key]) => !issues.some((i) => i.field === key)));
-    const parsed = this.schemas[type as ServerType].safeParse(known);
-    if (parsed.success && issues.length === 0) return { ok: true, value: parsed.data };
-    if (!parsed.success) issues.push(...zodIssues(parsed.error, known));
-    return { ok: false, issues };
+  config(body: unknown): Result<ServerConfig, FleetError> {
+    return objectBody(body).andThen((fields) => {
+      const type = fields.type;
+      if (isServerType(type)) return parse(this.schemas[type], fields, fieldRules(type));
+      const issue = type === undefined ? 'is required' : 'must be "http", "websocket" or "stdio"';
+      return err(invalidRequest([{ field: 'type', issue }, ...fieldIssues(fields, fieldRules(undefined))]));
+    });
   }
 
   /**
    * An update: the fields given replace the stored ones (nested objects whole), `null` clears a field,
    * and the result must be a whole valid configuration.
    */
-  update(current: ServerConfig, patch: unknown): Validated<ServerConfig> {
-    if (!isPlainObject(patch)) return { ok: false, issues: [{ field: 'body', issue: 'must be a JSON object' }] };
-    const keys = Object.keys(patch);
-    if (keys.length === 0) return { ok: false, issues: [{ field: 'body', issue: 'must name at least one field to change' }] };
-    const issues = fieldIssues(patch, undefined);
-    if (issues.length > 0) return { ok: false, issues };
-    const merged: Record<string, unknown> = { ...current };
-    for (const key of keys) {
-      if (patch[key] === null) delete merged[key];
-      else merged[key] = patch[key];
-    }
-    return this.config(merged);
+  update(current: ServerConfig, patch: unknown): Result<ServerConfig, FleetError> {
+    return objectBody(patch, { patch: true }).andThen((fields) => {
+      const issues = fieldIssues(fields, fieldRules(undefined));
+      if (issues.length > 0) return err(invalidRequest(issues));
+      const merged: Record<string, unknown> = { ...current };
+      for (const [key, value] of Object.entries(fields)) {
+        if (value === null) delete merged[key];
+        else merged[key] = value;
+      }
+      return this.config(merged);
+    });
   }
 }

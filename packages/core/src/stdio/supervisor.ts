@@ -2,7 +2,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
 import { FleetError } from '../errors/fleet-error.js';
+import { backoffDelay } from '../util/backoff.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
+import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
 
 /**
  * Why the supervisor refused or lost a process, as `FleetError` codes: `DESTINATION_NOT_ALLOWED`,
@@ -157,11 +159,8 @@ function errnoOf(error: unknown): string {
   return typeof code === 'string' && /^[A-Z0-9_]+$/.test(code) ? ` (${code})` : '';
 }
 
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  const result = value ?? fallback;
-  if (!Number.isFinite(result) || result < 0) throw new TypeError(`createStdioSupervisor: ${name} must be a finite number >= 0`);
-  return result;
-}
+const OWNER = 'createStdioSupervisor';
+const nonNegative = (name: string, value: number | undefined, fallback: number) => checkOption(name, value ?? fallback, nonNegativeNumber, OWNER);
 
 class ManagedProcess implements StdioChannel {
   state: StdioProcessInfo['state'] = 'starting';
@@ -305,9 +304,7 @@ class Supervisor implements StdioSupervisor {
 
   constructor(options: StdioSupervisorOptions) {
     this.commands = new Set(options.commands ?? []);
-    const max = options.maxProcessesPerAccount ?? 5;
-    if (!Number.isInteger(max) || max < 1) throw new TypeError('createStdioSupervisor: maxProcessesPerAccount must be an integer >= 1');
-    this.maxPerAccount = max;
+    this.maxPerAccount = checkOption('maxProcessesPerAccount', options.maxProcessesPerAccount ?? 5, positiveInteger, OWNER);
     this.idleTimeoutMs = nonNegative('idleTimeoutMs', options.idleTimeoutMs, 300_000);
     this.backoffInitialMs = nonNegative('crashBackoff.initialMs', options.crashBackoff?.initialMs, 1000);
     this.backoffMaxMs = Math.max(this.backoffInitialMs, nonNegative('crashBackoff.maxMs', options.crashBackoff?.maxMs, 60_000));
@@ -522,7 +519,8 @@ class Supervisor implements StdioSupervisor {
   private recordCrash(serverId: string, identity: string): void {
     const previous = this.crashes.get(serverId);
     const failures = previous?.identity === identity ? previous.failures + 1 : 1;
-    const delay = Math.min(this.backoffMaxMs, this.backoffInitialMs * 2 ** (failures - 1));
+    // No jitter: one supervisor waits on its own process, there is no crowd to spread.
+    const delay = backoffDelay(failures, { baseMs: this.backoffInitialMs, maxMs: this.backoffMaxMs, factor: 2, jitter: [1, 1] });
     this.crashes.set(serverId, { identity, failures, retryAt: Date.now() + delay });
   }
 

@@ -1,5 +1,8 @@
 import { SdkHttpError } from '@modelcontextprotocol/client';
 import { errorChain, type UpstreamError } from '../errors/fleet-error.js';
+import { backoffDelay as exponentialDelay } from '../util/backoff.js';
+
+export { parseRetryAfter } from '../util/backoff.js';
 
 /** How retries wait: exponential backoff with full jitter, and the cap of a server's `Retry-After`. */
 export interface BackoffOptions {
@@ -34,23 +37,12 @@ export function isRetrySafe(failure: AttemptFailure): boolean {
   return failure.error.code === 'UPSTREAM_UNREACHABLE' || failure.error.code === 'UPSTREAM_TIMEOUT';
 }
 
-/** `Retry-After` as ms: delta seconds or an HTTP date; `undefined` when absent or unreadable. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
-  if (value === null || value === undefined || value.trim() === '') return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
 /**
  * The wait before attempt `attempt + 1` (attempt counts from 1): `Retry-After` when the server sent one (capped at
  * `maxMs`), else between half and all of `baseMs · 2^(attempt-1)` (equal jitter, so many callers do not retry in step).
  */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}, retryAfterMs?: number, random: () => number = Math.random): number {
-  const baseMs = options.baseMs ?? 200;
   const maxMs = options.maxMs ?? 10_000;
   if (retryAfterMs !== undefined) return Math.min(maxMs, retryAfterMs);
-  const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+  return exponentialDelay(attempt, { baseMs: options.baseMs ?? 200, maxMs, factor: 2, jitter: [0.5, 1] }, random);
 }

@@ -2,6 +2,7 @@ import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { type FleetError, toolCallNotFound } from '../errors/fleet-error.js';
 import { isId } from '../util/ids.js';
 import type { IndexCalls } from '../storage/index-calls.js';
+import { readPage } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { ChangeWriter } from '../events/change-writer.js';
@@ -119,16 +120,10 @@ export class ToolCallLog {
 
   /** Newest first; filters narrow to the listing of their combination. Records carry no payload here. */
   list(account: string, query: ListToolCallsQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
-    const set = listingOf(account, query);
-    return this.index.count(set).andThen((total) =>
-      this.index
-        .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit, order: 'desc' })
-        .andThen((ids) => this.records.getMany<StoredToolCall>(ids.map(recordKey)))
-        .map((found) => ({
-          data: found.filter((call): call is StoredToolCall => call !== undefined && call.account === account).map(strip),
-          pagination: pagination(query, total),
-        })),
-    );
+    return readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' }).map(({ found, total }) => ({
+      data: found.filter((call): call is StoredToolCall => call !== undefined && call.account === account).map(strip),
+      pagination: pagination(query, total),
+    }));
   }
 }
 

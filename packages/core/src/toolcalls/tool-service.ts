@@ -1,11 +1,14 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
-import { errAsync, ResultAsync } from 'neverthrow';
-import { errorChain, type FleetError, invalidRequest, isFleetError, type FieldIssue } from '../errors/fleet-error.js';
+import { ResultAsync } from 'neverthrow';
+import { z } from 'zod';
+import { errorChain, type FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import { newId } from '../util/ids.js';
+import { parse } from '../validation/parse.js';
+import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
 import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe } from './retry.js';
 import type { ToolCallLog, ToolCallRecord } from './tool-call-log.js';
@@ -44,22 +47,11 @@ const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resol
 
 type AttemptResult = { ok: true; result: CallToolResult } | { ok: false; rejected: boolean; failure: AttemptFailure };
 
-/** Checks a `tools/call` body: `{ name: string, arguments?: object }`. */
-export function parseCallInput(body: unknown): { ok: true; name: string; args: Record<string, unknown> } | { ok: false; error: FleetError } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return { ok: false, error: invalidRequest([{ field: 'body', issue: 'must be a JSON object' }]) };
-  }
-  const { name, arguments: args, ...rest } = body as Record<string, unknown>;
-  const issues: FieldIssue[] = [];
-  if (typeof name !== 'string' || name.length === 0) issues.push({ field: 'name', issue: 'is required and must be a non-empty string' });
-  else if (name.length > MAX_TOOL_NAME) issues.push({ field: 'name', issue: `must be at most ${MAX_TOOL_NAME} characters` });
-  if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
-    issues.push({ field: 'arguments', issue: 'must be a JSON object' });
-  }
-  for (const field of Object.keys(rest)) issues.push({ field, issue: 'is not a known field' });
-  if (issues.length > 0) return { ok: false, error: invalidRequest(issues) };
-  return { ok: true, name: name as string, args: (args ?? {}) as Record<string, unknown> };
-}
+/** The body of `tools/call`: `{ name, arguments? }`. The arguments go to the tool as sent, so they are not copied. */
+const callInputSchema = z.strictObject({
+  name: z.string().min(1).max(MAX_TOOL_NAME),
+  arguments: z.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object').optional(),
+});
 
 /**
  * Tools of registered servers, through their proxy settings: the server's `timeout` per attempt, `retry` for
@@ -72,33 +64,39 @@ export class ToolService {
     this.sleep = deps.sleep ?? sleepFor;
   }
 
-  /**
-   * Calls a tool and records the call. Upstream failures are outcomes, not errors: the record says `error`
-   * (TOOL_ERROR when the tool answered `isError`, TOOL_CALL_REJECTED for a JSON-RPC error, an upstream code
-   * otherwise) or `timeout`. Errors are the service's own: unknown server, invalid input, storage.
-   */
+  /** As {@link invoke}, for the embedder's typed `fleet.tools.call`. */
   call(account: string, serverId: string, name: string, args: Record<string, unknown>): ResultAsync<ToolCallOutcome, FleetError> {
-    const input = parseCallInput({ name, arguments: args });
-    if (!input.ok) return errAsync(input.error);
-    return this.deps.registry.get(account, serverId).andThen((server) =>
-      ResultAsync.fromSafePromise(this.run(server, name, args)).andThen(({ record, result }) => {
-        const payload = {
-          ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
-          ...(this.deps.record?.results === true && result !== null ? { result } : {}),
-        };
-        return this.deps.log
-          .append(account, record, payload)
-          .andThen(() =>
-            this.deps.health.record(server.id, {
-              kind: 'call',
-              ok: record.status === 'success',
-              at: this.deps.now(),
-              responseTimeMs: record.duration_ms,
-              error: record.error,
-            }),
-          )
-          .map(() => ({ ...record, result }));
-      }),
+    return this.invoke(account, serverId, { name, arguments: args });
+  }
+
+  /**
+   * Calls a tool and records the call; the `{ name, arguments }` body is parsed here, once per call. Upstream failures
+   * are outcomes, not errors: the record says `error` (TOOL_ERROR when the tool answered `isError`,
+   * TOOL_CALL_REJECTED for a JSON-RPC error, an upstream code otherwise) or `timeout`. Errors are the service's own:
+   * unknown server, invalid input, storage.
+   */
+  invoke(account: string, serverId: string, body: unknown): ResultAsync<ToolCallOutcome, FleetError> {
+    return parse(callInputSchema, body).asyncAndThen(({ name, arguments: args = {} }) =>
+      this.deps.registry.get(account, serverId).andThen((server) =>
+        ResultAsync.fromSafePromise(this.run(server, name, args)).andThen(({ record, result }) => {
+          const payload = {
+            ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
+            ...(this.deps.record?.results === true && result !== null ? { result } : {}),
+          };
+          return this.deps.log
+            .append(account, record, payload)
+            .andThen(() =>
+              this.deps.health.record(server.id, {
+                kind: 'call',
+                ok: record.status === 'success',
+                at: this.deps.now(),
+                responseTimeMs: record.duration_ms,
+                error: record.error,
+              }),
+            )
+            .map(() => ({ ...record, result }));
+        }),
+      ),
     );
   }
 

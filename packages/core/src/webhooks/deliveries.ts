@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { okAsync, type ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
+import { readPage } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { ID_PREFIXES } from '../util/ids.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
@@ -91,24 +92,16 @@ export class DeliveryLog {
 
   list(webhookId: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError> {
     const set = deliveriesSet(webhookId);
-    return this.index.count(set).andThen((total) =>
-      this.index
-        .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit, order: 'desc' })
-        .andThen((ids) => {
-          if (ids.length === 0) return okAsync({ ids, found: [] as (DeliveryRecord | undefined)[] });
-          return this.records.getMany<DeliveryRecord>(ids.map(deliveryKey)).map((found) => ({ ids, found }));
-        })
-        .andThen(({ ids, found }) => {
-          const data = found.filter((d): d is DeliveryRecord => d !== undefined).map(toDeliveryView);
-          // Records past their retention are gone: drop their listing entries so totals stay true.
-          const expired = ids.filter((_, i) => found[i] === undefined);
-          const page = { data, pagination: pagination(query, total - expired.length) };
-          if (expired.length === 0) return okAsync(page);
-          return this.index
-            .commit({ remove: expired.map((member) => ({ set, member })) })
-            .map(() => page)
-            .orElse(() => okAsync(page));
-        }),
-    );
+    return readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc' }).andThen(({ ids, found, total }) => {
+      const data = found.filter((d): d is DeliveryRecord => d !== undefined).map(toDeliveryView);
+      // Records past their retention are gone: drop their listing entries so totals stay true.
+      const expired = ids.filter((_, i) => found[i] === undefined);
+      const page = { data, pagination: pagination(query, total - expired.length) };
+      if (expired.length === 0) return okAsync(page);
+      return this.index
+        .commit({ remove: expired.map((member) => ({ set, member })) })
+        .map(() => page)
+        .orElse(() => okAsync(page));
+    });
   }
 }

@@ -4,6 +4,7 @@ import { newId } from '../util/ids.js';
 import type { ErrorBody } from '../http/envelope.js';
 import type { TEST_EVENT, WebhookEventType } from './schema.js';
 import { type HeaderSource, verify, type VerifyOptions, type WebhookVerificationError, webhookRefusal } from './signature.js';
+import { checkOption, positiveInteger } from '../util/options.js';
 
 /** Largest delivery body a receiver reads before answering 413, in bytes. */
 export const DEFAULT_WEBHOOK_BODY_LIMIT = 1024 * 1024;
@@ -55,8 +56,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     throw new TypeError('mcp-fleet: verifyWebhook needs the webhook secret ("whsec_…") that POST /webhooks answered');
   }
   verify(secret, '', {}); // throws a TypeError now for a secret that is not whsec_ + base64
-  const bodyLimit = options.bodyLimit ?? DEFAULT_WEBHOOK_BODY_LIMIT;
-  if (!Number.isInteger(bodyLimit) || bodyLimit < 1) throw new TypeError('mcp-fleet: bodyLimit must be a positive integer');
+  const bodyLimit = checkOption('bodyLimit', options.bodyLimit ?? DEFAULT_WEBHOOK_BODY_LIMIT, positiveInteger);
   const verifyOptions: VerifyOptions = {
     ...(options.toleranceSeconds !== undefined && { toleranceSeconds: options.toleranceSeconds }),
     ...(options.now !== undefined && { now: options.now }),

@@ -1,3 +1,8 @@
+import { backoffDelay } from '../util/backoff.js';
+import { atLeast, checkOption, integerIn, numberIn, positiveNumber } from '../util/options.js';
+
+export { parseRetryAfter } from '../util/backoff.js';
+
 export interface RetryOptions {
   /** Attempts in all, the first included. @default 8 */
   attempts?: number;
@@ -19,11 +24,11 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 8, baseMs: 5000, factor: 5
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
   const policy = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   const { attempts, baseMs, factor, maxDelayMs, jitter } = policy;
-  if (!Number.isInteger(attempts) || attempts < 1 || attempts > 100) throw new TypeError('mcp-fleet: webhooks.retry.attempts must be an integer from 1 to 100');
-  if (!(baseMs > 0) || !Number.isFinite(baseMs)) throw new TypeError('mcp-fleet: webhooks.retry.baseMs must be a positive number');
-  if (!(factor >= 1) || !Number.isFinite(factor)) throw new TypeError('mcp-fleet: webhooks.retry.factor must be at least 1');
-  if (!(maxDelayMs >= baseMs) || !Number.isFinite(maxDelayMs)) throw new TypeError('mcp-fleet: webhooks.retry.maxDelayMs must be at least baseMs');
-  if (!(jitter >= 0 && jitter < 1)) throw new TypeError('mcp-fleet: webhooks.retry.jitter must be from 0 to below 1');
+  checkOption('webhooks.retry.attempts', attempts, integerIn(1, 100));
+  checkOption('webhooks.retry.baseMs', baseMs, positiveNumber);
+  checkOption('webhooks.retry.factor', factor, atLeast(1));
+  checkOption('webhooks.retry.maxDelayMs', maxDelayMs, atLeast(baseMs, 'baseMs'));
+  checkOption('webhooks.retry.jitter', jitter, numberIn(0, 1, { belowMax: true }));
   return policy;
 }
 
@@ -32,25 +37,6 @@ export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
  * `random` is in [0, 1).
  */
 export function retryDelay(policy: RetryPolicy, attempt: number, random: number = Math.random()): number {
-  const raw = policy.baseMs * policy.factor ** (attempt - 1);
-  const jittered = raw * (1 + policy.jitter * (2 * random - 1));
-  return Math.round(Math.min(policy.maxDelayMs, Math.max(0, jittered)));
-}
-
-/**
- * `Retry-After` in ms: delay-seconds or an HTTP date; `undefined` when absent or unreadable. Capped by `maxMs`
- * so that a receiver cannot park a delivery forever.
- */
-export function parseRetryAfter(value: string | undefined, now: number, maxMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  let ms: number;
-  if (/^\d+$/.test(text)) ms = Number(text) * 1000;
-  else {
-    // An HTTP date names its weekday or month; Date.parse alone would take "-5" as a year.
-    const at = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
-    if (Number.isNaN(at)) return undefined;
-    ms = at - now;
-  }
-  return Math.min(maxMs, Math.max(0, ms));
+  const { baseMs, maxDelayMs: maxMs, factor, jitter } = policy;
+  return backoffDelay(attempt, { baseMs, maxMs, factor, jitter: [1 - jitter, 1 + jitter] }, () => random);
 }

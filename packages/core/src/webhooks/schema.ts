@@ -1,9 +1,10 @@
 import { isIP } from 'node:net';
+import type { Result } from 'neverthrow';
 import { z } from 'zod';
 import { EVENT_TYPES, type FleetEventType } from '../events/catalog.js';
-import type { FieldIssue } from '../errors/fleet-error.js';
+import type { FleetError } from '../errors/fleet-error.js';
 import { createAddressPolicy, type AddressPolicy } from '../net/address-policy.js';
-import { isPlainObject, type Validated, zodIssues } from '../registry/schema.js';
+import { parse } from '../validation/parse.js';
 
 /** The events a webhook may subscribe to (docs/webhooks.md). */
 export const WEBHOOK_EVENTS = EVENT_TYPES;
@@ -69,27 +70,12 @@ export class WebhookValidator {
     }) as z.ZodType<WebhookPatch>;
   }
 
-  input(body: unknown): Validated<WebhookInput> {
-    return this.parse(this.create, body, false);
+  input(body: unknown): Result<WebhookInput, FleetError> {
+    return parse(this.create, body, { readOnly: READ_ONLY });
   }
 
-  update(body: unknown): Validated<WebhookPatch> {
-    return this.parse(this.patch, body, true);
-  }
-
-  private parse<T>(schema: z.ZodType<T>, body: unknown, patch: boolean): Validated<T> {
-    if (!isPlainObject(body)) return { ok: false, issues: [{ field: 'body', issue: 'must be a JSON object' }] };
-    if (patch && Object.keys(body).length === 0) {
-      return { ok: false, issues: [{ field: 'body', issue: 'must name at least one field to change' }] };
-    }
-    const issues: FieldIssue[] = Object.keys(body)
-      .filter((key) => READ_ONLY.includes(key))
-      .map((field) => ({ field, issue: 'is read-only' }));
-    const rest = Object.fromEntries(Object.entries(body).filter(([key]) => !READ_ONLY.includes(key)));
-    const parsed = schema.safeParse(rest);
-    if (parsed.success && issues.length === 0) return { ok: true, value: parsed.data };
-    if (!parsed.success) issues.push(...zodIssues(parsed.error, rest));
-    return { ok: false, issues };
+  update(body: unknown): Result<WebhookPatch, FleetError> {
+    return parse(this.patch, body, { readOnly: READ_ONLY, patch: true });
   }
 
   private urlIssue(value: string): string | undefined {

@@ -12,6 +12,7 @@ import { TEST_EVENT, WebhookValidator, type WebhookInput, type WebhookPatch } fr
 import { createSender, type Sender } from './sender.js';
 import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.js';
 import { DeliveryWorker } from './worker.js';
+import { checkOption, positiveNumber } from '../util/options.js';
 
 export interface WebhooksOptions {
   /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
@@ -51,8 +52,15 @@ export interface WebhooksApi {
   deliveries(account: string, id: string, query?: Partial<PageQuery>): ResultAsync<Page<DeliveryView>, FleetError>;
 }
 
+/** The same operations as the HTTP routes call them: bodies arrive unchecked and the webhook schema validates them. */
+export interface WebhookOperations extends Omit<WebhooksApi, 'create' | 'update'> {
+  create(account: string, input: unknown): ResultAsync<CreatedWebhook, FleetError>;
+  update(account: string, id: string, patch: unknown): ResultAsync<WebhookView, FleetError>;
+}
+
 export interface Webhooks {
-  readonly api: WebhooksApi;
+  /** Typed as {@link WebhooksApi} where the embedder gets it; it takes unchecked input as well. */
+  readonly api: WebhookOperations;
   readonly outbox: EventOutbox;
   readonly worker: DeliveryWorker | undefined;
   close(): Promise<void>;
@@ -67,20 +75,15 @@ export interface WebhooksDeps {
   onError: (cause: unknown) => void;
 }
 
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`mcp-fleet: webhooks.${name} must be a positive number`);
-  return value;
-}
-
 /** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
 export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}): Webhooks {
   const retry = retryPolicy(options.retry);
-  const timeoutMs = positive('timeoutMs', options.timeoutMs ?? 10_000);
-  const leaseMs = positive('leaseMs', options.leaseMs ?? 60_000);
-  const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 1000);
-  const concurrency = Math.floor(positive('concurrency', options.concurrency ?? 8));
-  const graceMs = positive('recoveryGraceMs', options.recoveryGraceMs ?? 60_000);
-  const retentionMs = positive('retentionMs', options.retentionMs ?? 30 * 86_400_000);
+  const timeoutMs = checkOption('webhooks.timeoutMs', options.timeoutMs ?? 10_000, positiveNumber);
+  const leaseMs = checkOption('webhooks.leaseMs', options.leaseMs ?? 60_000, positiveNumber);
+  const pollIntervalMs = checkOption('webhooks.pollIntervalMs', options.pollIntervalMs ?? 1000, positiveNumber);
+  const concurrency = Math.floor(checkOption('webhooks.concurrency', options.concurrency ?? 8, positiveNumber));
+  const graceMs = checkOption('webhooks.recoveryGraceMs', options.recoveryGraceMs ?? 60_000, positiveNumber);
+  const retentionMs = checkOption('webhooks.retentionMs', options.retentionMs ?? 30 * 86_400_000, positiveNumber);
   const { records, index, now } = deps;
   const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
   const deliveries = new DeliveryLog(records, index, retentionMs);
@@ -105,7 +108,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     });
     worker.start();
   }
-  const api: WebhooksApi = {
+  const api: WebhookOperations = {
     create: (account, input) => webhooks.create(account, input).map((record) => ({ ...toWebhookView(record), secret: record.secret })),
     get: (account, id) => webhooks.get(account, id).map(toWebhookView),
     update: (account, id, patch) => webhooks.update(account, id, patch).map(toWebhookView),

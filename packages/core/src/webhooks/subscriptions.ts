@@ -1,6 +1,7 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
+import { readPage, readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
@@ -50,7 +51,7 @@ export class WebhookStore {
 
   create(account: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
     const validated = this.deps.validator.input(body);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
     const record: WebhookRecord = {
       id: newId('webhook'),
@@ -96,7 +97,7 @@ export class WebhookStore {
 
   update(account: string, id: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
     const validated = this.deps.validator.update(body);
-    if (!validated.ok) return errAsync(invalidRequest(validated.issues));
+    if (validated.isErr()) return errAsync(validated.error);
     const patch = validated.value;
     return this.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
@@ -136,26 +137,16 @@ export class WebhookStore {
   }
 
   list(account: string, query: PageQuery): ResultAsync<Page<WebhookRecord>, FleetError> {
-    const set = accountSet(account);
-    const { index, records } = this.deps;
-    return index.count(set).andThen((total) =>
-      index
-        .range(set, { offset: (query.page - 1) * query.limit, limit: query.limit })
-        .andThen((ids) => records.getMany<WebhookRecord>(ids.map(webhookKey)))
-        .map((found) => {
-          const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
-          return { data, pagination: pagination(query, total - (found.length - data.length)) };
-        }),
-    );
+    return readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey).map(({ found, total }) => {
+      const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
+      return { data, pagination: pagination(query, total - (found.length - data.length)) };
+    });
   }
 
   /** The enabled webhooks of the account that subscribe to `type`: at most {@link MAX_WEBHOOKS_PER_ACCOUNT} reads. */
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
-    const { index, records } = this.deps;
-    return index
-      .range(accountSet(account), { offset: 0, limit: MAX_WEBHOOKS_PER_ACCOUNT })
-      .andThen((ids) => (ids.length === 0 ? okAsync([]) : records.getMany<WebhookRecord>(ids.map(webhookKey))))
-      .map((found) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
+    return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: MAX_WEBHOOKS_PER_ACCOUNT }, webhookKey)
+      .map(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
   }
 
   private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {

@@ -1,0 +1,43 @@
+import { ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { PageQuery } from '../util/pagination.js';
+import type { IndexCalls } from './index-calls.js';
+import type { RangeOptions } from './index-store.js';
+import type { RecordStore } from './records.js';
+
+/** Records read through a listing: ids and records side by side. */
+export interface ListedRecords<T> {
+  /** The listed ids, in the listing's order. */
+  ids: string[];
+  /** Their records; `undefined` where a listed record is gone (expired, or left by a crash): the caller repairs or skips. */
+  found: (T | undefined)[];
+}
+
+export interface PageRead<T> extends ListedRecords<T> {
+  /** How many the whole listing holds, gone records included. */
+  total: number;
+}
+
+/** The records of one range of a listing. */
+export function readRange<T>(
+  index: IndexCalls,
+  records: RecordStore,
+  set: string,
+  range: RangeOptions,
+  keyOf: (id: string) => string,
+): ResultAsync<ListedRecords<T>, FleetError> {
+  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf)).map((found) => ({ ids, found })));
+}
+
+/** One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. */
+export function readPage<T>(
+  index: IndexCalls,
+  records: RecordStore,
+  set: string,
+  query: PageQuery,
+  keyOf: (id: string) => string,
+  options: { order?: 'asc' | 'desc' } = {},
+): ResultAsync<PageRead<T>, FleetError> {
+  const range: RangeOptions = { offset: (query.page - 1) * query.limit, limit: query.limit, ...(options.order !== undefined && { order: options.order }) };
+  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf)]).map(([total, read]) => ({ ...read, total }));
+}
