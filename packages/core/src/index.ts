@@ -14,7 +14,6 @@ export { FleetError, isFleetError, invalidRequest, toFleetError, type ErrorDetai
 
 export {
   createHandler,
-  stripPrefix,
   type Authenticate,
   type ErrorHook,
   type FleetHandler,
