@@ -112,6 +112,20 @@ describe.each(RECEIVERS)('verifyWebhook ($name)', ({ start }) => {
     expect(receiver.seen.length).toBe(before);
   });
 
+  it("a refusal carries the API's headers: JSON, no-store, nosniff, and X-Request-Id = meta.request_id", async () => {
+    const headers = { 'content-type': 'application/json', ...sign(newWebhookSecret(), body, { id: 'dlv_h', timestamp: now() }) };
+    for (const requestId of [undefined, 'sender-id-1']) {
+      const res = await fetch(receiver.url, { method: 'POST', body, headers: requestId === undefined ? headers : { ...headers, 'x-request-id': requestId } });
+      const answer = await res.json();
+      expect(res.status).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('x-request-id')).toBe(answer.meta.request_id);
+      expect(answer.meta.request_id).toMatch(requestId ?? /^req_[0-9A-Za-z]{24}$/);
+    }
+  });
+
   it('rejects a signature made with another secret', async () => {
     const res = await post(receiver.url, body, sign(newWebhookSecret(), body, { id: 'dlv_w', timestamp: now() }));
     expect(res.status).toBe(401);
