@@ -116,7 +116,7 @@ describe.each(RECEIVERS)('verifyWebhook ($name)', ({ start }) => {
     const headers = { 'content-type': 'application/json', ...sign(newWebhookSecret(), body, { id: 'dlv_h', timestamp: now() }) };
     for (const requestId of [undefined, 'sender-id-1']) {
       const res = await fetch(receiver.url, { method: 'POST', body, headers: requestId === undefined ? headers : { ...headers, 'x-request-id': requestId } });
-      const answer = await res.json();
+      const answer = (await res.json()) as { meta: { request_id: string } };
       expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
       expect(res.headers.get('cache-control')).toBe('no-store');
