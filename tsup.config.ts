@@ -12,23 +12,36 @@ const shared = {
 } satisfies Options;
 
 /** Each package builds on its own: its dependencies stay imports, never bundled in. */
-function pkg(name: string, external: (string | RegExp)[]): Options {
+function pkg(name: string, external: (string | RegExp)[], entry: Record<string, string> = { index: 'index.ts' }): Options {
   return {
     ...shared,
     name,
-    entry: { index: `packages/${name}/src/index.ts` },
+    entry: Object.fromEntries(Object.entries(entry).map(([out, src]) => [out, `packages/${name}/src/${src}`])),
     outDir: `packages/${name}/dist`,
     tsconfig: 'tsconfig.json',
     external,
   };
 }
 
+/** `@mcp-fleet/core` and its subpaths (`/node`, `/webhooks`, `/testing`): imports, never bundled into a sibling. */
+const core = /^@mcp-fleet\/core(\/|$)/;
+
 export default defineConfig([
-  pkg('core', ['keyv', 'zod', 'neverthrow', 'undici', /^@modelcontextprotocol\//]),
-  pkg('sqlite', ['@mcp-fleet/core', 'keyv', '@keyv/sqlite', 'sqlite3']),
-  pkg('redis', ['@mcp-fleet/core', 'keyv', '@keyv/redis', '@redis/client']),
-  pkg('hono', ['@mcp-fleet/core', 'hono']),
-  pkg('express', ['@mcp-fleet/core', 'express']),
+  {
+    // The subpaths share modules with the root entry; split into common chunks, each module (and each class, which
+    // `instanceof` tells apart) exists once, whichever entry loads it.
+    ...pkg('core', ['keyv', 'zod', 'neverthrow', 'undici', /^@modelcontextprotocol\//, 'vitest'], {
+      index: 'index.ts',
+      node: 'node/index.ts',
+      webhooks: 'webhooks/index.ts',
+      testing: 'testing/index.ts',
+    }),
+    splitting: true,
+  },
+  pkg('sqlite', [core, 'keyv', '@keyv/sqlite', 'sqlite3']),
+  pkg('redis', [core, 'keyv', '@keyv/redis', '@redis/client']),
+  pkg('hono', [core, 'hono']),
+  pkg('express', [core, 'express']),
   {
     name: 'reference-server',
     entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts' },

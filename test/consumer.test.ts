@@ -1,6 +1,7 @@
 /**
  * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
- * project, imported, type-checked and used. Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
+ * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`; `/testing` resolved and
+ * type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
  * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis is installed and loaded,
  * not connected: that needs a server.
  */
@@ -16,6 +17,8 @@ const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis'] as const;
 type PackageName = (typeof PACKAGES)[number];
+/** The entry points of @mcp-fleet/core: the root and its subpaths. */
+const CORE_SUBPATHS = ['index', 'node', 'webhooks', 'testing'];
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 interface PackedFile {
@@ -148,8 +151,28 @@ const USE = `
   const hookOk = await receiver.request('/hook', { method: 'POST', body: hookBody, headers: signed });
   const hookBad = await receiver.request('/hook', { method: 'POST', body: hookBody + ' ', headers: signed });
 
+  // @mcp-fleet/core/node: a plain node:http server, no framework.
+  const plain = http.createServer((req, res) => {
+    const path = mountPath(req.url.split('?', 1)[0], fleet.prefix);
+    if (path === undefined) return void res.writeHead(404).end();
+    fleet.handle(toWebRequest(req, res), { path }).then((response) => writeWebResponse(res, response));
+  });
+  await new Promise((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  const viaNode = await fetch('http://127.0.0.1:' + plain.address().port + '/v1/servers', { headers: auth });
+  const nodeBody = await viaNode.json();
+  await new Promise((resolve) => plain.close(resolve));
+
+  // @mcp-fleet/core/webhooks: the receiver alone; its refusals are the root entry's FleetError (one class, shared chunk).
+  const onlyReceiver = createWebhookReceiver({ secret: hookSecret });
+  const received = await onlyReceiver.verifyRequest(new Request('http://x/hook', { method: 'POST', body: hookBody, headers: signed }));
+  const refused = await onlyReceiver.verifyRequest(new Request('http://x/hook', { method: 'POST', body: hookBody }));
+  const refusal = onlyReceiver.refusal(refused.error);
+
   console.log(JSON.stringify({
     webhooks: [hookOk.status, await hookOk.text(), hookBad.status, typeof expressVerifyWebhook],
+    node: [viaNode.status, nodeBody.data.map((s) => s.name)],
+    receiverOnly: [received.isOk() && received.value.event.type, refusal.status, refusal.headers.get('cache-control'), (await refusal.json()).error.code],
+    sameClass: refused.error instanceof FleetError && isFleetError(refused.error) && refused.error.category === 'receiver',
     secret: /^mcpf_[0-9A-Za-z]{40}$/.test(secret),
     core: [core.status, coreBody.success, coreBody.data.length],
     anonymous: anonymous.status,
@@ -159,11 +182,15 @@ const USE = `
     errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
     resolved,
     redis: [typeof createRedisStorage, redisEntry],
+    subpaths,
   }));
 `;
 
 const ESM_MAIN = `
-import { createFleet, ERROR_CODES, newWebhookSecret, sign } from '@mcp-fleet/core';
+import http from 'node:http';
+import { createFleet, ERROR_CODES, FleetError, isFleetError, sign } from '@mcp-fleet/core';
+import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
+import { createWebhookReceiver, newWebhookSecret } from '@mcp-fleet/core/webhooks';
 import { createFleetApp, verifyWebhook as honoVerifyWebhook } from '@mcp-fleet/hono';
 import { fleetMiddleware, verifyWebhook as expressVerifyWebhook } from '@mcp-fleet/express';
 import { createRedisStorage } from '@mcp-fleet/redis';
@@ -173,11 +200,15 @@ import { Hono } from 'hono';
 import Keyv from 'keyv';
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => import.meta.resolve(name)).concat(corePackage.name);
 const redisEntry = import.meta.resolve('@mcp-fleet/redis');
+const subpaths = ['node', 'webhooks', 'testing'].map((name) => import.meta.resolve('@mcp-fleet/core/' + name));
 ${USE}
 `;
 
 const CJS_MAIN = `
-const { createFleet, ERROR_CODES, newWebhookSecret, sign } = require('@mcp-fleet/core');
+const http = require('node:http');
+const { createFleet, ERROR_CODES, FleetError, isFleetError, sign } = require('@mcp-fleet/core');
+const { mountPath, toWebRequest, writeWebResponse } = require('@mcp-fleet/core/node');
+const { createWebhookReceiver, newWebhookSecret } = require('@mcp-fleet/core/webhooks');
 const { createFleetApp, verifyWebhook: honoVerifyWebhook } = require('@mcp-fleet/hono');
 const { fleetMiddleware, verifyWebhook: expressVerifyWebhook } = require('@mcp-fleet/express');
 const { createRedisStorage } = require('@mcp-fleet/redis');
@@ -186,6 +217,7 @@ const { Hono } = require('hono');
 const { default: Keyv } = require('keyv');
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => require.resolve(name)).concat(require('@mcp-fleet/core/package.json').name);
 const redisEntry = require.resolve('@mcp-fleet/redis');
+const subpaths = ['node', 'webhooks', 'testing'].map((name) => require.resolve('@mcp-fleet/core/' + name));
 (async () => {
 ${USE}
 })().catch((error) => { console.error(error); process.exit(1); });
@@ -193,13 +225,47 @@ ${USE}
 
 /** Compiled with the consumer's own resolution (nodenext): the `types` of each exports condition must do. */
 const CHECK_TS = `
-import { createFleet, FleetError, type Fleet, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
+import { createFleet, FleetError, type Fleet, MemoryIndexStore, MemoryRateLimitStore, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
+import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
+import { indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
+import { createServer } from 'node:http';
 import express from 'express';
 import { Hono } from 'hono';
 import Keyv from 'keyv';
+
+export function serveWithNode(fleet: Fleet) {
+  return createServer((req, res) => {
+    const path: string | undefined = mountPath(req.url ?? '/', fleet.prefix);
+    const request: Request = toWebRequest(req, res, { exactBody: false });
+    // @ts-expect-error: a Node response, not a Web one
+    toWebRequest(req, new Response());
+    void fleet.handle(request, { path }).then((response) => writeWebResponse(res, response));
+  });
+}
+
+export async function receive(request: Request): Promise<Response | string> {
+  const receiver = createWebhookReceiver({ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
+  const verified = await receiver.verifyRequest(request);
+  if (verified.isErr()) {
+    const error: WebhookVerificationError = verified.error;
+    return receiver.refusal(error, request);
+  }
+  const delivery: VerifiedDelivery<WebhookPayload> = verified.value;
+  // @ts-expect-error: the event type is a known union, not any string
+  const type: 'nope' = delivery.event.type;
+  return type;
+}
+
+export function contracts(clock: RateLimitClock): void {
+  indexStoreContract('x', async () => new MemoryIndexStore(), undefined, { durable: false });
+  rateLimitStoreContract('y', async () => new MemoryRateLimitStore(), { clock });
+  // @ts-expect-error: open must give a store
+  indexStoreContract('z', async () => 42);
+}
 
 export async function onRedis(url: string): Promise<Fleet> {
   const redis: RedisStorage = await createRedisStorage({ url, keyPrefix: 'app:fleet:' });
@@ -241,6 +307,9 @@ function expectUsable(result: any): void {
     webhooks: [200, 'server.created', 401, 'function'],
     hono: [200, ['one']],
     express: [200, ['one']],
+    node: [200, ['one']],
+    receiverOnly: ['server.created', 400, 'no-store', 'MISSING_HEADERS'],
+    sameClass: true,
     errorCode: 409,
   });
 }
@@ -248,25 +317,41 @@ function expectUsable(result: any): void {
 describe('the packed packages', () => {
   it.each(PACKAGES)('@mcp-fleet/%s ships dist and a package.json whose every entry point is in the tarball', async (name) => {
     const files = packed[name].files.map((f) => f.path).sort();
-    expect(files).toEqual(
-      ['LICENSE', 'README.md', 'dist/index.cjs', 'dist/index.cjs.map', 'dist/index.d.cts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.js.map', 'package.json'].sort(),
-    );
+    const entries = name === 'core' ? CORE_SUBPATHS : ['index'];
+    const entryFiles = entries.flatMap((entry) => ['.cjs', '.cjs.map', '.d.cts', '.d.ts', '.js', '.js.map'].map((ext) => `dist/${entry}${ext}`));
+    // Besides the entries, only the chunks they share (core's subpaths split their common modules out).
+    const shared = files.filter((file) => file.startsWith('dist/') && !entryFiles.includes(file));
+    expect(files).toEqual(['LICENSE', 'README.md', ...entryFiles, ...shared, 'package.json'].sort());
+    if (name === 'core') for (const file of shared) expect(file).toMatch(/^dist\/[\w-]+\.(?:js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)$/);
+    else expect(shared).toEqual([]);
     const { stdout } = await run('tar', ['-xzOf', tarballs[name], 'package/package.json']);
     const pkg = JSON.parse(stdout);
     expect(pkg).toMatchObject({ name: `@mcp-fleet/${name}`, version: '0.1.0', type: 'module', sideEffects: false, files: ['dist', 'README.md', 'LICENSE'] });
+    const exportOf = (entry: string) => ({
+      import: { types: `./dist/${entry}.d.ts`, default: `./dist/${entry}.js` },
+      require: { types: `./dist/${entry}.d.cts`, default: `./dist/${entry}.cjs` },
+    });
     expect(pkg.exports).toEqual({
-      '.': {
-        import: { types: './dist/index.d.ts', default: './dist/index.js' },
-        require: { types: './dist/index.d.cts', default: './dist/index.cjs' },
-      },
+      '.': exportOf('index'),
+      ...Object.fromEntries(entries.filter((entry) => entry !== 'index').map((entry) => [`./${entry}`, exportOf(entry)])),
       './package.json': './package.json',
     });
     for (const entry of [pkg.main, pkg.module, pkg.types]) expect(files).toContain(entry.replace(/^\.\//, ''));
-    // Workspace siblings are pinned to the version published with them.
-    if (name !== 'core') expect(pkg.dependencies['@mcp-fleet/core']).toBe('0.1.0');
-    // The host's framework is the host's: one copy, as a peer.
-    const peers: Record<PackageName, string[]> = { core: ['keyv'], hono: ['hono'], express: ['express'], sqlite: ['keyv'], redis: ['keyv'] };
+    // The core is the host's too: every sibling names it as a peer (one copy in an app), of the version published with it.
+    if (name !== 'core') {
+      expect(pkg.peerDependencies['@mcp-fleet/core']).toBe('^0.1.0');
+      expect(pkg.dependencies?.['@mcp-fleet/core']).toBeUndefined();
+    }
+    // The host's framework is the host's: one copy, as a peer. vitest only for @mcp-fleet/core/testing, optional.
+    const peers: Record<PackageName, string[]> = {
+      core: ['keyv', 'vitest'],
+      hono: ['@mcp-fleet/core', 'hono'],
+      express: ['@mcp-fleet/core', 'express'],
+      sqlite: ['@mcp-fleet/core', 'keyv'],
+      redis: ['@mcp-fleet/core', 'keyv'],
+    };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
+    if (name === 'core') expect(pkg.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
     expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
     expect(pkg.devDependencies).toBeUndefined();
   });
@@ -282,6 +367,7 @@ describe('the packed packages', () => {
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.js$/)]);
+    expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.js$`))));
   });
 
   it('a CommonJS project requires them and serves a request', async () => {
@@ -294,6 +380,7 @@ describe('the packed packages', () => {
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.cjs$/)]);
+    expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.cjs$`))));
   });
 
   it.each(['esm', 'cjs'] as const)('the types resolve and check in the %s project (module nodenext)', async (kind) => {
@@ -305,6 +392,9 @@ describe('the packed packages', () => {
     // The declarations each resolution picked: .d.ts for import, .d.cts for require.
     for (const name of ['core', 'hono', 'express', 'redis']) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/${name}/dist/index.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
+    }
+    for (const subpath of CORE_SUBPATHS) {
+      expect(result.output).toContain(`node_modules/@mcp-fleet/core/dist/${subpath}.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
   });
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { serve } from '@hono/node-server';
-import { newWebhookSecret, sign, type VerifiedDelivery, type WebhookPayload } from '@mcp-fleet/core';
+import { newWebhookSecret, sign, type VerifiedDelivery, type WebhookPayload } from '@mcp-fleet/core/webhooks';
 import { verifyWebhook as expressVerify } from '@mcp-fleet/express';
 import { verifyWebhook as honoVerify } from '@mcp-fleet/hono';
 import express from 'express';
@@ -110,6 +110,20 @@ describe.each(RECEIVERS)('verifyWebhook ($name)', ({ start }) => {
     expect(res.body).toMatchObject({ success: false, error: { code: 'BAD_SIGNATURE' }, meta: { request_id: expect.stringMatching(/^req_[0-9A-Za-z]+$/) } });
     expect(JSON.stringify(res.body)).not.toContain(secret);
     expect(receiver.seen.length).toBe(before);
+  });
+
+  it("a refusal carries the API's headers: JSON, no-store, nosniff, and X-Request-Id = meta.request_id", async () => {
+    const headers = { 'content-type': 'application/json', ...sign(newWebhookSecret(), body, { id: 'dlv_h', timestamp: now() }) };
+    for (const requestId of [undefined, 'sender-id-1']) {
+      const res = await fetch(receiver.url, { method: 'POST', body, headers: requestId === undefined ? headers : { ...headers, 'x-request-id': requestId } });
+      const answer = (await res.json()) as { meta: { request_id: string } };
+      expect(res.status).toBe(401);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('x-request-id')).toBe(answer.meta.request_id);
+      expect(answer.meta.request_id).toMatch(requestId ?? /^req_[0-9A-Za-z]{24}$/);
+    }
   });
 
   it('rejects a signature made with another secret', async () => {

@@ -64,13 +64,10 @@ export { MAX_WEBHOOKS_PER_ACCOUNT, type WebhookView } from './webhooks/subscript
 export { DELIVERY_STATUSES, type DeliveryAttempt, type DeliveryStatus, type DeliveryView } from './webhooks/deliveries.js';
 export type { RetryOptions } from './webhooks/retry.js';
 export type { Sender, SendInput, SendOutcome } from './webhooks/sender.js';
-// docs/webhooks.md: the core exports `sign` and `verify`; the rest of the receiver side is `@mcp-fleet/core/webhooks`.
+// The core exports `sign` and `verify` (docs/webhooks.md); the rest of the receiver side is `@mcp-fleet/core/webhooks`.
 export {
-  createWebhookReceiver,
-  newWebhookSecret,
   sign,
   verify,
-  webhookErrorBody,
   type HeaderSource,
   type SignOptions,
   type SignatureHeaders,

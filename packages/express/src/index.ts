@@ -1,11 +1,6 @@
-import {
-  createWebhookReceiver,
-  type Fleet,
-  type VerifiedDelivery,
-  type WebhookReceiverOptions,
-  type WebhookVerificationError,
-  webhookErrorBody,
-} from '@mcp-fleet/core';
+import type { Fleet } from '@mcp-fleet/core';
+import { createWebhookReceiver, type VerifiedDelivery, type WebhookReceiverOptions } from '@mcp-fleet/core/webhooks';
+import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 export interface FleetExpressOptions {
@@ -16,93 +11,23 @@ export interface FleetExpressOptions {
   clientAddress?: (req: Request) => string | undefined;
 }
 
-/** A body parser that ran before us leaves the stream consumed and the parsed value on `req.body`. */
-function parsedBody(req: Request): string | undefined {
-  return (req as Request & { _body?: boolean })._body === true ? JSON.stringify(req.body) : undefined;
-}
-
-/**
- * The request body as a Web stream. Unlike `Readable.toWeb`, cancelling it (the core stops reading at the body
- * limit) does not destroy the request, which would reset the connection; and `drain` drops whatever the core left
- * unread (a 401 or 413 answered before the body arrived), so a kept-alive connection stays usable, as Node does for
- * bodies nobody reads.
- */
-function bodyStream(req: Request): { body: ReadableStream<Uint8Array>; drain: () => void } {
-  let draining = false;
-  const drain = () => {
-    if (draining) return;
-    draining = true;
-    req.resume();
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.on('data', (chunk: Buffer) => {
-        if (draining) return;
-        controller.enqueue(new Uint8Array(chunk)); // a copy: the chunk's memory may be pooled
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
-      });
-      req.once('end', () => {
-        if (!draining) controller.close();
-      });
-      req.on('error', (error) => {
-        if (!draining) controller.error(error);
-      });
-    },
-    pull() {
-      if (!draining) req.resume();
-    },
-    cancel() {
-      drain();
-    },
-  });
-  return { body, drain };
-}
-
-const nothingToDrain = () => {};
-
-function toWebRequest(req: Request): { request: globalThis.Request; drain: () => void } {
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
-  const url = `${req.protocol}://${req.get('host') ?? 'localhost'}${req.originalUrl}`;
-  const method = req.method;
-  if (method === 'GET' || method === 'HEAD') return { request: new globalThis.Request(url, { method, headers }), drain: nothingToDrain };
-  const consumed = parsedBody(req);
-  if (consumed !== undefined) {
-    headers.delete('content-length');
-    return { request: new globalThis.Request(url, { method, headers, body: consumed }), drain: nothingToDrain };
-  }
-  const { body, drain } = bodyStream(req);
-  return { request: new globalThis.Request(url, { method, headers, body, duplex: 'half' } as RequestInit), drain };
-}
-
-async function send(res: Response, response: globalThis.Response): Promise<void> {
-  res.status(response.status);
-  response.headers.forEach((value, name) => res.setHeader(name, value));
-  res.end(Buffer.from(await response.arrayBuffer()));
-}
-
 /**
  * Express middleware serving the fleet's HTTP API at `fleet.prefix` below wherever it is mounted:
  * `app.use(fleetMiddleware(fleet))` serves `/v1/...`; `app.use('/api', ...)` serves `/api/v1/...`.
- * Other paths pass through to `next()`. Mount it before any body parser, so that the body limit and JSON
- * rules of the API apply to the raw bytes.
+ * Other paths pass through to `next()`. Best mounted before any body parser, so that the body limit and JSON rules
+ * of the API apply to the bytes the client sent; after one, the parsed body is passed on re-serialised
+ * (docs/configuration.md, "Behind a body parser").
  */
 export function fleetMiddleware(fleet: Fleet, options: FleetExpressOptions = {}): RequestHandler {
   const clientAddress = options.clientAddress ?? ((req: Request) => req.socket.remoteAddress);
   return (req: Request, res: Response, next: NextFunction) => {
-    const pathname = req.url.split('?', 1)[0] as string;
-    const { prefix } = fleet;
-    if (prefix !== '' && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return next();
-    const path = pathname.slice(prefix.length) || '/';
-    const address = clientAddress(req);
-    const { request, drain } = toWebRequest(req);
-    fleet
-      .handle(request, address === undefined ? { path } : { path, clientAddress: address })
-      .then((response) => send(res, response))
-      .then(drain, (error: unknown) => {
-        drain();
-        next(error);
-      });
+    // req.url is below Express's mount point; the raw path, which the core decodes once.
+    const path = mountPath(req.url.split('?', 1)[0] as string, fleet.prefix);
+    if (path === undefined) return next();
+    Promise.resolve()
+      .then(() => fleet.handle(toWebRequest(req, res, { target: req.originalUrl }), { path, clientAddress: clientAddress(req) }))
+      .then((response) => writeWebResponse(res, response))
+      .catch(next);
   };
 }
 
@@ -122,48 +47,25 @@ declare module 'express-serve-static-core' {
  * left by `express.raw()`), checks the Standard Webhooks signature and timestamp with the webhook's secret, and passes
  * on with `req.body` = the parsed event, `req.rawBody` = the signed bytes and `req.webhook` = the delivery. A refused
  * delivery is answered 400, 401 or 413 in the API's error envelope. Mount it before `express.json()`, which would
- * consume the bytes the signature covers.
+ * consume the bytes the signature covers: after it, every request fails with an error passed to `next`.
  */
 export function verifyWebhook(options: VerifyWebhookOptions): RequestHandler {
   const receiver = createWebhookReceiver(options);
-  const refuse = (res: Response, error: WebhookVerificationError) => {
-    const body = webhookErrorBody(error);
-    res.status(error.status).setHeader('x-request-id', body.meta.request_id).json(body);
-  };
   return (req: Request, res: Response, next: NextFunction) => {
-    const buffered = Buffer.isBuffer(req.body) ? (req.body as Buffer) : undefined;
-    // Another parser already read the stream (its result is on req.body, or the stream has ended): the exact bytes
-    // are gone, and waiting for them would hang.
-    if (buffered === undefined && (req.body !== undefined || req.readableEnded || (req as Request & { _body?: boolean })._body === true)) {
-      next(new TypeError('mcp-fleet: verifyWebhook needs the exact bytes that were signed: mount it before express.json(), or after an express.raw() whose type matches the request'));
-      return;
-    }
-    // The limit, the 413 and the verification are the core receiver's; this only hands it the bytes.
-    let drain = nothingToDrain;
-    let verified;
-    if (buffered === undefined) {
-      const web = toWebRequest(req);
-      drain = web.drain;
-      verified = receiver.verifyRequest(web.request);
-    } else {
-      verified = Promise.resolve(receiver.verifyBody(req.headers, buffered));
-    }
-    verified.then(
-      (result) => {
-        if (result.isErr()) {
-          refuse(res, result.error);
-          drain();
-          return;
-        }
-        req.rawBody = Buffer.from(result.value.rawBody.buffer, result.value.rawBody.byteOffset, result.value.rawBody.byteLength);
-        req.body = result.value.event;
-        req.webhook = result.value;
-        next();
-      },
-      (error: unknown) => {
-        drain();
-        next(error);
-      },
-    );
+    // The limit, the 413, the verification and the refusal are the core receiver's; this only carries bytes.
+    const verified = async () => {
+      const request = toWebRequest(req, res, { target: req.originalUrl, exactBody: true });
+      const result = await receiver.verifyRequest(request);
+      if (result.isErr()) {
+        await writeWebResponse(res, receiver.refusal(result.error, request));
+        return false;
+      }
+      const { rawBody, event } = result.value;
+      req.rawBody = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
+      req.body = event;
+      req.webhook = result.value;
+      return true;
+    };
+    verified().then((passed) => passed && next(), next);
   };
 }

@@ -1,13 +1,8 @@
-import {
-  createWebhookReceiver,
-  type Fleet,
-  type VerifiedDelivery,
-  type WebhookPayload,
-  type WebhookReceiverOptions,
-  webhookErrorBody,
-} from '@mcp-fleet/core';
+import type { Fleet } from '@mcp-fleet/core';
+import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookReceiverOptions } from '@mcp-fleet/core/webhooks';
+import { mountPath } from '@mcp-fleet/core/node';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { baseRoutePath } from 'hono/route';
 
 export interface FleetHonoOptions {
   /**
@@ -45,22 +40,19 @@ function closeIfBodyUnread(c: Context, response: Response): Response {
 /**
  * A Hono app serving the fleet's HTTP API at `fleet.prefix`. Mount it anywhere:
  * `app.route('/', createFleetApp(fleet))` serves `/v1/...`; `app.route('/api', ...)` serves `/api/v1/...`.
+ * Other paths below the mount point go on to the host app's later routes, or its 404.
  */
 export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Hono {
   const clientAddress = options.clientAddress ?? socketAddress;
-  const handler = (c: Context) => {
-    // The raw path, not Hono's decoded one: the core decodes each segment once.
-    const raw = new URL(c.req.url).pathname.split('/');
-    const mountDepth = c.req.routePath.replace(/\/\*$/, '').split('/').length;
-    const path = `/${raw.slice(mountDepth).join('/')}`;
-    const address = clientAddress(c);
-    return fleet
-      .handle(c.req.raw, address === undefined ? { path } : { path, clientAddress: address })
-      .then((response) => closeIfBodyUnread(c, response));
-  };
   const app = new Hono();
-  app.all(fleet.prefix === '' ? '/' : fleet.prefix, handler);
-  app.all(`${fleet.prefix}/*`, handler);
+  app.all('*', async (c, next) => {
+    // The raw path below where the host mounted this app (one segment per segment of the mount, parameters
+    // included), not Hono's decoded one: the core decodes each segment once.
+    const mountDepth = baseRoutePath(c).replace(/\/+$/, '').split('/').length;
+    const path = mountPath(`/${new URL(c.req.url).pathname.split('/').slice(mountDepth).join('/')}`, fleet.prefix);
+    if (path === undefined) return next();
+    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c) }));
+  });
   return app;
 }
 
@@ -78,10 +70,7 @@ export function verifyWebhook<E = WebhookPayload>(
   const receiver = createWebhookReceiver(options);
   return async (c, next) => {
     const verified = await receiver.verifyRequest<E>(c.req.raw);
-    if (verified.isErr()) {
-      const body = webhookErrorBody(verified.error);
-      return closeIfBodyUnread(c, c.json(body, verified.error.status as ContentfulStatusCode, { 'x-request-id': body.meta.request_id }));
-    }
+    if (verified.isErr()) return closeIfBodyUnread(c, receiver.refusal(verified.error, c.req.raw));
     c.set('webhook', verified.value);
     await next();
   };

@@ -1,6 +1,6 @@
 import type { IndexStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { indexStoreContract } from '../../../test/contracts/index-store.js';
+import { indexStoreContract } from '@mcp-fleet/core/testing';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
 import { createRedisStorage, RedisIndexStore, type RedisStorage } from './index.js';
 

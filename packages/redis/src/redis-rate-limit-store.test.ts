@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RateLimitStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { rateLimitStoreContract } from '../../../test/contracts/rate-limit-store.js';
+import { rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
 import { createRedisStorage, RedisRateLimitStore, type RedisStorage } from './index.js';
 

@@ -8,7 +8,7 @@ import { createFleet } from '@mcp-fleet/core';
 import { startV2ToolServer } from '../../core/src/mcp/fixtures/tool-servers.js';
 import sqlite3 from 'sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { indexStoreContract } from '../../../test/contracts/index-store.js';
+import { indexStoreContract } from '@mcp-fleet/core/testing';
 import { createSqliteStorage, SqliteIndexStore } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-fleet-sqlite-test-'));

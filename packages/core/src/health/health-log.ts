@@ -98,7 +98,7 @@ export class HealthLog {
           } satisfies LastProbe),
         );
     };
-    return this.serialized(serverId, run);
+    return this.mutex.exclusive(serverId, run);
   }
 
   /** The protocol era the server last answered with, if any. */
@@ -148,10 +148,6 @@ export class HealthLog {
     const now = this.now();
     const keys = [lastKey(serverId)];
     for (let index = Math.floor((now - BUCKET_TTL_MS) / BUCKET_MS); index <= Math.floor(now / BUCKET_MS); index++) keys.push(bucketKey(serverId, index));
-    return this.serialized(serverId, () => this.records.deleteMany(keys));
-  }
-
-  private serialized(serverId: string, task: () => ResultAsync<void, FleetError>): ResultAsync<void, FleetError> {
-    return new ResultAsync(this.mutex.run(serverId, async () => await task()));
+    return this.mutex.exclusive(serverId, () => this.records.deleteMany(keys));
   }
 }

@@ -1,4 +1,4 @@
-import type { FleetError } from '../errors/fleet-error.js';
+import { newId } from '../util/ids.js';
 import type { Pagination } from '../util/pagination.js';
 
 export interface SuccessBody<T> {
@@ -17,6 +17,24 @@ export interface ErrorBody {
 export interface Meta {
   timestamp: string;
   request_id: string;
+}
+
+/** What an error answer is made of: a `FleetError`, and the webhook receiver's `WebhookVerificationError` alike. */
+export interface AnsweredError {
+  code: string;
+  status: number;
+  message: string;
+  details: Record<string, unknown>;
+  /** Extra response headers the error needs (`Allow`, `WWW-Authenticate`…). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The request id of an answer: the client's `X-Request-Id` when it has the allowed form, else a new `req_…`. */
+export function requestIdOf(headers: Headers): string {
+  const incoming = headers.get('x-request-id');
+  return incoming !== null && REQUEST_ID.test(incoming) ? incoming : newId('request');
 }
 
 const BASE_HEADERS = {
@@ -38,11 +56,10 @@ export function successResponse<T>(status: number, data: T, meta: Meta, page?: P
   return json(status, body, meta, headers);
 }
 
-export function errorResponse(error: FleetError, meta: Meta, headers?: Record<string, string>): Response {
-  const body: ErrorBody = {
-    success: false,
-    error: { code: error.code, message: error.message, details: error.details },
-    meta,
-  };
-  return json(error.status, body, meta, { ...error.headers, ...headers });
+export function errorBody(error: AnsweredError, meta: Meta): ErrorBody {
+  return { success: false, error: { code: error.code, message: error.message, details: error.details }, meta };
+}
+
+export function errorResponse(error: AnsweredError, meta: Meta, headers?: Record<string, string>): Response {
+  return json(error.status, errorBody(error, meta), meta, { ...error.headers, ...headers });
 }

@@ -3,9 +3,9 @@ import type { ApiKeys } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
-import { newId } from '../util/ids.js';
+import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
-import { errorResponse, type Meta, successResponse } from './envelope.js';
+import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Route } from './routes.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
@@ -38,7 +38,6 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
-const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
 const unauthorized = () => new FleetError('UNAUTHORIZED', { headers: { 'www-authenticate': 'Bearer' } });
@@ -52,11 +51,10 @@ const routeNotFound = (path: string) =>
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
   return async (request, context = {}) => {
-    const incoming = request.headers.get('x-request-id');
-    const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : newId('request');
+    const requestId = requestIdOf(request.headers);
     const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
     const url = new URL(request.url);
-    const path = context.path ?? stripPrefix(url.pathname, deps.prefix);
+    const path = context.path ?? mountPath(url.pathname, deps.prefix);
     // Rate-limit headers of the binding limit, on every answer once the request is counted.
     let limitHeaders: Record<string, string> = {};
     const fail = (error: FleetError) => {
@@ -160,13 +158,6 @@ function isPrincipal(value: unknown): value is Principal {
     (TIERS as readonly unknown[]).includes(p.tier) &&
     (p.scopes === null || (Array.isArray(p.scopes) && p.scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))))
   );
-}
-
-/** The path below `prefix`, or `undefined` when the request is not under it. */
-export function stripPrefix(pathname: string, prefix: string): string | undefined {
-  if (prefix === '' || prefix === '/') return pathname;
-  if (pathname === prefix) return '/';
-  return pathname.startsWith(`${prefix}/`) ? pathname.slice(prefix.length) : undefined;
 }
 
 /** Decoded path segments; one trailing slash is forgiven. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rateLimitStoreContract, type RateLimitClock } from '../../../../test/contracts/rate-limit-store.js';
+import { rateLimitStoreContract, type RateLimitClock } from '../testing/index.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 
 let time = 1_700_000_000_000;

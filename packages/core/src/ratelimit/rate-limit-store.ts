@@ -4,7 +4,7 @@
  * nothing else can keep that rule exact when several processes share the counters.
  *
  * Implementations: `MemoryRateLimitStore` here, `RedisRateLimitStore` in `@mcp-fleet/redis` (one Lua script per
- * decision). Each must pass `test/contracts/rate-limit-store.ts`.
+ * decision). Each must pass `rateLimitStoreContract` (`@mcp-fleet/core/testing`).
  */
 export interface RateLimitStore {
   /**

@@ -129,7 +129,7 @@ export class ServerRegistry {
   }
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen((current) =>
         this.deps.validator.update(current.config, patch).asyncAndThen((config) => {
         const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };
@@ -166,7 +166,7 @@ export class ServerRegistry {
   }
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen((record) => {
         const at = new Date(this.deps.now()).toISOString();
         const event = { account, type: 'server.deleted' as const, data: { server: toDetail(record) }, at, check: { key: recordKey(id), absent: true } };
@@ -220,7 +220,7 @@ export class ServerRegistry {
    * `server.health_changed` event (with the probe's `error`), written with it.
    */
   setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null): ResultAsync<ServerRecord, FleetError> {
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
         if (current.health === health) return okAsync(current);
         const next = { ...current, health };
@@ -263,11 +263,6 @@ export class ServerRegistry {
     const empty = !tx.add?.length && !tx.remove?.length && !tx.claims?.length && !tx.releases?.length;
     if (empty) return okAsync(undefined);
     return this.deps.index.commit(tx).map(() => undefined).orElse(() => okAsync(undefined));
-  }
-
-  /** Serializes changes to one server within this process, so concurrent updates never lose one another. */
-  private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {
-    return new ResultAsync(this.mutex.run(id, async () => await task()));
   }
 
   /** Now, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */

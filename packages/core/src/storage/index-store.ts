@@ -8,7 +8,7 @@
  *
  * `commit` applies a batch all-or-nothing: every claim must be free (or already the same owner's, or held by
  * `replacing`), else nothing is written and the first conflict is returned. Implementations: `MemoryIndexStore`
- * here, SQLite in `@mcp-fleet/sqlite`; each must pass `indexStoreContract` (`test/contracts/index-store.ts`).
+ * here, SQLite in `@mcp-fleet/sqlite`; each must pass `indexStoreContract` (`@mcp-fleet/core/testing`).
  */
 export interface IndexStore {
   commit(transaction: IndexTransaction): Promise<CommitResult>;

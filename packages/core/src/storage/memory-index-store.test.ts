@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { indexStoreContract } from '../../../../test/contracts/index-store.js';
+import { indexStoreContract } from '../testing/index.js';
 import { MemoryIndexStore } from './memory-index-store.js';
 
 indexStoreContract('MemoryIndexStore', async ({ now }) => new MemoryIndexStore({ now }));

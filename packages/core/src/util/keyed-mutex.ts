@@ -1,3 +1,5 @@
+import { ResultAsync } from 'neverthrow';
+
 /** Runs tasks one at a time per key, in arrival order; different keys run concurrently. */
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();
@@ -14,5 +16,10 @@ export class KeyedMutex {
       if (this.tails.get(key) === tail) this.tails.delete(key);
     });
     return result;
+  }
+
+  /** `run` for a task that answers a `ResultAsync`: the changes of one record, serialized within this process. */
+  exclusive<T, E>(key: string, task: () => ResultAsync<T, E>): ResultAsync<T, E> {
+    return new ResultAsync(this.run(key, async () => await task()));
   }
 }

@@ -1,4 +1,8 @@
-// The receiver side of webhooks, for a service that only receives mcp-fleet deliveries: `@mcp-fleet/core/webhooks`.
+/**
+ * `@mcp-fleet/core/webhooks`: the receiving side of mcp-fleet webhooks alone, for an app that only receives
+ * deliveries: `verify` (and `sign`, to test a receiver), and `createWebhookReceiver` with its envelope refusals.
+ * The same modules as the root export.
+ */
 export {
   DEFAULT_TOLERANCE_SECONDS,
   isWebhookSecret,
@@ -24,3 +28,4 @@ export {
   type WebhookReceiver,
   type WebhookReceiverOptions,
 } from './receiver.js';
+export type { WebhookEventType } from './schema.js';

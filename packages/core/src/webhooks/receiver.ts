@@ -1,7 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { readLimited } from '../http/body.js';
+import { type ErrorBody, errorBody, errorResponse, type Meta, requestIdOf } from '../http/envelope.js';
 import { newId } from '../util/ids.js';
-import type { ErrorBody } from '../http/envelope.js';
 import type { TEST_EVENT, WebhookEventType } from './schema.js';
 import { type HeaderSource, verify, type VerifyOptions, type WebhookVerificationError, webhookRefusal } from './signature.js';
 import { checkOption, positiveInteger } from '../util/options.js';
@@ -42,6 +42,11 @@ export interface WebhookReceiver {
   verifyBody<E = WebhookPayload>(headers: HeaderSource, body: Uint8Array): Result<VerifiedDelivery<E>, WebhookVerificationError>;
   /** Reads a Fetch `Request` body up to the limit and verifies it. */
   verifyRequest<E = WebhookPayload>(request: Request): Promise<Result<VerifiedDelivery<E>, WebhookVerificationError>>;
+  /**
+   * The answer to a refused delivery (400, 401 or 413), in the API's error envelope with its headers (JSON,
+   * `no-store`, `nosniff`, `X-Request-Id`: the request's own when it sent a valid one). Adapters send it as it is.
+   */
+  refusal(error: WebhookVerificationError, request?: Request): Response;
   readonly bodyLimit: number;
 }
 
@@ -75,9 +80,15 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     });
   };
 
+  const now = options.now ?? Date.now;
+
   return {
     bodyLimit,
     verifyBody,
+    refusal(error, request) {
+      const requestId = request === undefined ? newId('request') : requestIdOf(request.headers);
+      return errorResponse(error, { timestamp: new Date(now()).toISOString(), request_id: requestId });
+    },
     async verifyRequest<E>(request: Request) {
       const declared = request.headers.get('content-length');
       if (declared !== null && Number(declared) > bodyLimit) return err(webhookRefusal('PAYLOAD_TOO_LARGE', { limit_bytes: bodyLimit }));
@@ -88,11 +99,8 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   };
 }
 
-/** The refusal in the same envelope as the API's own errors; send `meta.request_id` as `X-Request-Id` too. */
+/** The refusal's body alone (`refusal` answers it whole), in the same envelope as the API's own errors; send `meta.request_id` as `X-Request-Id` too. */
 export function webhookErrorBody(error: WebhookVerificationError, requestId: string = newId('request')): ErrorBody {
-  return {
-    success: false,
-    error: { code: error.code, message: error.message, details: error.details },
-    meta: { timestamp: new Date().toISOString(), request_id: requestId },
-  };
+  const meta: Meta = { timestamp: new Date().toISOString(), request_id: requestId };
+  return errorBody(error, meta);
 }

@@ -67,19 +67,17 @@ export class WebhookStore {
     };
     const { records, index } = this.deps;
     // Serialized per account so that concurrent creates in one process cannot pass the cap together.
-    return new ResultAsync(
-      this.mutex.run(`account:${account}`, async () =>
-        index
-          .count(accountSet(account))
-          .andThen((count) =>
-            count >= MAX_WEBHOOKS_PER_ACCOUNT
-              ? errAsync(invalidRequest([{ field: 'body', issue: `an account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks` }]))
-              : okAsync(undefined),
-          )
-          .andThen(() => records.set(webhookKey(record.id), record))
-          .andThen(() => index.commit({ add: [{ set: accountSet(account), member: record.id, score: Date.parse(now) }] }))
-          .map(() => record),
-      ),
+    return this.mutex.exclusive(`account:${account}`, () =>
+      index
+        .count(accountSet(account))
+        .andThen((count) =>
+          count >= MAX_WEBHOOKS_PER_ACCOUNT
+            ? errAsync(invalidRequest([{ field: 'body', issue: `an account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks` }]))
+            : okAsync(undefined),
+        )
+        .andThen(() => records.set(webhookKey(record.id), record))
+        .andThen(() => index.commit({ add: [{ set: accountSet(account), member: record.id, score: Date.parse(now) }] }))
+        .map(() => record),
     );
   }
 
@@ -99,7 +97,7 @@ export class WebhookStore {
     const validated = this.deps.validator.update(body);
     if (validated.isErr()) return errAsync(validated.error);
     const patch = validated.value;
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen((current) => {
         const next: WebhookRecord = {
           ...current,
@@ -116,7 +114,7 @@ export class WebhookStore {
 
   /** Turns a webhook off on the service's own account (a 410 from its receiver). */
   disable(id: string, reason: string): ResultAsync<void, FleetError> {
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.find(id).andThen((current) => {
         if (current === undefined || !current.enabled) return okAsync(undefined);
         const next = { ...current, enabled: false, disabled_reason: reason, updated_at: new Date(this.deps.now()).toISOString() };
@@ -126,7 +124,7 @@ export class WebhookStore {
   }
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
-    return this.exclusive(id, () =>
+    return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen(() =>
         this.deps.records
           .delete(webhookKey(id))
@@ -147,9 +145,5 @@ export class WebhookStore {
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
     return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: MAX_WEBHOOKS_PER_ACCOUNT }, webhookKey)
       .map(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
-  }
-
-  private exclusive<T>(id: string, task: () => ResultAsync<T, FleetError>): ResultAsync<T, FleetError> {
-    return new ResultAsync(this.mutex.run(id, async () => await task()));
   }
 }

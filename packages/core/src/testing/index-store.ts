@@ -1,4 +1,4 @@
-import type { IndexStore, IndexTransaction } from '@mcp-fleet/core';
+import type { IndexStore, IndexTransaction } from '../storage/index-store.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 /** What the contract hands `open`: the clock the store must use for the `since` of the claims it takes. */

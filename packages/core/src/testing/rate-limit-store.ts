@@ -1,4 +1,4 @@
-import type { RateLimitStore } from '@mcp-fleet/core';
+import type { RateLimitStore } from '../ratelimit/rate-limit-store.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 /**

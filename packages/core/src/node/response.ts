@@ -1,0 +1,53 @@
+import type { ServerResponse } from 'node:http';
+
+/**
+ * Sends a Web `Response` on a Node `ServerResponse`: status, headers (each `Set-Cookie` on its own line, which
+ * `Headers.forEach` would not give) and the body streamed chunk by chunk, waiting for `drain` when the socket is
+ * full, never buffered whole. A client that goes away cancels the body. Headers already set on `res` (by the host
+ * app) stay unless the response sets the same name.
+ */
+export async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  const cancel = () => {
+    reader.cancel().catch(() => {});
+  };
+  res.once('close', cancel);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || res.destroyed) break;
+      if (!res.write(value)) await drained(res);
+    }
+    res.end();
+  } catch (error) {
+    // The status is sent: all that is left to say is that the body is incomplete.
+    res.destroy();
+    throw error;
+  } finally {
+    res.off('close', cancel);
+  }
+}
+
+/** Resolves when `res` can take more, or is closed (a `drain` that never comes must not hang us). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
