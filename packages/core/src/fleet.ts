@@ -12,8 +12,6 @@ import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
 import { type FleetOptions, resolveOptions } from './options.js';
-
-export type { FleetOptions, ToolCallsOptions } from './options.js';
 import { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
 import { ServerRegistry } from './registry/registry.js';

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFleet, type Fleet, type FleetOptions } from '../fleet.js';
+import { createFleet, type Fleet } from '../fleet.js';
+import type { FleetOptions } from '../options.js';
 import type { FleetEventMap } from '../events/catalog.js';
 import type { ServerInput } from '../registry/schema.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
