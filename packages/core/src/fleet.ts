@@ -235,6 +235,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     commands: options.stdio?.commands ?? [],
     ...(options.stdio?.maxProcessesPerAccount !== undefined && { maxProcessesPerAccount: options.stdio.maxProcessesPerAccount }),
     ...(options.stdio?.idleTimeoutMs !== undefined && { idleTimeoutMs: options.stdio.idleTimeoutMs }),
+    now,
   });
   const tokens = new MemoryTokenCache();
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });
