@@ -65,6 +65,7 @@ export type { BackoffOptions } from './toolcalls/retry.js';
 
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
+export { markStorePrefixed } from './storage/records.js';
 
 export type { Page, PageQuery, Pagination } from './util/pagination.js';
 
