@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -334,6 +334,54 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     expect((await fleet2.servers.create('acme', server('weather')))._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
     expect((await fleet2.servers.list('other'))._unsafeUnwrap().data).toEqual([]);
     await fleet2.close();
+  });
+
+  it('a fleet over this storage writes every key under one prefix: no doubled prefix, index and counters as documented', async () => {
+    const keyPrefix = casePrefix();
+    const redis = track(await createRedisStorage({ url, keyPrefix }));
+    // A minute ahead, so that the counters' window cannot end (and the counters expire) while the test looks at them.
+    const now = Date.now() + 60_000;
+    const window = Math.floor(now / 60_000);
+    // `keyPrefix` here too, as a user might pass it: the store's prefix is still the only one.
+    const fleet = createFleet({ ...redis, keyPrefix, rateLimit: { store: redis.rateLimits }, webhooks: false, now: () => now });
+    const { key: { id: keyId }, secret } = (await fleet.keys.create({ account: 'acme' }))._unsafeUnwrap();
+    const response = await fleet.handle(
+      new Request('http://x/v1/servers', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(server('weather')),
+      }),
+    );
+    expect(response.status).toBe(201);
+    const { id } = ((await response.json()) as { data: { id: string } }).data;
+    await fleet.close();
+
+    const hash = createHash('sha256').update(secret).digest('hex');
+    const records = [`apikey:${keyId}`, `apikey-hash:${hash}`, `apikey-hash-of:${keyId}`, `server:${id}`];
+    const index = [
+      'claim:name:acme:weather',
+      'set:apikeys',
+      'set:apikeys:acme',
+      'set:servers-all',
+      'set:servers:acme',
+      'set:servers:acme:health:unknown',
+      'set:servers:acme:type:http',
+      'set:servers:acme:type:http:health:unknown',
+    ];
+    const counters = [`rl:acme:op:servers.create:${window}`, `rl:acme:tier:${window}`];
+    expect(await keysStartingWith(keyPrefix)).toEqual(
+      [
+        ...records.map((key) => `${keyPrefix}${key}`),
+        ...index.map((key) => `${keyPrefix}index:${key}`),
+        ...counters.map((key) => `${keyPrefix}ratelimit:${key}`),
+      ].sort(),
+    );
+
+    // A fleet on a new connection reads what the first one wrote.
+    const again = track(await createRedisStorage({ url, keyPrefix }));
+    const reopened = createFleet({ ...again, rateLimit: false, webhooks: false });
+    expect((await reopened.servers.get('acme', id))._unsafeUnwrap().name).toBe('weather');
+    await reopened.close();
   });
 
   it('two fleets on two connections racing to create one name: exactly one wins', async () => {
