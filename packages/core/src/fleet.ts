@@ -72,7 +72,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands });
   const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes });
 
-  const supervisor = createStdioSupervisor({ ...options.stdio, commands: stdioCommands });
+  const supervisor = createStdioSupervisor({ ...options.stdio, commands: stdioCommands, now });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });

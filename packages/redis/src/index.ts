@@ -1,3 +1,4 @@
+import { markStorePrefixed } from '@mcp-fleet/core';
 import { createClient } from '@redis/client';
 import Keyv from 'keyv';
 import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, withDeadline } from './commands.js';
@@ -14,7 +15,8 @@ export interface RedisStorageOptions {
   url: string;
   /**
    * Every key written starts with it: records are `keyPrefix + key`, the index lives under `keyPrefix + 'index:'`
-   * and rate-limit counters under `keyPrefix + 'ratelimit:'`. @default 'mcp-fleet:'
+   * and rate-limit counters under `keyPrefix + 'ratelimit:'`. It is the only prefix: a fleet over this storage does
+   * not add its own `keyPrefix`, so a server record is `mcp-fleet:server:srv_…`. @default 'mcp-fleet:'
    */
   keyPrefix?: string;
   /** How long connecting may take, in ms (the first time and every reconnect attempt). @default 2000 */
@@ -34,7 +36,10 @@ export interface RedisStorageOptions {
 
 /** Everything `createFleet` stores, over one Redis connection, plus `close`. */
 export interface RedisStorage {
-  /** Records, through `@keyv/redis`, with `throwOnErrors: true`. */
+  /**
+   * Records, through `@keyv/redis`, with `throwOnErrors: true`; marked as prefixing its keys itself
+   * (`markStorePrefixed`), so that `createFleet` does not prefix them again.
+   */
   storage: Keyv;
   index: RedisIndexStore;
   rateLimits: RedisRateLimitStore;
@@ -116,7 +121,7 @@ export async function createRedisStorage(options: RedisStorageOptions): Promise<
   connected = true;
 
   const adapter = new RedisRecordAdapter(client, commandTimeout);
-  const storage = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
+  const storage = markStorePrefixed(new Keyv({ store: adapter, namespace: '', throwOnErrors: true }));
   // After Keyv, which resets the adapter's namespace: the adapter prefixes keys with it, separated by nothing.
   adapter.namespace = keyPrefix;
   const index = new RedisIndexStore({ client, keyPrefix, now: options.now, commandTimeout });

@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFile, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -12,6 +13,8 @@ const run = promisify(execFile);
 const skip = withoutRedis('createRedisStorage');
 const url = REDIS_URL as string;
 const PREFIX = uniquePrefix('storage');
+/** The upgrade note's rename runs through redis-cli; without it that test skips. */
+const HAS_REDIS_CLI = spawnSync('redis-cli', ['--version']).status === 0;
 
 afterAll(async () => {
   if (!skip) await deleteKeys(PREFIX);
@@ -334,6 +337,93 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     expect((await fleet2.servers.create('acme', server('weather')))._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
     expect((await fleet2.servers.list('other'))._unsafeUnwrap().data).toEqual([]);
     await fleet2.close();
+  });
+
+  it('a fleet over this storage writes every key under one prefix: no doubled prefix, index and counters as documented', async () => {
+    const keyPrefix = casePrefix();
+    const redis = track(await createRedisStorage({ url, keyPrefix }));
+    // A minute ahead, so that the counters' window cannot end (and the counters expire) while the test looks at them.
+    const now = Date.now() + 60_000;
+    const window = Math.floor(now / 60_000);
+    // `keyPrefix` here too, as a user might pass it: the store's prefix is still the only one.
+    const fleet = createFleet({ ...redis, keyPrefix, rateLimit: { store: redis.rateLimits }, webhooks: false, now: () => now });
+    const { key: { id: keyId }, secret } = (await fleet.keys.create({ account: 'acme' }))._unsafeUnwrap();
+    const response = await fleet.handle(
+      new Request('http://x/v1/servers', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(server('weather')),
+      }),
+    );
+    expect(response.status).toBe(201);
+    const { id } = ((await response.json()) as { data: { id: string } }).data;
+    await fleet.close();
+
+    const hash = createHash('sha256').update(secret).digest('hex');
+    const records = [`apikey:${keyId}`, `apikey-hash:${hash}`, `apikey-hash-of:${keyId}`, `server:${id}`];
+    const index = [
+      'claim:name:acme:weather',
+      'set:apikeys',
+      'set:apikeys:acme',
+      'set:servers-all',
+      'set:servers:acme',
+      'set:servers:acme:health:unknown',
+      'set:servers:acme:type:http',
+      'set:servers:acme:type:http:health:unknown',
+    ];
+    const counters = [`rl:acme:op:servers.create:${window}`, `rl:acme:tier:${window}`];
+    expect(await keysStartingWith(keyPrefix)).toEqual(
+      [
+        ...records.map((key) => `${keyPrefix}${key}`),
+        ...index.map((key) => `${keyPrefix}index:${key}`),
+        ...counters.map((key) => `${keyPrefix}ratelimit:${key}`),
+      ].sort(),
+    );
+
+    // A fleet on a new connection reads what the first one wrote.
+    const again = track(await createRedisStorage({ url, keyPrefix }));
+    const reopened = createFleet({ ...again, rateLimit: false, webhooks: false });
+    expect((await reopened.servers.get('acme', id))._unsafeUnwrap().name).toBe('weather');
+    await reopened.close();
+  });
+
+  it.skipIf(!HAS_REDIS_CLI)('the rename in docs/upgrading.md moves records off the doubled prefix, and a fleet reads them again', async () => {
+    // The documented command, with this case's store prefix for P (the fleet's F stays the default).
+    const keyPrefix = casePrefix();
+    const documented = /```sh\n([\s\S]*?)```/.exec(readFileSync(new URL('../../../docs/upgrading.md', import.meta.url), 'utf8'))?.[1] ?? '';
+    expect(documented).toContain("P='mcp-fleet:' F='mcp-fleet:'");
+    const command = documented.replace("P='mcp-fleet:'", `P='${keyPrefix}'`);
+
+    const redis = track(await createRedisStorage({ url, keyPrefix }));
+    const fleet = createFleet({ ...redis, rateLimit: false, webhooks: false });
+    const { secret } = (await fleet.keys.create({ account: 'acme' }))._unsafeUnwrap();
+    const { id } = (await fleet.servers.create('acme', server('weather')))._unsafeUnwrap();
+    await fleet.close();
+
+    // What an earlier version left: the same records under the store's prefix and then the fleet's.
+    const records = (await keysStartingWith(keyPrefix)).filter((key) => !key.startsWith(`${keyPrefix}index:`));
+    expect(records).toContain(`${keyPrefix}server:${id}`);
+    const client = await rawClient();
+    try {
+      for (const key of records) await client.rename(key, `${keyPrefix}mcp-fleet:${key.slice(keyPrefix.length)}`);
+      await client.pExpire(`${keyPrefix}mcp-fleet:server:${id}`, 600_000);
+      const before = createFleet({ ...redis, rateLimit: false, webhooks: false });
+      expect((await before.servers.get('acme', id))._unsafeUnwrapErr().code).toBe('SERVER_NOT_FOUND');
+      await before.close();
+
+      await run('sh', ['-c', command], { env: { ...process.env, REDIS_URL: url }, timeout: 10_000 });
+      expect((await keysStartingWith(keyPrefix)).filter((key) => !key.startsWith(`${keyPrefix}index:`)).sort()).toEqual(records.sort());
+      // RENAME keeps the expiry.
+      expect(await client.pTTL(`${keyPrefix}server:${id}`)).toBeGreaterThan(500_000);
+    } finally {
+      await client.close();
+    }
+
+    const upgraded = createFleet({ ...redis, rateLimit: false, webhooks: false });
+    const listed = await upgraded.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${secret}` } }));
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as { data: { id: string }[] }).data.map((s) => s.id)).toEqual([id]);
+    await upgraded.close();
   });
 
   it('two fleets on two connections racing to create one name: exactly one wins', async () => {

@@ -2,6 +2,7 @@ import { err, type Result } from 'neverthrow';
 import { z } from 'zod';
 import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
+import { isAllowedCommand, isLoaderEnvName } from '../stdio/policy.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
@@ -23,9 +24,6 @@ export const TYPE_FIELDS: Readonly<Record<ServerType, readonly string[]>> = {
 };
 
 const ALL_FIELDS = new Set(Object.values(TYPE_FIELDS).flat());
-
-/** Env names that change how a program loads or where its traffic goes; refused so a server cannot hijack its child. */
-const DANGEROUS_ENV = [/^LD_/i, /^DYLD_/i, /^NODE_OPTIONS$/i, /^NODE_PATH$/i, /^PYTHONPATH$/i, /^BASH_ENV$/i, /^OPENSSL_/i, /_PROXY$/i];
 
 // Control characters make names and paths ambiguous in logs and terminals.
 // eslint-disable-next-line no-control-regex
@@ -91,7 +89,7 @@ const envSchema = z
       .string()
       .refine((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name), 'has an invalid variable name')
       .max(256)
-      .refine((name) => !DANGEROUS_ENV.some((re) => re.test(name)), 'is not allowed: it changes how the program loads'),
+      .refine((name) => !isLoaderEnvName(name), 'is not allowed: it changes how the program loads'),
     z.string().max(32_768),
   )
   .refine((env) => Object.keys(env).length <= 100, 'must have at most 100 variables');
@@ -123,7 +121,7 @@ function buildSchemas(options: SchemaOptions) {
       type: z.literal('stdio'),
       endpoint: urlField('any').optional(),
       command: text(4096).refine(
-        (command) => stdioCommands.includes(command),
+        (command) => isAllowedCommand(stdioCommands, command),
         stdioCommands.length === 0
           ? 'is not allowed: stdio servers are disabled on this service'
           : 'is not on the allowlist of stdio commands',

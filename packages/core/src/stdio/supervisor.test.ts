@@ -263,6 +263,33 @@ describe('crash-loop backoff', () => {
   });
 });
 
+describe('injected clock', () => {
+  it('backs off on the injected clock: the wait is exact while it stands still, and over once it moves', async () => {
+    let clock = 5_000_000;
+    const stdio = supervisor({ now: () => clock, crashBackoff: { initialMs: 60_000, windowMs: 10_000 } });
+    const crashed = await stdio.acquire('acct_a', 'srv_crash', node('crash.mjs'));
+    expect(crashed.startedAt).toBe(5_000_000);
+    await crashed.exited;
+    expect((await refusal(stdio.acquire('acct_a', 'srv_crash', node('crash.mjs')))).retryAfterMs).toBe(60_000);
+    clock += 59_999;
+    expect((await refusal(stdio.acquire('acct_a', 'srv_crash', node('crash.mjs')))).retryAfterMs).toBe(1);
+    clock += 1;
+    const again = await stdio.acquire('acct_a', 'srv_crash', node('crash.mjs'));
+    expect(again.startedAt).toBe(5_060_000);
+    expect(stdio.list()[0]?.startedAt).toBe(5_060_000);
+  });
+
+  it('measures idle time on the injected clock: a process is not idle while the clock stands still', async () => {
+    let clock = 0;
+    const stdio = supervisor({ now: () => clock, idleTimeoutMs: 50 });
+    const channel = await stdio.acquire('acct_a', 'srv_1', node('echo-server.mjs'));
+    await sleep(200);
+    expect(channel.alive).toBe(true);
+    clock += 50;
+    expect((await channel.exited).reason).toBe('idle');
+  });
+});
+
 describe('per-account cap', () => {
   it('refuses a process beyond the cap with STDIO_CAPACITY, per account, and frees the slot on stop', async () => {
     const stdio = supervisor({ maxProcessesPerAccount: 2 });

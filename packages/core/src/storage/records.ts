@@ -2,16 +2,37 @@ import type Keyv from 'keyv';
 import { ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
 
+/** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
+const STORE_PREFIXED = Symbol.for('mcp-fleet.storePrefixed');
+
 /**
- * mcp-fleet's view of the embedder's Keyv: every key under `keyPrefix`, every failure a STORAGE_UNAVAILABLE.
- * Keyv swallows store errors unless `throwOnErrors` is on (a failed read would look like a missing record),
- * so `createFleet` refuses a Keyv without it.
+ * Marks a Keyv whose store already puts every key under a prefix of its own, as `@mcp-fleet/redis` does with its
+ * `keyPrefix`: the fleet then leaves its keys as they are, so each key carries one prefix, the store's. Without the
+ * mark the fleet adds its own `keyPrefix`, which keeps its keys apart from the host's in a Keyv they share.
+ */
+export function markStorePrefixed<K extends Keyv>(storage: K): K {
+  Object.defineProperty(storage, STORE_PREFIXED, { value: true });
+  return storage;
+}
+
+function isStorePrefixed(storage: Keyv): boolean {
+  return (storage as unknown as Record<symbol, unknown>)[STORE_PREFIXED] === true;
+}
+
+/**
+ * mcp-fleet's view of the embedder's Keyv: every key under `keyPrefix` (unless the store prefixes keys itself, see
+ * `markStorePrefixed`), every failure a STORAGE_UNAVAILABLE. Keyv swallows store errors unless `throwOnErrors` is
+ * on (a failed read would look like a missing record), so `createFleet` refuses a Keyv without it.
  */
 export class RecordStore {
+  private readonly keyPrefix: string;
+
   constructor(
     private readonly keyv: Keyv,
-    private readonly keyPrefix: string,
-  ) {}
+    keyPrefix: string,
+  ) {
+    this.keyPrefix = isStorePrefixed(keyv) ? '' : keyPrefix;
+  }
 
   get<T>(key: string): ResultAsync<T | undefined, FleetError> {
     return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
