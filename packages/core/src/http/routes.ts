@@ -3,6 +3,7 @@ import type { Principal, Scope } from '../auth/scopes.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { Operations } from '../operations/index.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
+import type { ListServersQuery } from '../registry/registry.js';
 import { toSummary } from '../registry/views.js';
 import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
 import type { Page, Pagination } from '../util/pagination.js';
@@ -72,6 +73,8 @@ const query =
 const listed = <T>(page: Page<T>) => ({ data: page.data, pagination: page.pagination });
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
+const listServersInput = ({ query: params }: OperationInput): Result<[Partial<ListServersQuery>, 'summary'], FleetError> =>
+  parseQuery(params, listServersQuery).map((q) => [q, 'summary']);
 const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) };
 
 /**
@@ -81,8 +84,10 @@ const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status:
  */
 export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations): Route[] {
   const specs = [
-    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', input: query(listServersQuery), run: servers.list,
-      view: (page) => ({ data: page.data.map(toSummary), pagination: page.pagination }) }),
+    // The HTTP contract lists the seed's eight fields of each server (the operation's `summary` shape), and shows them
+    // for a created one: the embedder's `fleet.servers` answers details.
+    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listed,
+      input: listServersInput, run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
     route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
       status: 201, view: (server) => ({ data: toSummary(server) }) }),
     route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
@@ -126,7 +131,7 @@ interface Declared {
 }
 
 function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
-  const view = spec.view ?? ((value: T) => ({ data: value }));
+  const view: (value: T) => { data: unknown; pagination?: Pagination } = spec.view ?? ((value) => ({ data: value }));
   const status = spec.status ?? 200;
   return {
     method: spec.method,
@@ -136,7 +141,14 @@ function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
       limit: spec.limit,
       scope: spec.scope,
       body: spec.body ?? false,
-      run: (input) => spec.input(input).asyncAndThen((args) => spec.run(input.principal.account, ...args)).map((value) => ({ status, ...view(value) })),
+      run: (input) =>
+        spec
+          .input(input)
+          .asyncAndThen((args) => spec.run(input.principal.account, ...args))
+          .map((value) => {
+            const { data, pagination } = view(value);
+            return pagination === undefined ? { status, data } : { status, data, pagination };
+          }),
     },
   };
 }

@@ -5,7 +5,7 @@ import type { HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
 import type { ListServersQuery, ServerRegistry } from '../registry/registry.js';
 import type { ServerInput, ServerPatch } from '../registry/schema.js';
-import { type ServerDetail, toDetail } from '../registry/views.js';
+import { type ServerDetail, type ServerSummary, toDetail, toSummary } from '../registry/views.js';
 import type { ListToolCallsQuery, ToolCallDetail, ToolCallLog, ToolCallRecord } from '../toolcalls/tool-call-log.js';
 import type { ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
@@ -28,9 +28,15 @@ export interface Operations {
   readonly webhooks: WebhookOperations | undefined;
 }
 
-export interface ServerOperations extends Omit<ServersApi, 'create' | 'update'> {
+export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
   create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
+  /**
+   * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows), made straight from
+   * the records rather than narrowed from details: a listing is the hottest read there is.
+   */
+  list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
+  list(account: string, query: Partial<ListServersQuery>, shape: 'summary'): ResultAsync<Page<ServerSummary>, FleetError>;
 }
 
 export interface ToolOperations extends ToolsApi {
@@ -82,7 +88,10 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
       delete: (account, id) => registry.delete(account, id),
       health: (account, id) => health.check(account, id),
-      list: (account, query = {}) => registry.list(account, withPageDefaults(query)).map((page) => ({ ...page, data: page.data.map(toDetail) })),
+      list: ((account: string, query: Partial<ListServersQuery> = {}, shape?: 'summary') =>
+        registry
+          .list(account, withPageDefaults(query))
+          .map(({ data, pagination }) => ({ data: shape === 'summary' ? data.map(toSummary) : data.map(toDetail), pagination }))) as ServerOperations['list'],
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),

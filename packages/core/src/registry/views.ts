@@ -41,25 +41,31 @@ export interface ServerDetail extends ServerSummary {
   env_keys: string[] | null;
 }
 
-/** The eight fields of the seed, from a stored record: the start of every view. */
-function summaryOf(record: ServerRecord): ServerSummary {
-  const { config } = record;
+/** The seed's eight fields, the HTTP view of create and list: from a stored record, or from its detail. */
+export function toSummary(server: ServerRecord | ServerDetail): ServerSummary {
+  if ('config' in server) {
+    const { config } = server;
+    return {
+      id: server.id,
+      name: config.name,
+      type: config.type,
+      endpoint: config.endpoint ?? null,
+      status: server.status,
+      health: server.health,
+      created_at: server.created_at,
+      updated_at: server.updated_at,
+    };
+  }
   return {
-    id: record.id,
-    name: config.name,
-    type: config.type,
-    endpoint: config.endpoint ?? null,
-    status: record.status,
-    health: record.health,
-    created_at: record.created_at,
-    updated_at: record.updated_at,
+    id: server.id,
+    name: server.name,
+    type: server.type,
+    endpoint: server.endpoint,
+    status: server.status,
+    health: server.health,
+    created_at: server.created_at,
+    updated_at: server.updated_at,
   };
-}
-
-/** The HTTP view of create and list (the seed's eight fields), from the detail the operations answer. */
-export function toSummary(server: ServerDetail): ServerSummary {
-  const { id, name, type, endpoint, status, health, created_at, updated_at } = server;
-  return { id, name, type, endpoint, status, health, created_at, updated_at };
 }
 
 export function redactAuthentication(auth: ServerAuthentication): RedactedAuthentication {
@@ -72,8 +78,16 @@ export function toDetail(record: ServerRecord): ServerDetail {
   const config = record.config;
   const auth = 'authentication' in config ? config.authentication : undefined;
   const stdio = config.type === 'stdio' ? config : undefined;
+  // One literal of a fixed shape (no spread of a partial view): this runs for every server of every listing.
   return {
-    ...summaryOf(record),
+    id: record.id,
+    name: config.name,
+    type: config.type,
+    endpoint: config.endpoint ?? null,
+    status: record.status,
+    health: record.health,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
     timeout: config.timeout,
     retry: config.retry ?? null,
     heartbeat: (config.type === 'websocket' ? config.heartbeat : undefined) ?? null,

@@ -39,5 +39,5 @@ export function readPage<T>(
   options: { order?: 'asc' | 'desc' } = {},
 ): ResultAsync<PageRead<T>, FleetError> {
   const range: RangeOptions = { offset: (query.page - 1) * query.limit, limit: query.limit, ...(options.order !== undefined && { order: options.order }) };
-  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf)]).map(([total, read]) => ({ ...read, total }));
+  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf)]).map(([total, { ids, found }]) => ({ ids, found, total }));
 }
