@@ -1,5 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { readLimited } from '../util/read-limited.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
@@ -42,29 +43,4 @@ export async function readJsonBody(request: Request, limit: number): Promise<Res
 
 function unsupported(contentType: string | null): FleetError {
   return new FleetError('UNSUPPORTED_MEDIA_TYPE', { details: { content_type: contentType === null ? null : contentType.slice(0, 200) } });
-}
-
-/** The whole body, or `undefined` as soon as it passes `limit` (the rest is never read). Used by the webhook receiver too. */
-export async function readLimited(request: Request, limit: number): Promise<Uint8Array | undefined> {
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }

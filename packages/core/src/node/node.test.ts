@@ -2,7 +2,7 @@ import { Agent, createServer, get, type IncomingMessage, request as httpRequest,
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readLimited } from '../http/body.js';
+import { readLimited } from '../util/read-limited.js';
 import { mountPath, toWebRequest, writeWebResponse } from './index.js';
 
 type Serve = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;

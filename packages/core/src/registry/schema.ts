@@ -2,7 +2,7 @@ import { err, type Result } from 'neverthrow';
 import { z } from 'zod';
 import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
-import { isAllowedCommand, isLoaderEnvName } from '../stdio/policy.js';
+import { isAllowedCommand, isLoaderEnvName } from './stdio-policy.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];

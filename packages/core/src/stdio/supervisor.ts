@@ -6,7 +6,7 @@ import { KeyedMutex } from '../util/keyed-mutex.js';
 import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
 import { CrashBackoff, type CrashBackoffOptions } from './crash-backoff.js';
 import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProcessInfo } from './managed-process.js';
-import { childEnv, isAllowedCommand } from './policy.js';
+import { childEnv, isAllowedCommand } from '../registry/stdio-policy.js';
 import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
 
 export type { CrashBackoffOptions } from './crash-backoff.js';

@@ -1,5 +1,5 @@
 import { err, ok, type Result } from 'neverthrow';
-import { readLimited } from '../http/body.js';
+import { readLimited } from '../util/read-limited.js';
 import { type ErrorBody, errorBody, errorResponse, type Meta, requestIdOf } from '../http/envelope.js';
 import { newId } from '../util/ids.js';
 import type { TEST_EVENT, WebhookEventType } from './schema.js';

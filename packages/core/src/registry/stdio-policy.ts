@@ -1,6 +1,7 @@
 /**
- * What CONTRACT "Outgoing connections" asks of stdio servers, in one place: checked when a server is created or
- * updated (`registry/schema.ts`) and again when its process is spawned (`supervisor.ts`), so the two cannot drift.
+ * What docs/architecture.md "stdio servers" asks of stdio servers, in one place: checked when a server is created or
+ * updated (`schema.ts`) and again when its process is spawned (`stdio/supervisor.ts`), so the two cannot drift. It
+ * lives with the configuration it judges, below the supervisor that also reads it.
  */
 
 /** Env names that change how a program loads or where its traffic goes; refused so a server cannot hijack its child. */
