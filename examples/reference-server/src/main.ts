@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
   const fleet = createFleet({
     ...store.options,
-    stdio: { commands: config.stdioCommands },
+    stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
     allowPrivateNetworks: config.allowPrivateNetworks,
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
