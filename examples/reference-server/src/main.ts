@@ -22,7 +22,14 @@ async function main(): Promise<void> {
 
   for (const key of config.apiKeys) {
     (await fleet.keys.register(key)).match(
-      () => {},
+      (registered) => {
+        // Revocation is for good: a revoked secret still listed here stays refused; the operator should drop it.
+        if (registered.revoked_at !== null) {
+          console.warn(
+            `mcp-fleet: MCP_FLEET_API_KEYS lists the key ${registered.id} of account "${registered.account}", revoked at ${registered.revoked_at}: it stays refused; remove it from MCP_FLEET_API_KEYS`,
+          );
+        }
+      },
       (error) => {
         throw new ConfigError(`MCP_FLEET_API_KEYS: the key of account "${key.account}" was refused: ${error.message}`);
       },

@@ -107,7 +107,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           monitorOptions,
         );
   monitor?.start();
-  const keys = new ApiKeys(records, index, now);
+  const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
   const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, now });
 
   let closing: Promise<void> | undefined;
