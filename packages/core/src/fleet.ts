@@ -120,6 +120,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     await supervisor.close();
     await outbound.dispatcher.close();
     await limiter?.close();
+    await keys.close();
   };
   return { ...operations, prefix, keys, events, handle, close: () => (closing ??= close()) };
 }
