@@ -195,7 +195,7 @@ function fieldRules(type: ServerType | undefined): FieldRules {
 /** Validates server configurations under the options of one fleet. */
 export class ServerValidator {
   private readonly schemas: ServerSchemas;
-  private readonly stdioCommands: readonly string[];
+  private readonly stdioCommands: readonly StdioCommandRule[];
 
   constructor(options: SchemaOptions = {}) {
     this.schemas = buildSchemas(options);
@@ -204,7 +204,8 @@ export class ServerValidator {
 
   /** A refused stdio command is the service's configuration: the answer says which option changes it. */
   private withStdioHint(fields: Record<string, unknown>, error: FleetError): FleetError {
-    if (typeof fields.command !== 'string' || isAllowedCommand(this.stdioCommands, fields.command)) return error;
+    // Only a command the allowlist does not know at all; pinned arguments that differ are the request's to fix.
+    if (typeof fields.command !== 'string' || commandIssue(this.stdioCommands, fields.command) !== 'command') return error;
     const hint = this.stdioCommands.length === 0 ? ERROR_HINTS.stdioDisabled : ERROR_HINTS.stdioCommand;
     return new FleetError(error.code, { message: error.message, details: { ...error.details, hint } });
   }
