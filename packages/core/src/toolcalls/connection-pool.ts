@@ -32,6 +32,9 @@ export interface Lease {
   reused: boolean;
   /** The `Retry-After` of the latest 429 or 503 this connection received, in ms, then forgotten. */
   takeRetryAfter(): number | undefined;
+  /** Whether `tools/list` was answered on this connection (the SDK client then knows the tools' `x-mcp-header`s). */
+  readonly listed: boolean;
+  markListed(): void;
   release(): void;
   discard(): Promise<void>;
 }
@@ -46,6 +49,7 @@ interface Entry {
   closed: boolean;
   busy: number;
   used: boolean;
+  listed: boolean;
   heartbeat?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
   retryAfterMs?: number | undefined;
@@ -64,6 +68,8 @@ const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
  */
 export class ConnectionPool {
   private readonly entries = new Map<string, Entry>();
+  /** The era each server answered in last, per configuration: a new connection tries it first (no `server/discover` → 400 each time). */
+  private readonly eras = new Map<string, { key: string; era: McpEra }>();
   private readonly idleMs: number;
   private closing = false;
 
@@ -82,7 +88,7 @@ export class ConnectionPool {
       await this.drop(server.id);
       entry = undefined;
     }
-    entry ??= this.open(server, timeoutMs);
+    entry ??= this.open(server, timeoutMs, this.rememberedEra(server));
     const current = entry;
     current.busy += 1;
     clearTimeout(current.idle);
@@ -105,6 +111,12 @@ export class ConnectionPool {
         current.retryAfterMs = undefined;
         return value;
       },
+      get listed() {
+        return current.listed;
+      },
+      markListed: () => {
+        current.listed = true;
+      },
       release: () => {
         if (settled) return;
         settled = true;
@@ -125,7 +137,15 @@ export class ConnectionPool {
   follow(events: EventSource): void {
     const drop = ({ server }: { server: { id: string } }) => void this.drop(server.id);
     events.on('server.updated', drop);
-    events.on('server.deleted', drop);
+    events.on('server.deleted', ({ server }) => {
+      this.eras.delete(server.id);
+      void this.drop(server.id);
+    });
+  }
+
+  private rememberedEra(server: ServerRecord): McpEra | undefined {
+    const remembered = this.eras.get(server.id);
+    return remembered?.key === keyOf(server) ? remembered.era : undefined;
   }
 
   /** Closes the connection of a server, if any. */
@@ -159,6 +179,7 @@ export class ConnectionPool {
       closed: false,
       busy: 0,
       used: false,
+      listed: false,
     };
     const fetch = this.deps.fetch ?? globalThis.fetch;
     // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
@@ -172,6 +193,7 @@ export class ConnectionPool {
       (connected) => {
         clearTimeout(timer);
         entry.connected = connected;
+        this.eras.set(server.id, { key: entry.key, era: connected.era });
         if (entry.closed) {
           void closeClient(connected.client, connected.transport, 0);
           throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });

@@ -117,6 +117,73 @@ describe.each([
   });
 });
 
+describe.each([
+  ['v2 server (2026-07-28)', startV2ToolServer],
+  ['v1 sdk server (2025)', startV1ToolServer],
+])('retries that never run a tool twice by accident: %s', (_name, start) => {
+  it('a timed-out call of a tool without hints is not repeated: the tool ran once', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(server.slowRuns()).toBe(1);
+  });
+
+  it.each([{ idempotentHint: true }, { readOnlyHint: true }])('a timed-out call of a tool declaring %o is repeated', async (hints) => {
+    const server = await started(start({ slowAnnotations: hints }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
+    expect(server.slowRuns()).toBe(3);
+  });
+
+  it('sends a progressToken with every call', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'p' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods).toContain('tools/call');
+    expect(server.progressTokens).toHaveLength(1);
+  });
+});
+
+describe('session and era of kept connections', () => {
+  it('a 2025 session the server forgot (HTTP 404) is replaced within the call: a new initialize, one attempt, success', async () => {
+    const server = await started(startV1ToolServer());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'one' }))._unsafeUnwrap().status).toBe('success');
+    await server.forgetSessions();
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'two' }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1 });
+    expect(textOf(outcome.result)).toBe('two');
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+  });
+
+  it('a new connection to a 2025 server starts with initialize: the era is remembered across connections', async () => {
+    const server = await started(startV1ToolServer());
+    const f = fleet({ toolCalls: { idleMs: 50, backoff: { baseMs: 1, maxMs: 5 } } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'one' }))._unsafeUnwrap().status).toBe('success');
+    const discovers = server.methods.filter((m) => m === 'server/discover').length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'two' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+    expect(server.methods.filter((m) => m === 'server/discover')).toHaveLength(discovers);
+  });
+
+  it('mirrors x-mcp-header arguments in Mcp-Param-* headers on a call with no tools/list before it', async () => {
+    const server = await started(startV2ToolServer({ headerTool: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'locate', { region: 'eu-west-1' }))._unsafeUnwrap();
+    expect(outcome.status).toBe('success');
+    expect(server.callHeaders[0]?.['mcp-param-region']).toBe('eu-west-1');
+  });
+});
+
 describe('tool calls over WebSocket', () => {
   it('relays a call, and a JSON-RPC error is recorded as TOOL_CALL_REJECTED', async () => {
     const ws = await started(startWsServer());
