@@ -8,6 +8,8 @@ import {
   type StdioTransportFactory,
 } from '../mcp/connect.js';
 import { FleetError } from '../errors/fleet-error.js';
+import { toUpstreamError } from '../mcp/errors.js';
+import { probeConnected, type ProbeResult } from '../mcp/probe.js';
 import type { EventSource } from '../events/bus.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
@@ -63,7 +65,8 @@ const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
  * - http, and websocket without heartbeat: closed after `idleMs` without a call;
  * - websocket with `heartbeat.enabled`: pinged every `heartbeat.interval` (MCP `ping`; `server/discover` on 2026-07-28,
  *   which has no ping) and reopened when a ping fails;
- * - stdio: one client over the supervisor's live process of the server; the process's exit closes it.
+ * - stdio: one initialised client over the supervisor's live process of the server, shared by calls and probes
+ *   (`probe`); the process's exit closes it.
  * `drop` closes a server's connection (on update and delete); `close` closes all.
  */
 export class ConnectionPool {
@@ -131,6 +134,25 @@ export class ConnectionPool {
         if (this.entries.get(server.id) === current) await this.drop(server.id);
       },
     };
+  }
+
+  /**
+   * Probes a server over its kept connection (opened within its `timeout` when there is none), so that a stdio
+   * process is initialised once and shared by probes and calls. Never throws; a failed probe closes the connection.
+   */
+  async probe(server: ServerRecord): Promise<ProbeResult> {
+    const timeoutMs = server.config.timeout;
+    const started = performance.now();
+    let lease: Lease;
+    try {
+      lease = await this.acquire(server, timeoutMs);
+    } catch (error) {
+      return { ok: false, error: toUpstreamError(error, timeoutMs).toJSON(), responseTimeMs: Math.round(performance.now() - started) };
+    }
+    const result = await probeConnected(lease, Math.max(1, Math.round(timeoutMs - (performance.now() - started))));
+    if (result.ok) lease.release();
+    else void lease.discard();
+    return { ...result, responseTimeMs: Math.round(performance.now() - started) };
   }
 
   /** A connection never outlives its server, nor the configuration it was opened with. */
@@ -255,7 +277,8 @@ export class ConnectionPool {
   }
 
   private scheduleIdle(entry: Entry, server: ServerRecord): void {
-    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined) return;
+    // A stdio client lives as long as its process: the supervisor's idle timeout ends both.
+    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined || server.config.type === 'stdio') return;
     clearTimeout(entry.idle);
     entry.idle = setTimeout(() => {
       if (entry.busy === 0 && this.entries.get(server.id) === entry) void this.drop(server.id);

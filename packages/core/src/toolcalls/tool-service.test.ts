@@ -268,6 +268,23 @@ describe('tool calls over stdio', () => {
     expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
   });
 
+  it('one initialised client per live process, shared by probes, listings and calls: one initialize, ids never restart', async () => {
+    const f = fleet();
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toEqual(['echo']);
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { n: 1 }))._unsafeUnwrap().status).toBe('success');
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
+    const stats = JSON.parse(textOf((await f.tools.call(ACCOUNT, id, 'stats', {}))._unsafeUnwrap().result)) as {
+      initialize: number;
+      discover: number;
+      ids: number[];
+    };
+    expect(stats.initialize).toBe(1);
+    expect(stats.discover).toBeLessThanOrEqual(1);
+    expect(new Set(stats.ids).size).toBe(stats.ids.length);
+  });
+
   it('calls @modelcontextprotocol/server-everything', async () => {
     const f = fleet();
     const id = await serverOf(f, { type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 20_000 });

@@ -115,7 +115,7 @@ export class ToolService {
     const lease = await this.acquire(server, timeoutMs);
     try {
       const tools = await this.listOn(server, lease, timeoutMs);
-      this.giveBack(server, lease);
+      lease.release();
       return tools;
     } catch (error) {
       // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
@@ -147,11 +147,10 @@ export class ToolService {
   /**
    * Before a call, `tools/list` on a connection that has not answered one: the SDK client mirrors the tool's
    * `x-mcp-header` arguments into `Mcp-Param-*` headers only for tools it has listed, and the annotations decide
-   * retries. stdio connections live for one call, so there only a missing catalog is fetched. A failed listing does not
-   * stop the call: the call then goes without those headers, as the spec allows.
+   * retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
    */
   private async prepare(server: ServerRecord, lease: Lease, timeoutMs: number): Promise<void> {
-    if (lease.listed || (server.config.type === 'stdio' && this.catalog(server) !== undefined)) return;
+    if (lease.listed) return;
     await this.listOn(server, lease, timeoutMs).catch(() => {});
   }
 
@@ -221,7 +220,7 @@ export class ToolService {
         await this.prepare(server, lease, remaining());
         // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
         const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining(), onprogress: () => {} })) as CallToolResult;
-        this.giveBack(server, lease);
+        lease.release();
         return { ok: true, result };
       } catch (error) {
         const status = httpStatusOf(error);
@@ -229,7 +228,7 @@ export class ToolService {
         const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
         const rejected = isJsonRpcRejection(error);
         if (rejected) {
-          this.giveBack(server, lease);
+          lease.release();
           return { ok: false, rejected, failure: { error: failure, status } };
         }
         // Not awaited (the pool forgets it at once): ending a 2025 session may take a moment the caller should not wait for.
@@ -245,15 +244,6 @@ export class ToolService {
 
   private acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
     return this.deps.pool.acquire(server, timeoutMs);
-  }
-
-  /**
-   * stdio: the process stays with the supervisor, but its channel takes one MCP client at a time, so the client is
-   * let go after each call (a health probe would otherwise wait for the idle timeout). Others keep their connection.
-   */
-  private giveBack(server: ServerRecord, lease: Lease): void {
-    if (server.config.type === 'stdio') void lease.discard();
-    else lease.release();
   }
 }
 
