@@ -182,6 +182,17 @@ describe('session and era of kept connections', () => {
     expect(outcome.status).toBe('success');
     expect(server.callHeaders[0]?.['mcp-param-region']).toBe('eu-west-1');
   });
+
+  it('never calls a tool the SDK left out of tools/list for an invalid x-mcp-header, even by name', async () => {
+    const server = await started(startV2ToolServer({ invalidHeaderTool: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'bad', { data: {} }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'error', attempts: 1, error: { code: 'TOOL_CALL_REJECTED' }, result: null });
+    expect(server.methods).not.toContain('tools/call');
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).not.toContain('bad');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'still' }))._unsafeUnwrap().status).toBe('success');
+  });
 });
 
 describe('tool calls over WebSocket', () => {

@@ -1,7 +1,7 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
 import { ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { errorChain, type FleetError, isFleetError } from '../errors/fleet-error.js';
+import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
@@ -148,10 +148,16 @@ export class ToolService {
    * Before a call, `tools/list` on a connection that has not answered one: the SDK client mirrors the tool's
    * `x-mcp-header` arguments into `Mcp-Param-*` headers only for tools it has listed, and the annotations decide
    * retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
+   * Answers whether the call may go: over Streamable HTTP in 2026-07-28 a tool missing from a listing that succeeded
+   * (after one more listing, for a tool added since) is not called, because the SDK leaves out of `tools/list` the
+   * tools whose `x-mcp-header` declarations are invalid, and the spec forbids calling those.
    */
-  private async prepare(server: ServerRecord, lease: Lease, timeoutMs: number): Promise<void> {
-    if (lease.listed) return;
-    await this.listOn(server, lease, timeoutMs).catch(() => {});
+  private async prepare(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): Promise<boolean> {
+    const fresh = !lease.listed;
+    if (fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    if (!lease.listed || lease.era !== '2026-07-28' || server.config.type !== 'http' || this.catalog(server)?.has(name) === true) return true;
+    if (!fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    return this.catalog(server)?.has(name) === true;
   }
 
   private hints(server: ServerRecord, name: string): ToolHints {
@@ -217,7 +223,11 @@ export class ToolService {
         return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error), reached: false } };
       }
       try {
-        await this.prepare(server, lease, remaining());
+        const known = await this.prepare(server, lease, name, remaining());
+        if (!known) {
+          lease.release();
+          return { ok: false, rejected: true, failure: { error: unlisted() } };
+        }
         // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
         const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining(), onprogress: () => {} })) as CallToolResult;
         lease.release();
@@ -246,6 +256,12 @@ export class ToolService {
     return this.deps.pool.acquire(server, timeoutMs);
   }
 }
+
+/** The refusal of a tool the server's `tools/list` does not offer (recorded as TOOL_CALL_REJECTED; nothing was sent). */
+const unlisted = () =>
+  new FleetError('UPSTREAM_PROTOCOL_ERROR', {
+    message: "The server's tools/list has no usable tool of that name (unknown, or excluded for an invalid x-mcp-header); it was not called.",
+  });
 
 /** A catalog belongs to one configuration of its server, as a kept connection does. */
 const catalogKey = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
