@@ -22,7 +22,7 @@ export interface McpProberDeps {
   probeStdio?: (server: ServerRecord) => Promise<ProbeResult>;
 }
 
-const ERAS: readonly string[] = ['2025', '2026-07-28'] satisfies McpEra[];
+const ERAS: readonly string[] = ['2024-11-05', '2025', '2026-07-28'] satisfies McpEra[];
 
 /** Probes with a real MCP exchange over the server's transport: the prober `createFleet` uses. */
 export function createMcpProber(deps: McpProberDeps): Prober {

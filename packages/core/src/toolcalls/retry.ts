@@ -1,8 +1,8 @@
-import { SdkHttpError } from '@modelcontextprotocol/client';
 import { errorChain, type UpstreamError } from '../errors/fleet-error.js';
 import { backoffDelay as exponentialDelay } from '../util/backoff.js';
 
 export { parseRetryAfter } from '../util/backoff.js';
+export { httpStatusOf } from '../mcp/errors.js';
 
 /** How retries wait: exponential backoff with full jitter, and the cap of a server's `Retry-After`. */
 export interface BackoffOptions {
@@ -44,12 +44,6 @@ export function neverSent(error: unknown): boolean {
     const code = typeof item === 'object' && item !== null ? (item as { code?: unknown }).code : undefined;
     return typeof code === 'string' && NEVER_SENT.has(code);
   });
-}
-
-/** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */
-export function httpStatusOf(error: unknown): number | undefined {
-  const found = errorChain(error).find((item) => item instanceof SdkHttpError);
-  return found?.data.status;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '../fleet.js';
@@ -264,6 +265,34 @@ describe('kept connections', () => {
     expect(await until(() => again.connections() === 0)).toBe(true);
     expect((await f.tools.call(ACCOUNT, id, 'echo', {}))._unsafeUnwrap()).toMatchObject({ status: 'success', attempts: 1 });
     expect(again.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+  });
+});
+
+describe('legacy HTTP+SSE servers (2024-11-05)', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
+
+  it('server-everything in sse mode: healthy, tools listed and called, after the Streamable HTTP POST was refused', async () => {
+    const port = await refusedPort();
+    const child = spawn(NODE, [EVERYTHING, 'sse'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes('Server is running')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`server-everything exited: ${seen}`)));
+    });
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: `http://127.0.0.1:${port}/sse`, timeout: 20_000 });
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap()).toMatchObject({ status: 'healthy' });
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toContain('echo');
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { message: 'over sse' }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1 });
+    expect(textOf(outcome.result)).toContain('over sse');
   });
 });
 
