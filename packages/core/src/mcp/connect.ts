@@ -103,8 +103,8 @@ export function openTransport(
       source === undefined
         ? undefined
         : {
-            token: () => source.token(),
-            onUnauthorized: async () => source.invalidate(),
+            token: () => source.tokenOrChallenge(),
+            onUnauthorized: async ({ response }) => source.challenged(response),
           };
     const requestInit: RequestInit = { redirect: 'manual', ...(bearer === undefined ? {} : { headers: bearer }) };
     if (options.legacySse === true) {

@@ -75,6 +75,34 @@ describe('oauth2 client credentials', () => {
     expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1']);
   });
 
+  it('discovers from the resource_metadata of the 401 challenge when the metadata is not at a well-known URL; asks for its scopes', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const seen: (string | undefined)[] = [];
+    let url = '';
+    const server = await started(
+      startV2Server({
+        authorize: (header) => {
+          seen.push(header);
+          return auth.accepts(header);
+        },
+        get resourceMetadata() {
+          return `${new URL(url).origin}/metadata/prm`;
+        },
+        get documents() {
+          return { '/metadata/prm': { resource: url, authorization_servers: [auth.origin], scopes_supported: ['mcp:tools', 'mcp:read'] } };
+        },
+      }),
+    );
+    url = server.url;
+
+    await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(1);
+    expect(auth.requests[0]?.params.get('scope')).toBe('mcp:tools mcp:read');
+    expect(auth.requests[0]?.params.get('resource')).toBe(server.url);
+    expect(seen[0]).toBeUndefined();
+    expect(seen.at(-1)).toBe('Bearer fixture-token-1');
+  });
+
   it('fetches a new token shortly before the cached one expires', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
     const { server, seen } = await protectedServer(auth);
