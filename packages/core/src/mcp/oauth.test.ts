@@ -103,6 +103,25 @@ describe('oauth2 client credentials', () => {
     expect(seen.at(-1)).toBe('Bearer fixture-token-1');
   });
 
+  it('sends the resource of protected-resource metadata without a path as written: no trailing slash', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    let url = '';
+    const server = await started(
+      startV2Server({
+        authorize: (header) => auth.accepts(header),
+        get resourceMetadata() {
+          return `${new URL(url).origin}/.well-known/oauth-protected-resource`;
+        },
+        get documents() {
+          return { '/.well-known/oauth-protected-resource': { resource: new URL(url).origin, authorization_servers: [auth.origin] } };
+        },
+      }),
+    );
+    url = server.url;
+    await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests[0]?.params.get('resource')).toBe(new URL(server.url).origin);
+  });
+
   it('fetches a new token shortly before the cached one expires', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
     const { server, seen } = await protectedServer(auth);

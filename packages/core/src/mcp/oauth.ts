@@ -182,8 +182,10 @@ export class ClientCredentialsSource {
         // The issuer fetchToken checks the credentials against: the one just discovered or configured.
         expectedIssuer: metadata.issuer,
       });
-      // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server.
-      const resource = (await selectResourceURL(serverUrl, provider, resourceMetadata)) ?? resourceUrlFromServerUrl(serverUrl);
+      // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server, sent as
+      // that metadata writes it (a URL object would add a `/` to a resource without a path).
+      const selected = await selectResourceURL(serverUrl, provider, resourceMetadata);
+      const resource = selected === undefined ? resourceUrlFromServerUrl(serverUrl) : (resourceMetadata?.resource ?? selected);
       tokens = await fetchToken(provider, authorizationServerUrl, { metadata, resource, scope, fetchFn: fetch });
     } catch (error) {
       throw tokenFailure(error);
