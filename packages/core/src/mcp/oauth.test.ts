@@ -21,10 +21,22 @@ function oauth(endpoint: string, extra: { token_url?: string; scope?: string; cl
   };
 }
 
-/** An MCP server that accepts only the tokens `auth` issued, and records the Authorization headers it saw. */
-async function protectedServer(auth: AuthServer, options: { discoverable?: boolean } = {}) {
+/**
+ * An MCP server that accepts only the tokens `auth` issued, and records the Authorization headers it saw.
+ * `discoverable`: its protected-resource metadata at the path-based well-known URL; `metadata`: at `path` instead, with
+ * the document `document(url)` (the 401 challenge names it either way).
+ */
+async function protectedServer(
+  auth: AuthServer,
+  options: { discoverable?: boolean; metadata?: { path: string; document: (url: string) => Record<string, unknown> } } = {},
+) {
   const seen: (string | undefined)[] = [];
   let url = '';
+  const metadata =
+    options.metadata ??
+    (options.discoverable === true
+      ? { path: '/.well-known/oauth-protected-resource/mcp', document: (at: string) => ({ resource: at, authorization_servers: [auth.origin] }) }
+      : undefined);
   const server = await started(
     startV2Server({
       authorize: (header) => {
@@ -32,12 +44,10 @@ async function protectedServer(auth: AuthServer, options: { discoverable?: boole
         return auth.accepts(header);
       },
       get resourceMetadata() {
-        return options.discoverable === true ? `${new URL(url).origin}/.well-known/oauth-protected-resource/mcp` : undefined;
+        return metadata === undefined ? undefined : `${new URL(url).origin}${metadata.path}`;
       },
       get documents() {
-        return options.discoverable === true
-          ? { '/.well-known/oauth-protected-resource/mcp': { resource: url, authorization_servers: [auth.origin] } }
-          : undefined;
+        return metadata === undefined ? undefined : { [metadata.path]: metadata.document(url) };
       },
     }),
   );
@@ -77,24 +87,9 @@ describe('oauth2 client credentials', () => {
 
   it('discovers from the resource_metadata of the 401 challenge when the metadata is not at a well-known URL; asks for its scopes', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
-    const seen: (string | undefined)[] = [];
-    let url = '';
-    const server = await started(
-      startV2Server({
-        authorize: (header) => {
-          seen.push(header);
-          return auth.accepts(header);
-        },
-        get resourceMetadata() {
-          return `${new URL(url).origin}/metadata/prm`;
-        },
-        get documents() {
-          return { '/metadata/prm': { resource: url, authorization_servers: [auth.origin], scopes_supported: ['mcp:tools', 'mcp:read'] } };
-        },
-      }),
-    );
-    url = server.url;
-
+    const { server, seen } = await protectedServer(auth, {
+      metadata: { path: '/metadata/prm', document: (url) => ({ resource: url, authorization_servers: [auth.origin], scopes_supported: ['mcp:tools', 'mcp:read'] }) },
+    });
     await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
     expect(auth.requests).toHaveLength(1);
     expect(auth.requests[0]?.params.get('scope')).toBe('mcp:tools mcp:read');
@@ -105,19 +100,9 @@ describe('oauth2 client credentials', () => {
 
   it('sends the resource of protected-resource metadata without a path as written: no trailing slash', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
-    let url = '';
-    const server = await started(
-      startV2Server({
-        authorize: (header) => auth.accepts(header),
-        get resourceMetadata() {
-          return `${new URL(url).origin}/.well-known/oauth-protected-resource`;
-        },
-        get documents() {
-          return { '/.well-known/oauth-protected-resource': { resource: new URL(url).origin, authorization_servers: [auth.origin] } };
-        },
-      }),
-    );
-    url = server.url;
+    const { server } = await protectedServer(auth, {
+      metadata: { path: '/.well-known/oauth-protected-resource', document: (url) => ({ resource: new URL(url).origin, authorization_servers: [auth.origin] }) },
+    });
     await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
     expect(auth.requests[0]?.params.get('resource')).toBe(new URL(server.url).origin);
   });
