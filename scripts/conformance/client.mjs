@@ -20,6 +20,9 @@ const ACCOUNT = 'conformance';
 /** The tool the `tools_call` scenario serves, and what it must answer for these arguments. */
 const TOOL = { name: 'add_numbers', arguments: { a: 2, b: 3 }, expected: 'The sum of 2 and 3 is 5' };
 
+/** Scenarios that pass when the client refuses to authenticate: their metadata names another resource or issuer. */
+const REFUSALS = new Set(['auth/resource-mismatch', 'auth/metadata-issuer-mismatch']);
+
 const serverUrl = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 
@@ -38,9 +41,11 @@ function context() {
 /** The server as an embedder registers it: Streamable HTTP, with client credentials when the scenario gives some. */
 function serverInput() {
   const input = { name: 'conformance-server', type: 'http', endpoint: serverUrl, timeout: 10_000 };
-  // Any scenario that hands over a client id and secret gets them as oauth2 client credentials.
+  // Any scenario that hands over a client id and secret gets them as oauth2 client credentials; those that test what
+  // the client refuses before it authenticates get credentials of our own (they must never reach a token endpoint).
   const { client_id, client_secret } = context();
   if (typeof client_id === 'string' && typeof client_secret === 'string') input.authentication = { type: 'oauth2', client_id, client_secret };
+  else if (REFUSALS.has(scenario)) input.authentication = { type: 'oauth2', client_id: 'mcp-fleet-conformance', client_secret: 'not-a-secret' };
   else if (scenario.startsWith('auth/client-credentials')) throw new Error('MCP_CONFORMANCE_CONTEXT has no client credentials this client supports');
   return input;
 }
@@ -50,6 +55,16 @@ async function checkHealth(fleet, serverId) {
   const health = await fleet.servers.health(ACCOUNT, serverId);
   if (health.isErr()) return fail(`health failed: ${health.error.code}`);
   if (health.value.status !== 'healthy') return fail(`server unhealthy: ${health.value.error?.code ?? 'no error code'}`);
+}
+
+/** `fleet.servers.health` of a server whose authorization metadata the fleet must refuse: unhealthy, UPSTREAM_AUTH_FAILED. */
+async function checkRefused(fleet, serverId) {
+  const health = await fleet.servers.health(ACCOUNT, serverId);
+  if (health.isErr()) return fail(`health failed: ${health.error.code}`);
+  if (health.value.status === 'healthy' || health.value.error?.code !== 'UPSTREAM_AUTH_FAILED') {
+    return fail(`expected a refusal (UPSTREAM_AUTH_FAILED), got ${health.value.status} ${health.value.error?.code ?? ''}`);
+  }
+  console.log('the fleet refused to authenticate, as the scenario expects');
 }
 
 /**
@@ -133,6 +148,7 @@ async function main() {
     const serverId = created.value.id;
     const given = context().toolCalls;
     if (Array.isArray(given)) return await callGiven(fleet, serverId, given);
+    if (REFUSALS.has(scenario)) return await checkRefused(fleet, serverId);
     if (scenario === 'initialize' || scenario.startsWith('auth/')) return await checkHealth(fleet, serverId);
     switch (scenario) {
       case 'tools_call':

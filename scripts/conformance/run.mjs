@@ -48,6 +48,8 @@ const RUNS = [
   { scenario: 'auth/client-credentials-basic' },
   { scenario: 'auth/pre-registration' },
   { scenario: 'auth/pre-registration', specVersion: '2026-07-28' },
+  { scenario: 'auth/resource-mismatch', specVersion: '2026-07-28' },
+  { scenario: 'auth/metadata-issuer-mismatch', specVersion: '2026-07-28' },
 ];
 
 const args = new Set(process.argv.slice(2));
