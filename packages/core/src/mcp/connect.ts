@@ -11,7 +11,7 @@ import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
-import { ClientCredentialsSource, MemoryTokenCache, type TokenCache } from './oauth.js';
+import { ClientCredentialsSource, MemoryTokenCache, type TokenCache, withScopeStepUp } from './oauth.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
 
 /**
@@ -116,10 +116,11 @@ export function openTransport(
       );
     }
     transport = new StreamableHTTPClientTransport(url, {
-      fetch,
+      fetch: source === undefined ? fetch : withScopeStepUp(fetch, source),
       requestInit,
       ...(authProvider === undefined ? {} : { authProvider }),
-      // Client credentials cannot widen their scope by re-authorizing: a 403 insufficient_scope is final.
+      // The SDK's step-up needs an authorization-code provider; withScopeStepUp does it once per request for client
+      // credentials, and a refusal after it is final.
       onInsufficientScope: 'throw',
     });
   } else {

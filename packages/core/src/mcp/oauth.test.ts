@@ -107,6 +107,25 @@ describe('oauth2 client credentials', () => {
     expect(auth.requests[0]?.params.get('resource')).toBe(new URL(server.url).origin);
   });
 
+  it('steps up once on a 403 insufficient_scope: a token with the configured and the challenged scope, then the request again', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const scopeOf = (header: string | undefined) => {
+      const issued = Number(header?.replace('Bearer fixture-token-', ''));
+      return auth.requests[issued - 1]?.params.get('scope')?.split(' ') ?? [];
+    };
+    const server = await started(
+      startV2Server({ authorize: (header) => auth.accepts(header), missingScope: (header) => (scopeOf(header).includes('mcp:write') ? undefined : 'mcp:write') }),
+    );
+    const config = oauth(server.url, { token_url: auth.tokenUrl, scope: 'mcp:read' });
+    await expect(probeServer(config, { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests.map((request) => request.params.get('scope'))).toEqual(['mcp:read', 'mcp:read mcp:write']);
+
+    const stubborn = await started(startV2Server({ authorize: (header) => auth.accepts(header), missingScope: () => 'mcp:admin' }));
+    const refused = await probeServer(oauth(stubborn.url, { token_url: auth.tokenUrl }), { tokens: new MemoryTokenCache() });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(auth.requests).toHaveLength(4);
+  });
+
   it('fetches a new token shortly before the cached one expires', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
     const { server, seen } = await protectedServer(auth);

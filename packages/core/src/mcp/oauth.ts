@@ -148,8 +148,8 @@ export class ClientCredentialsSource {
   }
 
   /**
-   * The server answered 401: its `WWW-Authenticate` `resource_metadata` (where discovery starts) and `scope` (what to
-   * ask for, unless the configuration names a scope) are used from now on, and the refused token is dropped.
+   * The server answered 401, or 403 `insufficient_scope`: its `WWW-Authenticate` `resource_metadata` (where discovery
+   * starts) and `scope` (asked for with the configured one) are used from now on, and the refused token is dropped.
    */
   challenged(response: Response): void {
     const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
@@ -172,8 +172,8 @@ export class ClientCredentialsSource {
         });
       } else endpoint = configured(credentials.token_url);
       const { authorizationServerUrl, metadata, resourceMetadata } = endpoint;
-      // The configured scope, else the one the server's 401 asked for, else every scope its metadata supports.
-      const scope = credentials.scope ?? this.challenge?.scope ?? resourceMetadata?.scopes_supported?.join(' ');
+      // The configured scope with the one the server's challenge asked for, else every scope its metadata supports.
+      const scope = unionOfScopes(credentials.scope, this.challenge?.scope) ?? resourceMetadata?.scopes_supported?.join(' ');
       const provider = new ClientCredentialsProvider({
         clientId: credentials.client_id,
         clientSecret: credentials.client_secret,
@@ -198,6 +198,30 @@ export class ClientCredentialsSource {
     this.options.cache.set(this.key, token);
     return token;
   }
+}
+
+/** Space-separated scopes of both, each once; undefined when neither names any. */
+function unionOfScopes(...lists: (string | undefined)[]): string | undefined {
+  const scopes = new Set(lists.flatMap((list) => list?.split(' ').filter((scope) => scope !== '') ?? []));
+  return scopes.size === 0 ? undefined : [...scopes].join(' ');
+}
+
+/**
+ * fetch that answers a 403 `insufficient_scope` (RFC 6750) once per request: a token with the scope the challenge
+ * names is fetched and the request sent again with it; a second refusal is the answer (no step-up loop).
+ */
+export function withScopeStepUp(fetch: FetchLike, source: ClientCredentialsSource): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (response.status !== 403) return response;
+    const { error, scope } = extractWWWAuthenticateParams(response);
+    if (error !== 'insufficient_scope' || scope === undefined) return response;
+    await response.body?.cancel().catch(() => {});
+    source.challenged(response);
+    const headers = new Headers(init?.headers);
+    headers.set('Authorization', `Bearer ${await source.token()}`);
+    return fetch(url, { ...init, headers });
+  };
 }
 
 /** Discovery and the token request speak HTTP even for a WebSocket server: `wss://h/p` → `https://h/p`. */
