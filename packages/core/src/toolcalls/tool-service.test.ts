@@ -89,6 +89,33 @@ describe.each([
     expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' }, result: null });
   });
 
+  it('a timed-out call of a tool without hints is not repeated: the tool ran once', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(server.slowRuns()).toBe(1);
+  });
+
+  it.each([{ idempotentHint: true }, { readOnlyHint: true }])('a timed-out call of a tool declaring %o is repeated', async (hints) => {
+    const server = await started(start({ slowAnnotations: hints }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
+    expect(server.slowRuns()).toBe(3);
+  });
+
+  it('sends a progressToken with every call', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'p' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods).toContain('tools/call');
+    expect(server.progressTokens).toHaveLength(1);
+  });
+
   it('sends the bearer token to the server', async () => {
     const server = await started(start({ authorize: (h) => h === 'Bearer tool-secret' }));
     const f = fleet();
@@ -115,38 +142,6 @@ describe.each([
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'b' }))._unsafeUnwrap().status).toBe('success');
     expect(auth.requests).toHaveLength(1);
     expect(server.authorizations.filter((h) => h === 'Bearer fixture-token-1').length).toBeGreaterThanOrEqual(2);
-  });
-});
-
-describe.each([
-  ['v2 server (2026-07-28)', startV2ToolServer],
-  ['v1 sdk server (2025)', startV1ToolServer],
-])('retries that never run a tool twice by accident: %s', (_name, start) => {
-  it('a timed-out call of a tool without hints is not repeated: the tool ran once', async () => {
-    const server = await started(start());
-    const f = fleet();
-    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
-    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
-    expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' } });
-    expect(server.slowRuns()).toBe(1);
-  });
-
-  it.each([{ idempotentHint: true }, { readOnlyHint: true }])('a timed-out call of a tool declaring %o is repeated', async (hints) => {
-    const server = await started(start({ slowAnnotations: hints }));
-    const f = fleet();
-    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
-    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
-    expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
-    expect(server.slowRuns()).toBe(3);
-  });
-
-  it('sends a progressToken with every call', async () => {
-    const server = await started(start());
-    const f = fleet();
-    const id = await serverOf(f, { type: 'http', endpoint: server.url });
-    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'p' }))._unsafeUnwrap().status).toBe('success');
-    expect(server.methods).toContain('tools/call');
-    expect(server.progressTokens).toHaveLength(1);
   });
 });
 
