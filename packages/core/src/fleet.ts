@@ -88,12 +88,12 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
-  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });
-  const health = new HealthService({ registry, log: healthLog, prober, now });
   const pool = new ConnectionPool(
     { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
+  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
+  const health = new HealthService({ registry, log: healthLog, prober, now });
   healthLog.follow(events);
   pool.follow(events);
   stopWithServers(supervisor, events);
