@@ -99,8 +99,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   stopWithServers(supervisor, events);
 
   const toolCallLog = new ToolCallLog(records, index, changes);
-  const { record, backoff } = options.toolCalls ?? {};
-  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff });
+  const { record, backoff, maxTotalMs, maxConcurrentPerAccount } = options.toolCalls ?? {};
+  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now, operationLimits(routes));

@@ -25,8 +25,8 @@ function fleet(options: FleetOptions = {}): Fleet {
   return created;
 }
 
-async function serverOf(f: Fleet, body: Record<string, unknown>): Promise<string> {
-  const created = await f.servers.create(ACCOUNT, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
+async function serverOf(f: Fleet, body: Record<string, unknown>, account = ACCOUNT): Promise<string> {
+  const created = await f.servers.create(account, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
   return created._unsafeUnwrap().id;
 }
 
@@ -105,6 +105,34 @@ describe.each([
     const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
     expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
     expect(server.slowRuns()).toBe(3);
+  });
+
+  it('every attempt and wait of a call together stay within toolCalls.maxTotalMs', async () => {
+    const server = await started(start({ slowAnnotations: { idempotentHint: true } }));
+    const f = fleet({ toolCalls: { maxTotalMs: 700, backoff: { baseMs: 1, maxMs: 5 } } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 10 } });
+    const began = performance.now();
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 5000 }))._unsafeUnwrap();
+    const took = performance.now() - began;
+    // 10 attempts of 300 ms would be 3 s: the budget allows three, the last one cut to what is left.
+    expect(outcome).toMatchObject({ status: 'timeout', error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(outcome.attempts).toBeLessThanOrEqual(3);
+    expect(took).toBeLessThan(2000);
+  });
+
+  it('an account has at most toolCalls.maxConcurrentPerAccount calls in flight: the next is 429, scope concurrency', async () => {
+    const server = await started(start());
+    const f = fleet({ toolCalls: { maxConcurrentPerAccount: 2 } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 5000 });
+    const slow = [f.tools.call(ACCOUNT, id, 'slow', { ms: 400 }), f.tools.call(ACCOUNT, id, 'slow', { ms: 400 })];
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const refused = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'third' }))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'RATE_LIMITED', status: 429, details: { limit: 2, scope: 'concurrency' } });
+    // Another account is not held up by this one.
+    const otherId = await serverOf(f, { type: 'http', endpoint: server.url }, 'acct_other');
+    expect((await f.tools.call('acct_other', otherId, 'echo', { text: 'other' }))._unsafeUnwrap().status).toBe('success');
+    for (const call of await Promise.all(slow)) expect(call._unsafeUnwrap().status).toBe('success');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
   });
 
   it('sends a progressToken with every call', async () => {

@@ -1,5 +1,5 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
-import { ResultAsync } from 'neverthrow';
+import { errAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
@@ -7,6 +7,7 @@ import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import { newId } from '../util/ids.js';
+import { checkOption, positiveInteger } from '../util/options.js';
 import { parse } from '../validation/parse.js';
 import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
@@ -37,6 +38,10 @@ export interface ToolServiceDeps {
   backoff?: BackoffOptions;
   /** Waits between attempts; tests may shorten it. @default setTimeout */
   sleep?: (ms: number) => Promise<void>;
+  /** A call's attempts and waits together never take longer, in ms. @default 120000 */
+  maxTotalMs?: number;
+  /** Calls in flight at once per account (in this process); beyond, 429 with `scope: "concurrency"`. @default 32 */
+  maxConcurrentPerAccount?: number;
 }
 
 const MAX_TOOL_NAME = 256;
@@ -59,11 +64,17 @@ const callInputSchema = z.strictObject({
  */
 export class ToolService {
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly maxTotalMs: number;
+  private readonly maxConcurrent: number;
+  /** Calls in flight, by account. */
+  private readonly live = new Map<string, number>();
   /** Each server's tools from its latest `tools/list`, per configuration: their annotations decide retries. */
   private readonly catalogs = new Map<string, { key: string; tools: Map<string, Tool> }>();
 
   constructor(private readonly deps: ToolServiceDeps) {
     this.sleep = deps.sleep ?? sleepFor;
+    this.maxTotalMs = checkOption('toolCalls.maxTotalMs', deps.maxTotalMs ?? 120_000, positiveInteger);
+    this.maxConcurrent = checkOption('toolCalls.maxConcurrentPerAccount', deps.maxConcurrentPerAccount ?? 32, positiveInteger);
   }
 
   /** As {@link invoke}, for the embedder's typed `fleet.tools.call`. */
@@ -80,7 +91,7 @@ export class ToolService {
   invoke(account: string, serverId: string, body: unknown): ResultAsync<ToolCallOutcome, FleetError> {
     return parse(callInputSchema, body).asyncAndThen(({ name, arguments: args = {} }) =>
       this.deps.registry.get(account, serverId).andThen((server) =>
-        ResultAsync.fromSafePromise(this.run(server, name, args)).andThen(({ record, result }) => {
+        this.counted(account, () => this.run(server, name, args)).andThen(({ record, result }) => {
           const payload = {
             ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
             ...(this.deps.record?.results === true && result !== null ? { result } : {}),
@@ -164,18 +175,48 @@ export class ToolService {
     return this.catalog(server)?.get(name)?.annotations ?? {};
   }
 
+  /**
+   * Runs a call on one of the account's lanes: at most `maxConcurrentPerAccount` at once, so that one tenant's slow
+   * tools cannot take every connection and process of the service; beyond, 429 (a refused call writes no record).
+   */
+  private counted<T>(account: string, call: () => Promise<T>): ResultAsync<T, FleetError> {
+    const live = this.live.get(account) ?? 0;
+    if (live >= this.maxConcurrent) {
+      return errAsync(
+        new FleetError('RATE_LIMITED', {
+          message: `This account already has ${this.maxConcurrent} tool calls in flight; retry when one has ended.`,
+          details: { limit: this.maxConcurrent, scope: 'concurrency' },
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    }
+    this.live.set(account, live + 1);
+    return ResultAsync.fromSafePromise(
+      call().finally(() => {
+        const left = (this.live.get(account) ?? 1) - 1;
+        if (left === 0) this.live.delete(account);
+        else this.live.set(account, left);
+      }),
+    );
+  }
+
   private async run(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
     const started = performance.now();
     const createdAt = new Date(this.deps.now()).toISOString();
     const retry = server.config.retry;
     const maxAttempts = retry?.enabled === true ? (retry.max_attempts ?? 3) : 1;
+    // The whole call, every attempt and wait, within `maxTotalMs`: `timeout` × `max_attempts` could be 50 minutes.
+    const budgetEnds = started + this.maxTotalMs;
     let attempts = 0;
     let outcome: AttemptResult;
     for (;;) {
       attempts += 1;
-      outcome = await this.attempt(server, name, args);
+      outcome = await this.attempt(server, name, args, Math.max(1, Math.min(server.config.timeout, Math.round(budgetEnds - performance.now()))));
       if (outcome.ok || outcome.rejected || attempts >= maxAttempts || !isRetrySafe(outcome.failure, this.hints(server, name))) break;
-      await this.sleep(backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs));
+      const wait = backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs);
+      // No attempt starts that the budget could not also wait for and give a moment to.
+      if (performance.now() + wait >= budgetEnds) break;
+      await this.sleep(wait);
     }
     const base = {
       id: newId('toolCall'),
@@ -210,8 +251,7 @@ export class ToolService {
    * proves unusable without the tool having run: a kept connection found dead before the request left, or a 2025
    * session the server no longer knows (HTTP 404, which the spec answers with a new session), once.
    */
-  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<AttemptResult> {
-    const timeoutMs = server.config.timeout;
+  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<AttemptResult> {
     const deadline = performance.now() + timeoutMs;
     const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
     for (let reopened = false; ; reopened = true) {
