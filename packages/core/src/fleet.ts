@@ -72,7 +72,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
   const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
-  const outbound = createGuardedFetch({ allowPrivateNetworks });
+  const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: options.maxUpstreamBytes });
   const webhooks =
     options.webhooks === false
       ? undefined
@@ -89,7 +89,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const pool = new ConnectionPool(
-    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server) },
+    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });

@@ -62,6 +62,12 @@ export interface FleetOptions {
    * or a list of CIDRs and hostnames. Checked on the resolved address at connect time. @default false
    */
   allowPrivateNetworks?: boolean | readonly string[];
+  /**
+   * Largest answer read from any upstream, in bytes: an MCP reply or its SSE stream, a discovery or token document, a
+   * stdio line. Past it the probe or call fails with `UPSTREAM_RESPONSE_TOO_LARGE` and memory stays bounded.
+   * @default 4194304 (4 MiB)
+   */
+  maxUpstreamBytes?: number;
   /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
   prober?: Prober;
   /**
