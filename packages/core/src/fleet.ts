@@ -6,7 +6,7 @@ import { HealthLog } from './health/health-log.js';
 import { HealthService } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor } from './health/monitor.js';
-import { createHandler, type FleetHandler } from './http/handler.js';
+import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
@@ -120,7 +120,9 @@ export function createFleet(options: FleetOptions = {}): Fleet {
         );
   monitor?.start();
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, now });
+  const { logger } = options;
+  const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now });
 
   let closing: Promise<void> | undefined;
   const close = async () => {
