@@ -368,6 +368,32 @@ describe('HOST and PORT', () => {
   });
 });
 
+describe('malformed HTTP', () => {
+  /** Sends raw bytes and reads what comes back until the server closes. */
+  function raw(port: number, text: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(text));
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+      setTimeout(() => socket.destroy(), 5000).unref();
+    });
+  }
+
+  it('an unknown method or a bad Content-Length is answered 400 in the error envelope', async () => {
+    const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://' } });
+    for (const request of ['BREW /v1/servers HTTP/1.1\r\nHost: x\r\n\r\n', 'POST /v1/servers HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n']) {
+      const answer = await raw(server.port, request);
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { success: boolean; error: { code: string }; meta: { request_id: string } };
+      expect(body).toMatchObject({ success: false, error: { code: 'INVALID_REQUEST' } });
+      expect(answer.toLowerCase()).toContain(`x-request-id: ${body.meta.request_id.toLowerCase()}`);
+    }
+    expectCleanStop(await server.stop());
+  });
+});
+
 describe('MCP_FLEET_TRUST_PROXY', () => {
   /** Bad keys from one forwarded address until the 401 budget (20 a minute) is spent, then one from another. */
   async function guessFrom(url: string, addresses: [string, string]): Promise<[number, number]> {
