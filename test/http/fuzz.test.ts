@@ -61,6 +61,8 @@ const bodyText = fc.oneof(
   { weight: 6, arbitrary: jsonValue.map(stringifyWithProto) },
   { weight: 1, arbitrary: fc.string({ maxLength: 80 }) },
   { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":', '[1,]', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}', '\u0000', '\uFEFF{}', 'null') },
+  // Valid ones too, so that successes (and the state they change) are in the mix.
+  { weight: 1, arbitrary: fc.constantFrom('{"description":"fuzzed"}', '{"timeout":5000}', '{"enabled":false}', '{"tool":"echo","arguments":{}}') },
 );
 
 /** fast-check's dictionaries define `__proto__` as an own key, so JSON.stringify writes it as a literal key. */
@@ -148,6 +150,8 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
   const keys: Record<Exclude<Auth, 'none' | 'garbage'>, string> = { full: '', 'read-only': '', 'other-account': '' };
   const ids: Ids = { srv: '', wh: '', tc: 'tc_000000000000000000000000' };
 
+  /** The error codes (and success statuses) answered so far: a fuzzer that only ever gets 401 proves nothing. */
+  const seen = new Set<string | number>();
   const call = (m: string, p: string, options: Parameters<typeof send>[3] = {}) => send(suite.served.url, m, p, options, keys.full);
 
   /** The account's state as the API shows it: servers (details), webhooks, tool calls. */
@@ -206,6 +210,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
     const headers: Record<string, string> = {};
     if (init.contentType !== undefined) headers['content-type'] = init.contentType;
     const res = await send(suite.served.url, m, p, { body: init.body, raw: true, headers, key: secretFor(init.auth) });
+    seen.add(res.body?.error?.code ?? res.status);
     const label = `${m} ${p.slice(0, 200)} (${init.auth}) -> ${res.status} ${res.text.slice(0, 300)}`;
     expectEnvelope(res, label);
     if (res.status >= 500) {
@@ -229,6 +234,10 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
       }),
       params(),
     );
+    if (process.env.FUZZ_VERBOSE) console.log(adapter.name, [...seen]);
+    for (const expected of [200, 'INVALID_REQUEST', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'UNAUTHORIZED', 'FORBIDDEN', 'UNSUPPORTED_MEDIA_TYPE']) {
+      expect([...seen], `never answered ${expected}`).toContain(expected);
+    }
   }, 60_000);
 
   it(`arbitrary JSON bodies on every POST/PUT route (${RUNS} runs)`, async () => {
@@ -302,6 +311,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
         expect(raw.timedOut, `${line} declared ${declared} sent ${bytes.length}: hung`).toBe(false);
         const label = `${line} declared ${declared} sent ${bytes.length} -> ${raw.text.slice(0, 300)}`;
         const status = /^HTTP\/1\.1 (\d{3})/.exec(raw.text)?.[1];
+        if (process.env.FUZZ_VERBOSE) console.log(line, declared - bytes.length, status ?? 'closed without an answer');
         if (status !== undefined) {
           expect(Number(status), label).toBeLessThan(500);
           // Our answer (not Node's own 400 for a malformed next request) carries the envelope and the request id.
