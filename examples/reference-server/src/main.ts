@@ -14,6 +14,8 @@ async function main(): Promise<void> {
     ...store.options,
     stdio: { commands: config.stdioCommands },
     allowPrivateNetworks: config.allowPrivateNetworks,
+    // The web dashboard at /v1/dashboard/ (docs/dashboard.md): sign in there with an API key.
+    dashboard: true,
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     console.log(`mcp-fleet listening on http://${host}:${info.port}${fleet.prefix} (store: ${store.label})`);
+    console.log(`mcp-fleet dashboard: http://${host}:${info.port}${fleet.prefix}/dashboard/`);
   });
   // A port in use or a HOST that does not resolve is the operator's to fix: a clear line, not a stack trace.
   server.once('error', (error: Error) => {
