@@ -5,12 +5,12 @@
  * one page per adapter. The hono run writes the screenshots in docs/ (docs/dashboard.md).
  */
 import { existsSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refusedPort } from '../packages/core/src/mcp/fixtures/listen.js';
+import { readBody, refusedPort } from '../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS, type Served, serveFleet } from './support/adapters.js';
 
@@ -34,14 +34,6 @@ let upstream: ToolServer;
 let receiver: Server;
 let receiverUrl: string;
 const received: { event: string | undefined; body: string }[] = [];
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    let body = '';
-    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-  });
-}
 
 beforeAll(async () => {
   if (!present) return;
