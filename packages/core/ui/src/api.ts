@@ -72,80 +72,13 @@ export function fieldErrors(error: ApiError | undefined): Record<string, string>
   return byField;
 }
 
-export interface Server {
-  id: string;
-  name: string;
-  type: 'http' | 'websocket' | 'stdio';
-  endpoint: string | null;
-  status: string;
-  health: 'unknown' | 'healthy' | 'unhealthy';
-  created_at: string;
-  updated_at: string;
-}
-
-export interface ServerDetail extends Server {
-  timeout: number;
-  command: string | null;
-  args: string[] | null;
-  authentication: { type: string } | null;
-}
-
-export interface HealthBucket {
-  start: string;
-  probes: number;
-  healthy: number;
-  requests: number;
-  failures: number;
-}
-
-export interface HealthHistory {
-  uptime: string;
-  error_rate: string;
-  buckets: HealthBucket[];
-}
-
-export interface HealthRecord {
-  status: 'healthy' | 'unhealthy';
-  response_time: number;
-  last_check: string;
-  uptime: string;
-  error_rate: string;
-  error: { code: string; message: string } | null;
-}
-
-export interface ToolCall {
-  id: string;
-  server_id: string;
-  server_name: string;
-  tool: string;
-  status: 'success' | 'error' | 'timeout';
-  duration_ms: number;
-  attempts: number;
-  error: { code: string; message: string } | null;
-  created_at: string;
-}
-
-export interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  secret?: string;
-}
-
-export interface Delivery {
-  id: string;
-  event_type: string;
-  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
-  attempts: { attempt: number; at: string; status_code: number | null; duration_ms: number; error: { code: string; message: string } | null }[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-export const WEBHOOK_EVENTS = ['server.created', 'server.updated', 'server.deleted', 'server.health_changed', 'tool_call.failed'] as const;
+// The shapes the API answers, from the core itself (type-only: nothing of the core is bundled but the event names).
+export type { HealthBucket, HealthHistory, HealthRecord } from '../../src/health/health-log.js';
+export type { ServerDetail, ServerSummary as Server } from '../../src/registry/views.js';
+export type { ToolCallRecord as ToolCall } from '../../src/toolcalls/tool-call-log.js';
+export type { DeliveryView as Delivery } from '../../src/webhooks/deliveries.js';
+export type { WebhookView as Webhook } from '../../src/webhooks/subscriptions.js';
+export { EVENT_TYPES as WEBHOOK_EVENTS } from '../../src/events/catalog.js';
 
 /** `2026-11-24T01:02:03.000Z` → local, to the second. */
 export function when(iso: string): string {

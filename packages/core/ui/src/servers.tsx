@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type ApiError, api, fieldErrors, type HealthHistory, type HealthRecord, queryString, type Server, type ServerDetail } from './api.js';
-import { Bars, Field, Pager, Problem, useApi } from './ui.js';
+import { Bars, DeleteButton, Field, Pager, Problem, TableHead, useApi } from './ui.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -24,7 +24,6 @@ function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () =
   const [health, setHealth] = useState(server.health);
   const [checking, setChecking] = useState(false);
   const [note, setNote] = useState('');
-  const [confirming, setConfirming] = useState(false);
   useEffect(() => setHealth(server.health), [server]);
 
   const check = async () => {
@@ -62,15 +61,7 @@ function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () =
         <button type="button" onClick={onEdit}>
           Edit
         </button>
-        {confirming ? (
-          <button type="button" class="danger" onClick={remove}>
-            Confirm delete
-          </button>
-        ) : (
-          <button type="button" onClick={() => setConfirming(true)}>
-            Delete
-          </button>
-        )}
+        <DeleteButton onDelete={remove} />
         <span id={`srv-${server.id}`} hidden>
           {server.name}
         </span>
@@ -220,18 +211,7 @@ export function ServersPage() {
         <div class="scroll">
           <table>
             <caption class="visually-hidden">Registered servers, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">Health</th>
-                <th scope="col">Uptime</th>
-                <th scope="col">Error rate</th>
-                <th scope="col">Last 24 h</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Name', 'Type', 'Endpoint', 'Health', 'Uptime', 'Error rate', 'Last 24 h', 'Actions']} />
             <tbody>
               {servers.map((server) => (
                 <ServerRow key={`${server.id}@${server.updated_at}`} server={server} onEdit={() => void edit(server)} onChanged={reload} />

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { queryString, type Server, type ToolCall, when } from './api.js';
-import { Bars, Pager, Problem, useApi } from './ui.js';
+import { Bars, Pager, Problem, TableHead, useApi } from './ui.js';
 
 const MINUTE_MS = 60_000;
 const MINUTES = 60;
@@ -106,17 +106,7 @@ export function ToolCallsPage() {
         <div class="scroll">
           <table>
             <caption class="visually-hidden">Tool calls, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Server</th>
-                <th scope="col">Tool</th>
-                <th scope="col">Status</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Error</th>
-              </tr>
-            </thead>
+            <TableHead columns={['When', 'Server', 'Tool', 'Status', 'Duration', 'Attempts', 'Error']} />
             <tbody>
               {calls.map((call) => (
                 <tr key={call.id} class={open === call.id ? 'selected' : undefined}>

@@ -84,3 +84,31 @@ export function Bars(props: { label: string; values: (number | null)[]; max?: nu
     </svg>
   );
 }
+
+export function TableHead({ columns }: { columns: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((column) => (
+          <th scope="col" key={column}>
+            {column}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** "Delete", then "Confirm delete": one click never deletes. */
+export function DeleteButton({ onDelete }: { onDelete: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  return confirming ? (
+    <button type="button" class="danger" onClick={onDelete}>
+      Confirm delete
+    </button>
+  ) : (
+    <button type="button" onClick={() => setConfirming(true)}>
+      Delete
+    </button>
+  );
+}

@@ -1,9 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type ApiError, api, type Delivery, fieldErrors, queryString, WEBHOOK_EVENTS, type Webhook, when } from './api.js';
-import { Field, Pager, Problem, useApi } from './ui.js';
+import { DeleteButton, Field, Pager, Problem, TableHead, useApi } from './ui.js';
+
+/** What `POST /webhooks` answers: the webhook and, this once, its secret. */
+type Created = Webhook & { secret: string };
 
 /** The seed's flow: the endpoint URL, the events to subscribe to, save (the secret is shown once), then verify. */
-function WebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => void; onCancel: () => void }) {
+function WebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Created) => void; onCancel: () => void }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [events, setEvents] = useState<string[]>([]);
@@ -13,7 +16,7 @@ function WebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => voi
     event.preventDefault();
     const body: Record<string, unknown> = { url, events };
     if (description !== '') body.description = description;
-    const answer = await api<Webhook>('POST', '/webhooks', body);
+    const answer = await api<Created>('POST', '/webhooks', body);
     if (answer.ok) onSaved(answer.data);
     else setError(answer.error);
   };
@@ -84,15 +87,7 @@ function Deliveries({ webhook, round }: { webhook: Webhook; round: number }) {
     <>
       <table class="deliveries">
         <caption>Deliveries to {webhook.url}, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col">Code</th>
-            <th scope="col">Attempts</th>
-          </tr>
-        </thead>
+        <TableHead columns={['When', 'Event', 'Status', 'Code', 'Attempts']} />
         <tbody>
           {result.data.map((delivery) => {
             const last = delivery.attempts[delivery.attempts.length - 1];
@@ -118,7 +113,6 @@ function Deliveries({ webhook, round }: { webhook: Webhook; round: number }) {
 function WebhookCard({ webhook, onDeleted }: { webhook: Webhook; onDeleted: () => void }) {
   const [round, setRound] = useState(0);
   const [problem, setProblem] = useState<ApiError>();
-  const [confirming, setConfirming] = useState(false);
   const test = async () => {
     setProblem(undefined);
     const answer = await api('POST', `/webhooks/${webhook.id}/test`);
@@ -142,15 +136,7 @@ function WebhookCard({ webhook, onDeleted }: { webhook: Webhook; onDeleted: () =
         <button type="button" onClick={test}>
           Send test
         </button>
-        {confirming ? (
-          <button type="button" class="danger" onClick={remove}>
-            Confirm delete
-          </button>
-        ) : (
-          <button type="button" onClick={() => setConfirming(true)}>
-            Delete
-          </button>
-        )}
+        <DeleteButton onDelete={remove} />
       </div>
       <Problem error={problem} />
       <Deliveries webhook={webhook} round={round} />
@@ -162,7 +148,7 @@ export function WebhooksPage() {
   const [page, setPage] = useState(1);
   const { result, reload } = useApi<Webhook[]>(`/webhooks${queryString({ page, limit: 20 })}`);
   const [adding, setAdding] = useState(false);
-  const [secret, setSecret] = useState<Webhook>();
+  const [secret, setSecret] = useState<Created>();
   return (
     <>
       <div class="title">
@@ -182,7 +168,7 @@ export function WebhooksPage() {
           }}
         />
       )}
-      {secret?.secret && (
+      {secret && (
         <section class="panel secret" role="status" aria-labelledby="secret-title">
           <h2 id="secret-title">Signing secret</h2>
           <p>
