@@ -127,6 +127,20 @@ describe.skipIf(!present).each(ADAPTERS.map((adapter) => ({ adapter, name: adapt
       await page.getByRole('button', { name: 'Cancel' }).click();
     });
 
+    it('edits a server and deletes one, in two steps', async () => {
+      await page.getByRole('row', { name: /files/ }).getByRole('button', { name: 'Edit' }).click();
+      const name = page.getByLabel('Name');
+      expect(await name.inputValue()).toBe('files');
+      await name.fill('files-renamed');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      const renamed = page.getByRole('row', { name: /files-renamed/ });
+      await renamed.waitFor();
+      await renamed.getByRole('button', { name: 'Delete' }).click();
+      await renamed.getByRole('button', { name: 'Confirm delete' }).click();
+      await renamed.waitFor({ state: 'detached' });
+      expect(await page.getByRole('row').count()).toBe(2);
+    });
+
     it('adds a webhook, shows its secret once, and a test arrives "delivered" at a real receiver', async () => {
       await page.getByRole('link', { name: 'Webhooks' }).click();
       await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();

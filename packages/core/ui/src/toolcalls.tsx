@@ -72,7 +72,7 @@ export function ToolCallsPage() {
       </div>
       {chart && (
         <figure class="panel">
-          <Bars wide label={`Tool calls per minute over the last hour: ${chart.total.reduce((a, b) => a + b, 0)} calls`} values={chart.total} tone={(_, i) => ((chart.failed[i] ?? 0) > 0 ? 'bar bad' : 'bar')} />
+          <Bars wide label={`Tool calls per minute over the last hour: ${chart.total.reduce((a, b) => a + b, 0)} calls`} values={chart.total.map((count) => count || null)} tone={(_, i) => ((chart.failed[i] ?? 0) > 0 ? 'bar bad' : 'bar')} />
           <figcaption>Tool calls per minute, last 60 minutes (red: a minute with failures)</figcaption>
         </figure>
       )}
