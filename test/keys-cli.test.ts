@@ -40,6 +40,22 @@ describe('npm run keys', () => {
     await server.stop('SIGTERM');
   });
 
+  it('a configured key revoked with the CLI stays refused after a restart that still lists it, with a warning', async () => {
+    const cwd = await tempDir();
+    const env = { MCP_FLEET_API_KEYS: 'ops:pro:ops-secret-0123456789' };
+    const first = await startServer({ cwd, env });
+    const id = /^(key_[0-9A-Za-z]{24})  ops /m.exec((await keys(cwd, 'list', 'ops')).stdout)?.[1];
+    expect(id).toBeDefined();
+    expect((await keys(cwd, 'revoke', id as string)).code).toBe(0);
+    expect((await api(first.url, 'ops-secret-0123456789', 'GET', '/servers')).status).toBe(401);
+    await first.stop('SIGTERM');
+    const second = await startServer({ cwd, env });
+    expect((await api(second.url, 'ops-secret-0123456789', 'GET', '/servers')).status).toBe(401);
+    expect(second.stderr()).toContain(`MCP_FLEET_API_KEYS lists the key ${id} of account "ops", revoked at`);
+    expect(second.stderr()).not.toContain('ops-secret-0123456789');
+    await second.stop('SIGTERM');
+  });
+
   it('refuses bad input with exit code 2 and a clear message', async () => {
     const cwd = await tempDir();
     const badTier = await keys(cwd, 'create', 'acme', '--tier', 'gold');

@@ -9,6 +9,8 @@ export interface ServerConfig {
   apiKeys: { account: string; tier: Tier; secret: string }[];
   allowPrivateNetworks: boolean;
   stdioCommands: string[];
+  /** The user stdio servers run as when the service runs as root; unset: the library's default (`nobody`). */
+  stdioUser: string | undefined;
   webhookRetryBaseMs: number;
   /** Background health probes every this many ms; 0 turns them off. */
   healthIntervalMs: number;
@@ -86,6 +88,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
       .split(',')
       .map((c) => c.trim())
       .filter((c) => c !== ''),
+    stdioUser: env.MCP_FLEET_STDIO_USER?.trim() || undefined,
     healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };

@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
   const fleet = createFleet({
     ...store.options,
-    stdio: { commands: config.stdioCommands },
+    stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
     allowPrivateNetworks: config.allowPrivateNetworks,
     // The web dashboard at /v1/dashboard/ (docs/dashboard.md): sign in there with an API key.
     dashboard: true,
@@ -24,7 +24,14 @@ async function main(): Promise<void> {
 
   for (const key of config.apiKeys) {
     (await fleet.keys.register(key)).match(
-      () => {},
+      (registered) => {
+        // Revocation is for good: a revoked secret still listed here stays refused; the operator should drop it.
+        if (registered.revoked_at !== null) {
+          console.warn(
+            `mcp-fleet: MCP_FLEET_API_KEYS lists the key ${registered.id} of account "${registered.account}", revoked at ${registered.revoked_at}: it stays refused; remove it from MCP_FLEET_API_KEYS`,
+          );
+        }
+      },
       (error) => {
         throw new ConfigError(`MCP_FLEET_API_KEYS: the key of account "${key.account}" was refused: ${error.message}`);
       },

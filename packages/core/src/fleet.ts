@@ -53,7 +53,7 @@ const CLAIM_GRACE_MS = 60_000;
 
 /** Builds a fleet: every capability over one storage, the operations over them, and the HTTP handler over those. */
 export function createFleet(options: FleetOptions = {}): Fleet {
-  const { storage, prefix, bodyLimit, now, onError, stdioCommands, allowPrivateNetworks, monitor: monitorOptions } = resolveOptions(options);
+  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions } = resolveOptions(options);
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
@@ -72,10 +72,11 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           options.webhooks,
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
-  const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands });
+  const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
   const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes });
 
-  const supervisor = createStdioSupervisor({ ...options.stdio, commands: stdioCommands, now });
+  const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
+  const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });
@@ -109,7 +110,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           monitorOptions,
         );
   monitor?.start();
-  const keys = new ApiKeys(records, index, now);
+  const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
   const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, now, dashboard });
 
   let closing: Promise<void> | undefined;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import Keyv from 'keyv';
 import type { Authenticate, ErrorHook } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
@@ -5,6 +6,7 @@ import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
 import type { DashboardOptions } from './http/dashboard.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
+import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
@@ -32,8 +34,25 @@ export interface FleetOptions {
   /** Accept only `https:` and `wss:` endpoints. @default false */
   requireTls?: boolean;
   stdio?: {
-    /** Commands stdio servers may run (exact match), checked at create and at spawn. Empty: stdio is off. @default [] */
-    commands?: readonly string[];
+    /**
+     * Commands stdio servers may run (exact match), checked at create and at spawn; an entry
+     * `{ command, args, extraArgs }` pins the arguments' first items (and with `extraArgs: false`, all of them).
+     * Empty: stdio is off. @default []
+     */
+    commands?: readonly StdioCommandRule[];
+    /**
+     * The user stdio children run as when the service runs as root: a name from `/etc/passwd` or `{ uid, gid }`;
+     * `false` keeps root (not advised: a child could read every tenant's secrets from the service). Ignored when the
+     * service does not run as root. @default 'nobody'
+     */
+    user?: string | { uid: number; gid: number } | false;
+    /**
+     * With a list, the only environment variable names a stdio server may set, replacing the default denylist of
+     * names that steer a loader, an interpreter, TLS, proxies or package registries (docs/configuration.md). @default none
+     */
+    envAllow?: readonly string[];
+    /** Rewrites each child's command line after the allowlist check, to run it in a sandbox of yours. @default none */
+    wrap?: (command: string, args: readonly string[]) => { command: string; args: readonly string[] };
     /** Live stdio processes per account. @default 5 */
     maxProcessesPerAccount?: number;
     /** A stdio process unused this long is stopped, in ms. @default 300000 */
@@ -93,7 +112,9 @@ export interface ResolvedOptions {
   bodyLimit: number;
   now: () => number;
   onError: ErrorHook;
-  stdioCommands: readonly string[];
+  stdioCommands: readonly StdioCommandRule[];
+  /** The user stdio children run as; `undefined`: the service's own. */
+  stdioUser: { uid: number; gid: number } | undefined;
   allowPrivateNetworks: boolean | readonly string[];
   monitor: HealthMonitorOptions | undefined;
 }
@@ -116,9 +137,42 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     now: options.now ?? Date.now,
     onError: options.onError ?? defaultOnError,
     stdioCommands: options.stdio?.commands ?? [],
+    stdioUser: resolveStdioUser(options.stdio?.user ?? 'nobody'),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
   };
+}
+
+/** The uid and gid stdio children switch to; only root can switch, so elsewhere children keep the service's user. */
+function resolveStdioUser(user: string | { uid: number; gid: number } | false): { uid: number; gid: number } | undefined {
+  if (user === false || process.getuid?.() !== 0) return undefined;
+  if (typeof user === 'object') {
+    if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid < 0 || user.gid < 0) {
+      throw new TypeError('mcp-fleet: stdio.user must be a user name or { uid, gid } of non-negative integers');
+    }
+    return user;
+  }
+  const entry = passwdEntry(user);
+  if (entry === undefined) {
+    throw new TypeError(
+      `mcp-fleet: stdio.user "${user}" is not in /etc/passwd: create that user, name another one (reference server: MCP_FLEET_STDIO_USER), or set stdio.user to false to run stdio servers as root`,
+    );
+  }
+  return entry;
+}
+
+function passwdEntry(name: string): { uid: number; gid: number } | undefined {
+  let passwd: string;
+  try {
+    passwd = readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of passwd.split('\n')) {
+    const [user, , uid, gid] = line.split(':');
+    if (user === name && uid !== undefined && gid !== undefined && /^\d+$/.test(uid) && /^\d+$/.test(gid)) return { uid: Number(uid), gid: Number(gid) };
+  }
+  return undefined;
 }
 
 export function normalizePrefix(prefix: string): string {

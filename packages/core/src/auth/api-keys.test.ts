@@ -24,7 +24,7 @@ function setup() {
   };
 }
 
-const API_KEY_FIELDS = ['account', 'created_at', 'id', 'name', 'revoked_at', 'scopes', 'tier'];
+const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'scopes', 'tier'];
 
 describe('ApiKeys', () => {
   describe('create', () => {
@@ -41,6 +41,8 @@ describe('ApiKeys', () => {
         name: 'ci',
         created_at: '2026-11-22T10:00:00.000Z',
         revoked_at: null,
+        expires_at: null,
+        last_used_at: null,
       });
       const again = (await keys.get(created.key.id))._unsafeUnwrap();
       expect(again).toEqual(created.key);
@@ -210,13 +212,17 @@ describe('ApiKeys', () => {
       expect((await keys.get(first.id))._unsafeUnwrap().revoked_at).not.toBeNull();
     });
 
-    it('registering a revoked secret again makes it valid again', async () => {
+    it('registering a revoked secret again keeps it revoked: revocation is for good (a restart with it configured)', async () => {
       const { keys } = setup();
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       await keys.revoke(first.id);
       expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
-      await keys.register({ account: 'acme', secret });
-      expect((await keys.verify(secret))._unsafeUnwrap()?.account).toBe('acme');
+      const again = (await keys.register({ account: 'acme', secret, tier: 'pro' }))._unsafeUnwrap();
+      expect(again).toMatchObject({ id: first.id, tier: 'free', revoked_at: expect.any(String) });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
+      // Under another account too.
+      expect((await keys.register({ account: 'other', secret }))._unsafeUnwrap().revoked_at).not.toBeNull();
+      expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
     });
 
     it.each([
@@ -291,5 +297,37 @@ describe('ApiKeys', () => {
       expect((await fleet.keys.verify('mcpf_whatever'))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
       expect((await fleet.keys.register({ account: 'acme', secret: 'a-valid-secret-0123' }))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
     });
+  });
+});
+
+describe('ApiKeys expiry and last use', () => {
+  it('a key with expires_at works until then and is refused after; an expiry in the past is a 400', async () => {
+    const { keys, advance } = setup();
+    const created = (await keys.create({ account: 'acme', expires_at: '2026-11-22T10:05:00.000Z' }))._unsafeUnwrap();
+    expect(created.key.expires_at).toBe('2026-11-22T10:05:00.000Z');
+    expect((await keys.verify(created.secret))._unsafeUnwrap()?.account).toBe('acme');
+    advance(5 * 60_000);
+    expect((await keys.verify(created.secret))._unsafeUnwrap()).toBeNull();
+    const past = (await keys.create({ account: 'acme', expires_at: '2026-11-22T09:00:00.000Z' }))._unsafeUnwrapErr();
+    expect(past.details).toMatchObject({ field: 'expires_at', issue: 'must be in the future' });
+    expect((await keys.create({ account: 'acme', expires_at: 'tomorrow' }))._unsafeUnwrapErr().details).toMatchObject({ field: 'expires_at' });
+  });
+
+  it('last_used_at follows use to the minute, written at most once a minute', async () => {
+    const { keys, advance, map } = setup();
+    const created = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
+    const writes = () => [...map.keys()].filter((k) => String(k).includes('apikey-used:')).length;
+    await keys.verify(created.secret);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await keys.get(created.key.id))._unsafeUnwrap().last_used_at).toBe('2026-11-22T10:00:00.000Z');
+    map.delete([...map.keys()].find((k) => String(k).includes('apikey-used:')) as string);
+    advance(30_000);
+    await keys.verify(created.secret);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes()).toBe(0);
+    advance(31_000);
+    await keys.verify(created.secret);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.last_used_at).toBe('2026-11-22T10:01:00.000Z');
   });
 });

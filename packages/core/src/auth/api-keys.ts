@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { FleetError } from '../errors/fleet-error.js';
+import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
@@ -19,6 +19,10 @@ export interface ApiKey {
   name: string | null;
   created_at: string;
   revoked_at: string | null;
+  /** After this the key is refused; `null`: never. */
+  expires_at: string | null;
+  /** When a request last authenticated with the key, to the minute (written at most once a minute); `null`: never. */
+  last_used_at: string | null;
 }
 
 export interface CreatedApiKey {
@@ -34,6 +38,8 @@ export interface CreateApiKeyInput {
   /** Omit for a key with every scope. */
   scopes?: Scope[];
   name?: string;
+  /** When the key stops working (ISO 8601, in the future). @default never */
+  expires_at?: string;
 }
 
 export interface RegisterApiKeyInput extends CreateApiKeyInput {
@@ -41,16 +47,25 @@ export interface RegisterApiKeyInput extends CreateApiKeyInput {
   secret: string;
 }
 
-/** What the hash of a secret points at: everything a request needs, in one read. */
+/**
+ * What the hash of a secret points at: everything a request needs, in one read. A revoked key's entry stays, marked
+ * revoked, so that its secret can never be registered again (from `MCP_FLEET_API_KEYS` at the next start, say).
+ */
 interface KeyHashEntry {
   id: string;
   account: string;
   tier: Tier;
   scopes: Scope[] | null;
+  expires_at?: string | null;
+  revoked?: true;
 }
+
+/** `last_used_at` is written at most this often per key, off the request path. */
+const LAST_USED_EVERY_MS = 60_000;
 
 const SECRET_PREFIX = 'mcpf_';
 const keyRecord = (id: string) => `apikey:${id}`;
+const usedRecord = (id: string) => `apikey-used:${id}`;
 const hashRecord = (hash: string) => `apikey-hash:${hash}`;
 const accountSet = (account: string) => `apikeys:${encodeURIComponent(account)}`;
 const ALL_KEYS_SET = 'apikeys';
@@ -60,6 +75,7 @@ const inputSchema = z.strictObject({
   tier: z.enum(TIERS).default('free'),
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
   name: z.string().min(1).max(100).optional(),
+  expires_at: z.iso.datetime({ offset: true }).optional(),
 });
 
 const registerSchema = inputSchema.extend({
@@ -76,29 +92,42 @@ export function hashSecret(secret: string): string {
 
 /** Issues, revokes, lists and checks the API keys of every account. */
 export class ApiKeys {
+  /** When this process last wrote each key's `last_used_at`. */
+  private readonly lastUseWritten = new Map<string, number>();
+
   constructor(
     private readonly records: RecordStore,
     private readonly index: IndexCalls,
     private readonly now: () => number,
+    /** Sees a failed write of `last_used_at` (it never fails a request). */
+    private readonly onBackgroundError: (error: FleetError) => void = () => {},
   ) {}
 
   /** A new key with a generated secret, returned once. */
   create(input: CreateApiKeyInput): ResultAsync<CreatedApiKey, FleetError> {
     const secret = SECRET_PREFIX + randomToken(40);
-    return parse(inputSchema, input, { root: 'input' }).asyncAndThen((valid) => this.store(valid, secret).map((key) => ({ key, secret })));
+    return parse(inputSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen((valid) => this.store(valid, secret).map((key) => ({ key, secret })));
   }
 
   /**
    * Registers a secret the operator chose. Idempotent: registering the same secret again keeps its key and
-   * updates its account, tier and scopes, so a server can register its configured keys on every start.
+   * updates its account, tier and scopes, so a server can register its configured keys on every start. A secret whose
+   * key was revoked stays refused: the answer is that revoked key (check `revoked_at`), and nothing changes.
    */
   register(input: RegisterApiKeyInput): ResultAsync<ApiKey, FleetError> {
-    return parse(registerSchema, input, { root: 'input' }).asyncAndThen(({ secret, ...valid }) =>
+    return parse(registerSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen(({ secret, ...valid }) =>
       this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).andThen((entry) => {
         if (entry === undefined) return this.store(valid, secret);
         return this.records.get<ApiKey>(keyRecord(entry.id)).andThen((existing) => {
+          if (entry.revoked === true) return existing === undefined ? errAsync(keyNotFound(entry.id)) : okAsync(withDefaults(existing));
           if (existing === undefined) return this.store(valid, secret);
-          const key: ApiKey = { ...existing, tier: valid.tier, scopes: valid.scopes ?? null, name: valid.name ?? existing.name };
+          const key: ApiKey = {
+            ...withDefaults(existing),
+            tier: valid.tier,
+            scopes: valid.scopes ?? null,
+            name: valid.name ?? existing.name,
+            expires_at: valid.expires_at ?? null,
+          };
           if (key.account !== valid.account) return this.revoke(existing.id).andThen(() => this.store(valid, secret));
           return this.records
             .set(keyRecord(key.id), key)
@@ -109,30 +138,36 @@ export class ApiKeys {
     );
   }
 
-  /** Revokes a key at once; its record stays listed with `revoked_at`. */
+  /**
+   * Revokes a key at once and for good; its record stays listed with `revoked_at`, and its secret's entry stays as a
+   * revoked mark, so that registering the secret again (a restart with it still configured) cannot bring it back.
+   */
   revoke(id: string): ResultAsync<ApiKey, FleetError> {
     return this.get(id).andThen((key) => {
       if (key.revoked_at !== null) return okAsync(key);
       const revoked: ApiKey = { ...key, revoked_at: new Date(this.now()).toISOString() };
-      // The record is marked first: if the hash entry cannot be deleted, `verify` still refuses the key.
+      // The record is marked first: if the hash entry cannot be marked, `verify` still refuses nothing it should
+      // not, as the entry is marked next and `revoke` can be run again.
       return this.records
         .set(keyRecord(id), revoked)
         .andThen(() => this.records.get<string>(`apikey-hash-of:${id}`))
-        .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.delete(hashRecord(hash))))
+        .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.set(hashRecord(hash), { ...this.hashEntry(key), revoked: true })))
         .map(() => revoked);
     });
   }
 
   get(id: string): ResultAsync<ApiKey, FleetError> {
-    return this.records
-      .get<ApiKey>(keyRecord(id))
-      .andThen((key) => (key === undefined ? errAsync(new FleetError('NOT_FOUND', { message: 'No API key with this id exists.', details: { id } })) : okAsync(key)));
+    return ResultAsync.combine([this.records.get<ApiKey>(keyRecord(id)), this.records.get<string>(usedRecord(id))]).andThen(([key, used]) =>
+      key === undefined ? errAsync(keyNotFound(id)) : okAsync(withDefaults(key, used)),
+    );
   }
 
   /** The account's keys, oldest first, revoked ones included. */
   list(account: string): ResultAsync<ApiKey[], FleetError> {
-    return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).map(({ found }) =>
-      found.filter((key): key is ApiKey => key !== undefined),
+    return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).andThen(({ ids, found }) =>
+      this.records.getMany<string>(ids.map(usedRecord)).map((used) =>
+        found.flatMap((key, i) => (key === undefined ? [] : [withDefaults(key, used[i])])),
+      ),
     );
   }
 
@@ -141,11 +176,25 @@ export class ApiKeys {
     return this.index.count(ALL_KEYS_SET);
   }
 
-  /** The principal a secret stands for, or `null` for an unknown or revoked key. */
+  /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. */
   verify(secret: string): ResultAsync<Principal | null, FleetError> {
-    return this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).map((entry) =>
-      entry === undefined ? null : { account: entry.account, tier: entry.tier, scopes: entry.scopes, keyId: entry.id },
-    );
+    return this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).map((entry) => {
+      if (entry === undefined || entry.revoked === true) return null;
+      const now = this.now();
+      if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
+      this.noteUse(entry.id, now);
+      return { account: entry.account, tier: entry.tier, scopes: entry.scopes, keyId: entry.id };
+    });
+  }
+
+  /** Writes `last_used_at` when this process has not for a minute; never on the request's path, never its failure. */
+  private noteUse(id: string, now: number): void {
+    if (now - (this.lastUseWritten.get(id) ?? Number.NEGATIVE_INFINITY) < LAST_USED_EVERY_MS) return;
+    this.lastUseWritten.set(id, now);
+    // Its own record, so that this write never races a revoke's write of the key record.
+    const minute = new Date(Math.floor(now / LAST_USED_EVERY_MS) * LAST_USED_EVERY_MS).toISOString();
+    void this.records.set(usedRecord(id), minute).match(() => {}, this.onBackgroundError);
+    if (this.lastUseWritten.size > 100_000) this.lastUseWritten.clear();
   }
 
   private store(valid: z.output<typeof inputSchema>, secret: string): ResultAsync<ApiKey, FleetError> {
@@ -158,6 +207,8 @@ export class ApiKeys {
       name: valid.name ?? null,
       created_at: new Date(now).toISOString(),
       revoked_at: null,
+      expires_at: valid.expires_at ?? null,
+      last_used_at: null,
     };
     const hash = hashSecret(secret);
     // Record and listing first, the hash (which makes the key usable) last: a crash leaves at worst a listed key
@@ -178,6 +229,19 @@ export class ApiKeys {
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {
-    return { id: key.id, account: key.account, tier: key.tier, scopes: key.scopes };
+    return { id: key.id, account: key.account, tier: key.tier, scopes: key.scopes, expires_at: key.expires_at };
   }
+}
+
+const keyNotFound = (id: string) => new FleetError('NOT_FOUND', { message: 'No API key with this id exists.', details: { id } });
+
+/** A record written before `expires_at` and `last_used_at` existed reads as never expiring, never used. */
+function withDefaults(key: ApiKey, used?: string): ApiKey {
+  return { ...key, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
+}
+
+/** An expiry must lie ahead: a key born expired is a mistake worth a 400. */
+function futureExpiry<T extends { expires_at?: string | undefined }>(valid: T, now: number): Result<T, FleetError> {
+  if (valid.expires_at === undefined || Date.parse(valid.expires_at) > now) return ok(valid);
+  return err(invalidRequest([{ field: 'expires_at', issue: 'must be in the future' }]));
 }

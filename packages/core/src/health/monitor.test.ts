@@ -80,6 +80,34 @@ describe('HealthMonitor', () => {
     expect(most).toBe(3);
   });
 
+  it('gives one account’s slow servers at most half the lanes, and no round waits for them', async () => {
+    const held: (() => void)[] = [];
+    let holding = true;
+    const quick: number[] = [];
+    const world = setup(0, async (server) => {
+      if (server.account === 'slow' && holding) await new Promise<void>((resolve) => held.push(resolve));
+      if (server.account === 'quick') quick.push(Date.now());
+      return { ok: true, era: '2025', responseTimeMs: 1, error: null };
+    });
+    const [a] = world.processes;
+    for (let i = 0; i < 5; i++) (await a!.registry.create('slow', { name: `slow${i}`, type: 'http', endpoint: `https://slow${i}.example/mcp` }))._unsafeUnwrap();
+    (await a!.registry.create('quick', { name: 'quick', type: 'http', endpoint: 'https://quick.example/mcp' }))._unsafeUnwrap();
+    // Three lanes: one for the slow account (half of three, rounded down), so the quick server is probed at once.
+    const first = a!.monitor.round();
+    await expect.poll(() => quick.length, { timeout: 1000, interval: 5 }).toBe(1);
+    expect(held).toHaveLength(1);
+    // The next interval's round starts while the slow probe still hangs: it probes the quick server again and
+    // leaves the slow server whose probe is under way alone.
+    world.advance(60_000);
+    const second = a!.monitor.round();
+    await expect.poll(() => quick.length, { timeout: 1000, interval: 5 }).toBe(2);
+    expect(held).toHaveLength(1);
+    holding = false;
+    for (const release of held.splice(0)) release();
+    expect(await first).toBe(6);
+    expect(await second).toBe(5);
+  });
+
   it('refuses options that make no sense', () => {
     const world = setup(0, async () => ({ ok: true, era: undefined, responseTimeMs: 0, error: null }));
     const deps = { registry: world.processes[0]!.registry } as never;

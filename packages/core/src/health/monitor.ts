@@ -1,4 +1,5 @@
 import type { ServerRegistry } from '../registry/registry.js';
+import type { ServerRecord } from '../registry/views.js';
 import type { HealthService } from './health-service.js';
 import { checkOption, integerIn, numberIn, positiveInteger } from '../util/options.js';
 
@@ -43,9 +44,15 @@ export class HealthMonitor {
   private readonly intervalMs: number;
   private readonly concurrency: number;
   private readonly jitter: number;
+  /** At most this many lanes probe servers of one account, so that its slow servers cannot hold up everyone else's. */
+  private readonly accountLanes: number;
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<number> | undefined;
+  private readonly rounds = new Set<Promise<number>>();
   private stopped = true;
+  /** Lanes: the probes in flight in this process, whatever round started them, by server id with its account. */
+  private readonly probing = new Map<string, string>();
+  private readonly lanesOf = new Map<string, number>();
+  private waiting: (() => void)[] = [];
 
   constructor(
     private readonly deps: HealthMonitorDeps,
@@ -54,6 +61,7 @@ export class HealthMonitor {
     this.intervalMs = checkOption('monitor.intervalMs', options.intervalMs ?? 60_000, integerIn(1000));
     this.concurrency = checkOption('monitor.concurrency', options.concurrency ?? 4, positiveInteger);
     this.jitter = checkOption('monitor.jitter', options.jitter ?? 0.1, numberIn(0, 0.5));
+    this.accountLanes = Math.max(1, Math.floor(this.concurrency / 2));
   }
 
   start(): void {
@@ -62,61 +70,100 @@ export class HealthMonitor {
     this.schedule();
   }
 
-  /** Stops scheduling and waits for the round in progress. */
+  /** Stops scheduling and waits for the rounds in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running?.catch(() => 0);
+    await Promise.all([...this.rounds].map((round) => round.catch(() => 0)));
   }
 
-  /** One round now: probes each server whose lease for this interval this process wins. Resolves to how many. */
+  /**
+   * One round now: probes each server whose lease for this interval this process wins, skipping those whose probe of
+   * an earlier round is still under way. Resolves to how many it probed, once its probes are done.
+   */
   round(): Promise<number> {
-    const run = this.probeAll().finally(() => {
-      if (this.running === run) this.running = undefined;
-    });
-    this.running = run;
+    const run: Promise<number> = this.probeAll().finally(() => this.rounds.delete(run));
+    this.rounds.add(run);
     return run;
   }
 
   private schedule(): void {
     const spread = this.intervalMs * this.jitter * (Math.random() * 2 - 1);
     this.timer = setTimeout(() => {
-      void this.round()
-        .catch(this.deps.onError)
-        .finally(() => {
-          if (!this.stopped) this.schedule();
-        });
+      // The next round is due on time whatever this one waits for: a slow server holds a lane, never the schedule.
+      void this.round().catch(this.deps.onError);
+      if (!this.stopped) this.schedule();
     }, Math.max(0, this.intervalMs + spread));
     // The monitor never keeps the host process alive on its own.
     this.timer.unref();
   }
 
+  /**
+   * Starts probes on free lanes, in the order of the servers, never more than half the lanes for one account, and
+   * each as soon as a lane is free; reads the servers a page at a time, as the lanes need them.
+   */
   private async probeAll(): Promise<number> {
     const interval = Math.floor(this.deps.now() / this.intervalMs);
     const expiresAt = (interval + 1) * this.intervalMs;
     let probed = 0;
-    for (let offset = 0; !this.stoppedMidRound(); offset += PAGE) {
-      const page = await this.deps.registry.everyServer(offset, PAGE);
-      if (page.isErr()) throw page.error;
-      const servers = page.value;
-      const queue = [...servers];
-      const worker = async () => {
-        for (let server = queue.shift(); server !== undefined; server = queue.shift()) {
-          const lease = await this.deps.leases.consume([{ key: `monitor:${server.id}:${interval}`, limit: 1 }], expiresAt);
-          if (!lease.allowed) continue;
-          const checked = await this.deps.health.check(server.account, server.id);
-          // A server deleted meanwhile is simply gone; anything else is the embedder's to hear about.
-          if (checked.isErr() && checked.error.code !== 'SERVER_NOT_FOUND') this.deps.onError(checked.error);
-          else if (checked.isOk()) probed += 1;
+    const mine = new Set<Promise<void>>();
+    const pending: ServerRecord[] = [];
+    let offset = 0;
+    let exhausted = false;
+    while (!this.stoppedMidRound()) {
+      if (!exhausted && pending.length < this.concurrency) {
+        const page = await this.deps.registry.everyServer(offset, PAGE);
+        if (page.isErr()) throw page.error;
+        offset += PAGE;
+        exhausted = page.value.length < PAGE;
+        pending.push(...page.value.filter((server) => !this.probing.has(server.id)));
+      }
+      for (let i = 0; i < pending.length && this.probing.size < this.concurrency; ) {
+        const server = pending[i] as ServerRecord;
+        if ((this.lanesOf.get(server.account) ?? 0) >= this.accountLanes || this.probing.has(server.id)) {
+          i += 1;
+          continue;
         }
-      };
-      await Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
-      if (servers.length < PAGE) break;
+        pending.splice(i, 1);
+        const probe: Promise<void> = this.probe(server, interval, expiresAt)
+          .then((done) => {
+            if (done) probed += 1;
+          })
+          .finally(() => mine.delete(probe));
+        mine.add(probe);
+      }
+      if (pending.length === 0 && exhausted) break;
+      // Lanes full, or what is left waits for its account's lanes: wait for any lane to free up.
+      if (this.probing.size > 0 && (pending.length > 0 || exhausted)) await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
+    await Promise.all([...mine]);
     return probed;
   }
 
-  /** A stop() during a round lets the probes under way finish and starts no new page. */
+  /** One server's probe on a lane, if this process wins its lease for the interval. True when it probed. */
+  private async probe(server: ServerRecord, interval: number, expiresAt: number): Promise<boolean> {
+    this.probing.set(server.id, server.account);
+    this.lanesOf.set(server.account, (this.lanesOf.get(server.account) ?? 0) + 1);
+    try {
+      const lease = await this.deps.leases.consume([{ key: `monitor:${server.id}:${interval}`, limit: 1 }], expiresAt);
+      if (!lease.allowed) return false;
+      const checked = await this.deps.health.check(server.account, server.id);
+      // A server deleted meanwhile is simply gone; anything else is the embedder's to hear about.
+      if (checked.isErr() && checked.error.code !== 'SERVER_NOT_FOUND') this.deps.onError(checked.error);
+      return checked.isOk();
+    } catch (error) {
+      this.deps.onError(error);
+      return false;
+    } finally {
+      this.probing.delete(server.id);
+      const lanes = (this.lanesOf.get(server.account) ?? 1) - 1;
+      if (lanes === 0) this.lanesOf.delete(server.account);
+      else this.lanesOf.set(server.account, lanes);
+      for (const wake of this.waiting.splice(0)) wake();
+    }
+  }
+
+  /** A stop() during a round lets the probes under way finish and starts no new one. */
   private stoppedMidRound(): boolean {
     return this.stopped && this.timer !== undefined;
   }

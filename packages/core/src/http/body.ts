@@ -24,7 +24,23 @@ export async function readJsonBody(request: Request, limit: number): Promise<Res
   if (contentType !== null && !isJson(contentType)) {
     return err(unsupported(contentType));
   }
-  const bytes = await readLimited(request, limit);
+  // A compressed body would be read as bytes that are not JSON: say what is wrong instead (docs/errors.md).
+  const encoding = request.headers.get('content-encoding');
+  if (encoding !== null && encoding.trim().toLowerCase() !== 'identity') {
+    return err(
+      new FleetError('UNSUPPORTED_MEDIA_TYPE', {
+        message: 'The request body must not be compressed: send it without Content-Encoding (or identity).',
+        details: { content_encoding: encoding.slice(0, 100) },
+      }),
+    );
+  }
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await readLimited(request, limit);
+  } catch {
+    // The client went away (or the stream broke) mid-body: its answer goes nowhere, and this is no fault of ours.
+    return err(invalidRequest([{ field: 'body', issue: 'was not received whole: the connection ended before it did' }]));
+  }
   if (bytes === undefined) return err(tooLarge(limit));
   if (bytes.byteLength === 0) return err(invalidRequest([{ field: 'body', issue: 'is required: a JSON object' }]));
   if (contentType === null) return err(unsupported(null));

@@ -258,3 +258,37 @@ describe('the handler', () => {
     });
   });
 });
+
+describe('request bodies at the edges', () => {
+  const post = (init: RequestInit & { duplex?: 'half' }) =>
+    new Request(`${ORIGIN}/v1/servers`, { method: 'POST', ...init, headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
+
+  it('a compressed body is 415, not "not valid UTF-8"', async () => {
+    const { fleet, errors } = fleetWith({ authenticate });
+    for (const encoding of ['gzip', 'br', 'deflate, gzip']) {
+      const response = await fleet.handle(post({ body: new Uint8Array([0x1f, 0x8b, 8, 0]), headers: { 'content-encoding': encoding } }));
+      const body = await envelope(response);
+      expect(response.status).toBe(415);
+      expect(body.error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', details: { content_encoding: encoding } });
+    }
+    const identity = await fleet.handle(post({ body: JSON.stringify({ name: 'a', type: 'http', endpoint: 'https://a.example' }), headers: { 'content-encoding': 'identity' } }));
+    expect(identity.status).toBe(201);
+    expect(errors).toEqual([]);
+    await fleet.close();
+  });
+
+  it('a client that goes away mid-body is a 400 nobody hears, never an INTERNAL_ERROR in the logs', async () => {
+    const { fleet, errors } = fleetWith({ authenticate });
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"name":"half'));
+        setTimeout(() => controller.error(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })), 5);
+      },
+    });
+    const response = await fleet.handle(post({ body, duplex: 'half' }));
+    expect(response.status).toBe(400);
+    expect((await envelope(response)).error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'body' } });
+    expect(errors).toEqual([]);
+    await fleet.close();
+  });
+});

@@ -2,7 +2,7 @@ import { err, type Result } from 'neverthrow';
 import { z } from 'zod';
 import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
-import { isAllowedCommand, isLoaderEnvName } from './stdio-policy.js';
+import { commandIssue, envNameIssue, type StdioCommandRule } from './stdio-policy.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
@@ -32,8 +32,10 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 export interface SchemaOptions {
   /** Only `https:` and `wss:` endpoints are valid. @default false */
   requireTls?: boolean;
-  /** Commands a stdio server may run; empty means stdio servers cannot be created. @default [] */
-  stdioCommands?: readonly string[];
+  /** Commands a stdio server may run, with their pinned arguments; empty means stdio servers cannot be created. @default [] */
+  stdioCommands?: readonly StdioCommandRule[];
+  /** With a list, the only env names a stdio server may set; without, every name but the steering ones. @default none */
+  stdioEnvAllow?: readonly string[];
 }
 
 function urlField(allowed: readonly string[] | 'any') {
@@ -83,16 +85,21 @@ const authenticationSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
-const envSchema = z
-  .record(
-    z
-      .string()
-      .refine((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name), 'has an invalid variable name')
-      .max(256)
-      .refine((name) => !isLoaderEnvName(name), 'is not allowed: it changes how the program loads'),
-    z.string().max(32_768),
-  )
-  .refine((env) => Object.keys(env).length <= 100, 'must have at most 100 variables');
+function envSchema(envAllow: readonly string[] | undefined) {
+  return z
+    .record(
+      z
+        .string()
+        .refine((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name), 'has an invalid variable name')
+        .max(256)
+        .superRefine((name, ctx) => {
+          const issue = envNameIssue(name, envAllow);
+          if (issue !== undefined) ctx.addIssue({ code: 'custom', message: issue });
+        }),
+      z.string().max(32_768),
+    )
+    .refine((env) => Object.keys(env).length <= 100, 'must have at most 100 variables');
+}
 
 function buildSchemas(options: SchemaOptions) {
   const tls = options.requireTls === true;
@@ -120,17 +127,21 @@ function buildSchemas(options: SchemaOptions) {
       ...common,
       type: z.literal('stdio'),
       endpoint: urlField('any').optional(),
-      command: text(4096).refine(
-        (command) => isAllowedCommand(stdioCommands, command),
-        stdioCommands.length === 0
-          ? 'is not allowed: stdio servers are disabled on this service'
-          : 'is not on the allowlist of stdio commands',
-      ),
+      command: text(4096),
       args: z.array(z.string().max(32_768)).max(256).optional(),
-      env: envSchema.optional(),
+      env: envSchema(options.stdioEnvAllow).optional(),
       working_directory: text(4096)
         .refine((dir) => dir.startsWith('/') || /^[A-Za-z]:[\\/]/.test(dir), 'must be an absolute path')
         .optional(),
+    }).superRefine(({ command, args }, ctx) => {
+      // The allowlist judges the command with its arguments: an entry may pin them.
+      const issue = commandIssue(stdioCommands, command, args);
+      if (issue === 'command') {
+        const message = stdioCommands.length === 0 ? 'is not allowed: stdio servers are disabled on this service' : 'is not on the allowlist of stdio commands';
+        ctx.addIssue({ code: 'custom', path: ['command'], message });
+      } else if (issue === 'args') {
+        ctx.addIssue({ code: 'custom', path: ['args'], message: 'are not the arguments the allowlist of stdio commands pins for this command' });
+      }
     }),
   };
 }

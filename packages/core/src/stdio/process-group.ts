@@ -32,9 +32,10 @@ export interface EndGroupOptions {
 export function spawnGroupLeader(
   command: string,
   args: readonly string[],
-  options: { cwd: string | undefined; env: Record<string, string> },
+  options: { cwd: string | undefined; env: Record<string, string>; user?: { uid: number; gid: number } | undefined },
 ): ChildProcessWithoutNullStreams {
   return spawn(command, args, {
+    ...(options.user !== undefined && { uid: options.user.uid, gid: options.user.gid }),
     shell: false,
     // Its own process group (and session), so that one signal to -pid reaches every descendant.
     detached: !WINDOWS,

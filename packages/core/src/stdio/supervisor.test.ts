@@ -384,3 +384,37 @@ describe('options', () => {
     expect(() => createStdioSupervisor({ idleTimeoutMs: Number.NaN })).toThrow(TypeError);
   });
 });
+
+describe('children as another user', () => {
+  const asRoot = process.getuid?.() === 0;
+
+  /** A child that reports its uid and whether it can read its parent's (the service's) environment. */
+  const probe = (): StdioProcessConfig => ({
+    command: NODE,
+    args: [
+      '-e',
+      `let read;try{require('node:fs').readFileSync('/proc/'+process.ppid+'/environ');read='read'}catch(e){read=e.code}process.stdout.write(JSON.stringify({uid:process.getuid(),gid:process.getgid(),read})+'\\n');process.stdin.resume();`,
+    ],
+  });
+
+  it.runIf(asRoot)('runs as the user it is given and cannot read the service’s environment', async () => {
+    const channel = await supervisor({ user: { uid: 65534, gid: 65534 } }).acquire('acct_a', 'srv_user', probe());
+    expect(JSON.parse(await nextLine(channel))).toEqual({ uid: 65534, gid: 65534, read: 'EACCES' });
+  });
+
+  it.runIf(asRoot)('without a user, a child of root could read it: the reason for the default', async () => {
+    const channel = await supervisor().acquire('acct_a', 'srv_root', probe());
+    expect(JSON.parse(await nextLine(channel))).toMatchObject({ uid: 0, read: 'read' });
+  });
+
+  it('wrap rewrites the command line after the allowlist check', async () => {
+    const wrapped = supervisor({
+      commands: [{ command: NODE, args: [fixture('print-env.mjs')], extraArgs: true }],
+      wrap: (command, args) => ({ command, args: [...args, 'inside-the-sandbox'] }),
+    });
+    const channel = await wrapped.acquire('acct_a', 'srv_wrap', node('print-env.mjs', 'given'));
+    expect((await printed(channel)).argv).toEqual(['given', 'inside-the-sandbox']);
+    const error = await refusal(wrapped.acquire('acct_a', 'srv_wrap_2', { command: NODE, args: ['-e', 'process.exit(0)'] }));
+    expect(error.code).toBe('DESTINATION_NOT_ALLOWED');
+  });
+});

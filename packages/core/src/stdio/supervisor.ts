@@ -6,7 +6,7 @@ import { KeyedMutex } from '../util/keyed-mutex.js';
 import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
 import { CrashBackoff, type CrashBackoffOptions } from './crash-backoff.js';
 import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProcessInfo } from './managed-process.js';
-import { childEnv, isAllowedCommand } from '../registry/stdio-policy.js';
+import { childEnv, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
 import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
 
 export type { CrashBackoffOptions } from './crash-backoff.js';
@@ -23,8 +23,22 @@ export type StdioErrorCode = 'DESTINATION_NOT_ALLOWED' | 'UPSTREAM_UNREACHABLE' 
 export type StdioProcessConfig = Pick<StdioServerConfig, 'command' | 'args' | 'env' | 'working_directory'>;
 
 export interface StdioSupervisorOptions {
-  /** Commands that may be spawned, compared exactly with the server's `command`. Empty refuses every spawn. @default [] */
-  commands?: readonly string[];
+  /**
+   * Commands that may be spawned, compared exactly with the server's `command`; an entry may pin the arguments
+   * (`{ command, args, extraArgs }`). Empty refuses every spawn. @default []
+   */
+  commands?: readonly StdioCommandRule[];
+  /**
+   * The user children run as (`setuid`/`setgid` at spawn), so that a child cannot read the service's memory,
+   * environment (`/proc/<ppid>/environ`), store files or keys. Only a process running as root can switch. @default
+   * none: children run as the service's own user
+   */
+  user?: { uid: number; gid: number };
+  /**
+   * Rewrites the command line of every child after the allowlist check, to run it inside a sandbox of the
+   * embedder's (`bwrap`, `nsjail`, `firejail`…). @default none
+   */
+  wrap?: (command: string, args: readonly string[]) => { command: string; args: readonly string[] };
   /** Live processes one account may have at once. @default 5 */
   maxProcessesPerAccount?: number;
   /**
@@ -94,7 +108,9 @@ function startFailure(cause: unknown): FleetError {
 }
 
 class Supervisor implements StdioSupervisor {
-  private readonly commands: readonly string[];
+  private readonly commands: readonly StdioCommandRule[];
+  private readonly user: { uid: number; gid: number } | undefined;
+  private readonly wrap: StdioSupervisorOptions['wrap'];
   private readonly maxPerAccount: number;
   private readonly idleTimeoutMs: number;
   private readonly group: { killGraceMs: number; reapTimeoutMs: number };
@@ -112,6 +128,8 @@ class Supervisor implements StdioSupervisor {
 
   constructor(options: StdioSupervisorOptions) {
     this.commands = [...(options.commands ?? [])];
+    this.user = options.user;
+    this.wrap = options.wrap;
     this.maxPerAccount = checkOption('maxProcessesPerAccount', options.maxProcessesPerAccount ?? 5, positiveInteger, OWNER);
     this.idleTimeoutMs = nonNegative('idleTimeoutMs', options.idleTimeoutMs, 300_000);
     const initialMs = nonNegative('crashBackoff.initialMs', options.crashBackoff?.initialMs, 1000);
@@ -166,7 +184,7 @@ class Supervisor implements StdioSupervisor {
 
   private async acquireLocked(account: string, serverId: string, config: StdioProcessConfig): Promise<StdioChannel> {
     if (this.closed) throw this.closedError();
-    if (!isAllowedCommand(this.commands, config.command)) {
+    if (!isAllowedCommand(this.commands, config.command, config.args)) {
       throw new FleetError('DESTINATION_NOT_ALLOWED', {
         message: this.commands.length === 0 ? 'Stdio servers are disabled on this service.' : 'The command is not on the allowlist of stdio commands.',
       });
@@ -196,7 +214,8 @@ class Supervisor implements StdioSupervisor {
   private async spawnProcess(account: string, serverId: string, config: StdioProcessConfig, identity: string): Promise<ManagedProcess> {
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawnGroupLeader(config.command, config.args ?? [], { cwd: config.working_directory, env: childEnv(config.env, this.path) });
+      const line = this.wrap?.(config.command, config.args ?? []) ?? { command: config.command, args: config.args ?? [] };
+      child = spawnGroupLeader(line.command, line.args, { cwd: config.working_directory, env: childEnv(config.env, this.path), user: this.user });
     } catch (cause) {
       this.backoff.recordCrash(serverId, identity);
       throw startFailure(cause);

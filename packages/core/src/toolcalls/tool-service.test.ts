@@ -201,6 +201,18 @@ describe('tool calls over stdio', () => {
     expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
   });
 
+  it.runIf(process.getuid?.() === 0)('a fleet running as root runs stdio servers as nobody: no tenant reads the service’s environment', async () => {
+    const f = fleet();
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { probe: 'process' }))._unsafeUnwrap();
+    expect(JSON.parse(textOf(outcome.result))).toEqual({ uid: 65534, read: 'EACCES' });
+  });
+
+  it.runIf(process.getuid?.() === 0)('stdio.user names another user, and a user that does not exist fails at start with what to set', () => {
+    expect(() => createFleet({ stdio: { commands: [NODE], user: 'no-such-user-here' } })).toThrow(/stdio.user "no-such-user-here".*MCP_FLEET_STDIO_USER/);
+    expect(() => createFleet({ stdio: { commands: [NODE], user: { uid: -1, gid: 0 } } })).toThrow(/stdio.user must be/);
+  });
+
   it('calls @modelcontextprotocol/server-everything', async () => {
     const f = fleet();
     const id = await serverOf(f, { type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 20_000 });

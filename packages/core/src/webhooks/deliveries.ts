@@ -85,6 +85,10 @@ export class DeliveryLog {
     return this.records.get<DeliveryRecord>(deliveryKey(id));
   }
 
+  getMany(ids: readonly string[]): ResultAsync<(DeliveryRecord | undefined)[], FleetError> {
+    return this.records.getMany<DeliveryRecord>(ids.map(deliveryKey));
+  }
+
   /** Writes a delivery; a settled one gets the retention as its time to live. */
   save(record: DeliveryRecord): ResultAsync<void, FleetError> {
     return this.records.set(deliveryKey(record.id), record, record.status === 'pending' ? undefined : this.retentionMs);

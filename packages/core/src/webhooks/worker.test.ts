@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DUE_SET } from './deliveries.js';
+import type { SendInput, SendOutcome } from './sender.js';
 import { webhookParts } from './test-helpers.js';
 
 async function published(p: ReturnType<typeof webhookParts>, events = ['server.created'] as const) {
@@ -122,5 +123,42 @@ describe('DeliveryWorker', () => {
     const record = (await p.deliveries.get(delivery))._unsafeUnwrap();
     expect(record).toMatchObject({ status: 'pending', attempts: [] });
     expect((await p.index.count(DUE_SET))._unsafeUnwrap()).toBe(1);
+  });
+});
+
+describe('DeliveryWorker lanes', () => {
+  /** Stages and publishes one `server.created` for `account`, whose webhooks then each get a delivery. */
+  async function publish(p: ReturnType<typeof webhookParts>, account: string) {
+    const staged = (await p.outbox.stage(account, 'server.created', {}, new Date(p.now()).toISOString(), { key: 'k' }))._unsafeUnwrap();
+    (await p.index.commit(staged!.publish))._unsafeUnwrap();
+    staged!.published();
+  }
+
+  it('one account’s dead receivers hold at most half the lanes, and another account’s delivery goes out at once', async () => {
+    const p = webhookParts();
+    const dead = 'https://dead.example.com/hook';
+    for (let i = 0; i < 16; i++) (await p.webhooks.create('tenant_x', { url: `${dead}/${i}`, events: ['server.created'] }))._unsafeUnwrap();
+    (await p.webhooks.create('tenant_y', { url: 'https://alive.example.com/hook', events: ['server.created'] }))._unsafeUnwrap();
+    const hanging = new Set<string>();
+    // Receivers of tenant_x never answer (until the worker stops); tenant_y's answers 200.
+    const answer = (input: SendInput): Promise<SendOutcome> =>
+      input.url.startsWith(dead)
+        ? new Promise<never>((_resolve, reject) => {
+            hanging.add(input.url);
+            input.signal?.addEventListener('abort', () => reject(new Error('aborted')));
+          })
+        : Promise.resolve({ statusCode: 200, durationMs: 1, retryAfter: undefined, error: null });
+    for (let i = 0; i < 40; i++) p.answers.push(answer);
+    const worker = p.worker();
+    worker.start();
+    await publish(p, 'tenant_x');
+    await expect.poll(() => hanging.size, { timeout: 2000 }).toBe(2);
+    const started = performance.now();
+    await publish(p, 'tenant_y');
+    await expect.poll(() => p.sent.some((s) => s.url.startsWith('https://alive.example.com')), { timeout: 1000, interval: 10 }).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1000);
+    // Half of the 4 lanes, never more, for tenant_x: its 14 other deliveries wait for a lane of their own.
+    expect(hanging.size).toBe(2);
+    await worker.stop();
   });
 });

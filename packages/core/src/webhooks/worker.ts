@@ -42,12 +42,23 @@ export function payloadOf(event: EventRecord): string {
 export class DeliveryWorker {
   readonly id = `wkr_${randomToken(16)}`;
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private polling: Promise<void> | undefined;
   private stopped = true;
   private readonly aborter = new AbortController();
+  /** Lanes: the attempts in flight in this process, by due member, with the account each is for. */
+  private readonly inFlight = new Map<string, string>();
+  private readonly lanesOf = new Map<string, number>();
+  private readonly running = new Set<Promise<void>>();
+  /** At most this many lanes go to one account, so that its dead receivers cannot hold up everyone else's. */
+  private readonly accountLanes: number;
+  /** Members whose lease another process holds: left to it until the next poll. */
+  private readonly heldElsewhere = new Set<string>();
+  private filling: Promise<number> | undefined;
+  private refill = false;
 
-  constructor(private readonly deps: WorkerDeps) {}
+  constructor(private readonly deps: WorkerDeps) {
+    this.accountLanes = Math.max(1, Math.floor(deps.concurrency / 2));
+  }
 
   start(): void {
     if (!this.stopped) return;
@@ -61,44 +72,33 @@ export class DeliveryWorker {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.aborter.abort();
-    await this.running;
+    await this.polling;
+    await Promise.all([...this.running]);
   }
 
   /** Looks for due deliveries now (something was just published). */
   wake(): void {
     if (this.stopped) return;
-    if (this.running !== undefined) {
-      this.again = true;
-      return;
-    }
-    this.schedule(0);
+    void this.fill();
   }
 
-  /** One round: recovery of old intents, then every due delivery (in batches of `concurrency`). For tests too. */
+  /**
+   * Recovery of old intents, then every delivery due now; resolves once all it started are done (for tests, and for
+   * a caller that wants the outbox drained). The worker itself never waits on a round: see `fill`.
+   */
   async tick(): Promise<void> {
+    await this.poll();
+    while (this.running.size > 0 && !this.aborter.signal.aborted) {
+      await Promise.all([...this.running]);
+      await this.fill();
+    }
+  }
+
+  private async poll(): Promise<void> {
     const recovered = await this.deps.outbox.recover();
     if (recovered.isErr()) this.deps.onError(recovered.error);
-    for (;;) {
-      if (this.aborter.signal.aborted) return;
-      // A window wider than `concurrency`: members leased by other processes (slow receivers) must not hide the rest.
-      const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 16 });
-      if (members.isErr()) {
-        this.deps.onError(members.error);
-        return;
-      }
-      const now = this.deps.now();
-      const due = members.value.filter((m) => (parseDueMember(m)?.dueMs ?? 0) <= now);
-      if (due.length === 0) return;
-      let made = 0;
-      await pool(due, this.deps.concurrency, async (member) => {
-        if (this.aborter.signal.aborted) return;
-        const result = await this.attempt(member);
-        if (result.isErr()) this.deps.onError(result.error);
-        else if (result.value) made += 1;
-      });
-      // Every due member this round was leased by someone else: leave them to their holders.
-      if (made === 0 || this.aborter.signal.aborted) return;
-    }
+    this.heldElsewhere.clear();
+    await this.fill();
   }
 
   private schedule(ms: number): void {
@@ -106,16 +106,91 @@ export class DeliveryWorker {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.running = this.tick()
+      this.polling = this.poll()
         .catch((error: unknown) => this.deps.onError(error))
         .finally(() => {
-          this.running = undefined;
-          const next = this.again ? 0 : this.deps.pollIntervalMs;
-          this.again = false;
-          this.schedule(next);
+          this.polling = undefined;
+          this.schedule(this.deps.pollIntervalMs);
         });
     }, ms);
     this.timer.unref?.();
+  }
+
+  /**
+   * Starts due deliveries on free lanes, oldest due first, but never more than half the lanes for one account: an
+   * attempt starts as soon as a lane is free (a finished attempt fills its lane again), so no delivery waits for a
+   * round of slow receivers to end. One fill at a time; a fill asked for meanwhile runs right after. Resolves to how
+   * many attempts it started.
+   */
+  private fill(): Promise<number> {
+    if (this.filling !== undefined) {
+      this.refill = true;
+      return this.filling;
+    }
+    this.filling = this.fillLanes()
+      .catch((error: unknown) => {
+        this.deps.onError(error);
+        return 0;
+      })
+      .finally(() => {
+        this.filling = undefined;
+        if (this.refill && !this.aborter.signal.aborted) {
+          this.refill = false;
+          void this.fill();
+        }
+      });
+    return this.filling;
+  }
+
+  private async fillLanes(): Promise<number> {
+    const free = () => this.deps.concurrency - this.inFlight.size;
+    if (free() <= 0 || this.aborter.signal.aborted) return 0;
+    // A window wider than the lanes: members leased by other processes (slow receivers) must not hide the rest.
+    const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 16 });
+    if (members.isErr()) {
+      this.deps.onError(members.error);
+      return 0;
+    }
+    const now = this.deps.now();
+    const due = members.value.filter((m) => (parseDueMember(m)?.dueMs ?? 0) <= now && !this.inFlight.has(m) && !this.heldElsewhere.has(m));
+    if (due.length === 0) return 0;
+    // Whose each delivery is, to share the lanes between accounts (a member that names no delivery is dropped by
+    // its attempt, on no account's lanes).
+    const found = await this.deps.deliveries.getMany(due.map((m) => parseDueMember(m)?.id ?? ''));
+    if (found.isErr()) {
+      this.deps.onError(found.error);
+      return 0;
+    }
+    let started = 0;
+    for (const [i, member] of due.entries()) {
+      if (free() <= 0 || this.aborter.signal.aborted) break;
+      const account = found.value[i]?.account ?? '';
+      if ((this.lanesOf.get(account) ?? 0) >= this.accountLanes) continue;
+      this.begin(member, account);
+      started += 1;
+    }
+    return started;
+  }
+
+  private begin(member: string, account: string): void {
+    this.inFlight.set(member, account);
+    this.lanesOf.set(account, (this.lanesOf.get(account) ?? 0) + 1);
+    const run: Promise<void> = this.attempt(member)
+      .match(
+        (handled) => {
+          if (!handled) this.heldElsewhere.add(member);
+        },
+        (error) => this.deps.onError(error),
+      )
+      .finally(() => {
+        this.inFlight.delete(member);
+        const lanes = (this.lanesOf.get(account) ?? 1) - 1;
+        if (lanes === 0) this.lanesOf.delete(account);
+        else this.lanesOf.set(account, lanes);
+        this.running.delete(run);
+        if (!this.aborter.signal.aborted) void this.fill();
+      });
+    this.running.add(run);
   }
 
   /** Makes the attempt `member` stands for, if this process gets its lease. True when it handled the member. */
@@ -204,16 +279,4 @@ export class DeliveryWorker {
       return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
     });
   }
-}
-
-/** Runs `task` over `items`, at most `limit` at a time. */
-async function pool<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await task(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
