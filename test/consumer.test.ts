@@ -8,33 +8,21 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npmInstall, PACKAGES, type PackageName, type PackedFile, packTarballs, ROOT } from './support/packed.js';
 import { removeTempDirs, tempDir } from './support/reference-server.js';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis'] as const;
-type PackageName = (typeof PACKAGES)[number];
 /** The entry points of @mcp-fleet/core: the root and its subpaths. */
 const CORE_SUBPATHS = ['index', 'node', 'webhooks', 'testing'];
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-
-interface PackedFile {
-  filename: string;
-  files: { path: string }[];
-}
 
 let work: string;
 const tarballs = {} as Record<PackageName, string>;
 const packed = {} as Record<PackageName, PackedFile>;
 /** `npm run check:packages`, started in beforeAll so that it runs while the projects install. */
 let checkPackages: Promise<{ code: number | null; output: string }>;
-
-function npm(args: string[], cwd: string) {
-  return run('npm', args, { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
-}
 
 function runScript(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
@@ -72,25 +60,17 @@ async function project(kind: 'esm' | 'cjs'): Promise<string> {
       files: ['check.ts'],
     }),
   );
-  await npm(
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      tarballs.core,
-      tarballs.hono,
-      tarballs.express,
-      tarballs.redis,
-      'hono@^4.6.0',
-      'express@^5.0.0',
-      'keyv@^5.6.0',
-      '@types/express@^5',
-      '@types/node@^20',
-    ],
-    dir,
-  );
+  await npmInstall(dir, [
+    tarballs.core,
+    tarballs.hono,
+    tarballs.express,
+    tarballs.redis,
+    'hono@^4.6.0',
+    'express@^5.0.0',
+    'keyv@^5.6.0',
+    '@types/express@^5',
+    '@types/node@^20',
+  ]);
   return dir;
 }
 
@@ -101,16 +81,14 @@ beforeAll(async () => {
   work = await tempDir('mcp-fleet-consumer-');
   const tarballDir = join(work, 'tarballs');
   await mkdir(tarballDir);
-  const { stdout } = await npm(['pack', '--json', '--pack-destination', tarballDir, ...PACKAGES.map((name) => join(ROOT, 'packages', name))], ROOT);
+  const made = await packTarballs(tarballDir);
   // The very tarballs the projects install, checked while they install.
   checkPackages = runScript(['npm', 'run', '--silent', 'check:packages', '--', tarballDir], ROOT);
-  const list = JSON.parse(stdout) as PackedFile[];
-  PACKAGES.forEach((name, i) => {
-    const file = list[i] as PackedFile;
-    expect(file.filename).toBe(`mcp-fleet-${name}-0.1.0.tgz`);
-    packed[name] = file;
-    tarballs[name] = join(tarballDir, file.filename);
-  });
+  for (const name of PACKAGES) {
+    expect(made.files[name].filename).toBe(`mcp-fleet-${name}-0.1.0.tgz`);
+    packed[name] = made.files[name];
+    tarballs[name] = made.tarballs[name];
+  }
   [esm, cjs] = await Promise.all([project('esm'), project('cjs')]);
 }, 120_000);
 

@@ -50,7 +50,7 @@ export interface RunningServer extends RunningProcess {
   port: number;
   /** The store part of the listening line, e.g. `sqlite .mcp-fleet/fleet.sqlite`. */
   storeLabel: string;
-  /** Every `mcpf_` key printed before the server listened (a fresh store prints one). */
+  /** Every `mcpf_` key of the start banner (a fresh store prints one, last, in the same write as the listening line). */
   printedKeys: string[];
 }
 
@@ -150,8 +150,7 @@ export function waitForOutput(proc: RunningProcess, pattern: RegExp, timeoutMs =
 export async function startServer(options: ProcessOptions & { timeoutMs?: number }): Promise<RunningServer> {
   const proc = spawnProcess(options);
   const match = await waitForOutput(proc, LISTENING, options.timeoutMs);
-  const [line, origin, host, port, prefix, storeLabel] = match as unknown as [string, string, string, string, string, string];
-  const beforeListening = proc.stdout().slice(0, proc.stdout().indexOf(line));
+  const [, origin, host, port, prefix, storeLabel] = match as unknown as [string, string, string, string, string, string];
   return {
     ...proc,
     origin,
@@ -159,7 +158,7 @@ export async function startServer(options: ProcessOptions & { timeoutMs?: number
     host,
     port: Number(port),
     storeLabel,
-    printedKeys: beforeListening.match(PRINTED_KEY) ?? [],
+    printedKeys: proc.stdout().match(PRINTED_KEY) ?? [],
   };
 }
 

@@ -12,6 +12,8 @@ export interface ServerConfig {
   /** The user stdio servers run as when the service runs as root; unset: the library's default (`nobody`). */
   stdioUser: string | undefined;
   webhookRetryBaseMs: number;
+  /** `MCP_FLEET_RATE_LIMITS=off`: no rate limits at all, for local development. */
+  rateLimits: boolean;
   /** Background health probes every this many ms; 0 turns them off. */
   healthIntervalMs: number;
 }
@@ -35,9 +37,11 @@ function parseStore(value: string | undefined): StoreConfig {
     return { kind: 'redis', url: value };
   }
   if (/^(postgres|postgresql):\/\//.test(value)) {
-    throw new ConfigError('MCP_FLEET_STORE: PostgreSQL stores are not available in this version; use memory://, sqlite://PATH or redis://…');
+    throw new ConfigError(
+      'MCP_FLEET_STORE: PostgreSQL stores are not available in this version (a PostgreSQL store is planned, not yet written); use memory://, sqlite://PATH or redis://…',
+    );
   }
-  throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH, redis://… or postgres://…');
+  throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH or redis://…');
 }
 
 function parseApiKeys(value: string | undefined): ServerConfig['apiKeys'] {
@@ -60,6 +64,12 @@ function parseFlag(name: string, value: string | undefined): boolean {
   if (value === undefined || value === '' || value === '0') return false;
   if (value === '1') return true;
   throw new ConfigError(`${name}: expected 1 or 0`);
+}
+
+function parseRateLimits(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'on') return true;
+  if (value === 'off') return false;
+  throw new ConfigError('MCP_FLEET_RATE_LIMITS: expected on or off');
 }
 
 function parseInteger(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
@@ -90,6 +100,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
       .filter((c) => c !== ''),
     stdioUser: env.MCP_FLEET_STDIO_USER?.trim() || undefined,
     healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
+    rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

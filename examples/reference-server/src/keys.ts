@@ -1,5 +1,6 @@
 /**
- * API keys of the reference server's store, from the command line:
+ * API keys of the reference server's store, from the command line (the `--` keeps npm from taking the flags; the
+ * `mcp-fleet` bin of this example needs none: `npx mcp-fleet keys create acme --tier pro`):
  *
  *   npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes servers:read,servers:write] [--name text]
  *   npm run keys -- list <account>
@@ -13,10 +14,28 @@ import { type ApiKey, createFleet, type FleetError, SCOPES, type Scope, TIERS, t
 import { ConfigError, readConfig } from './config.js';
 import { openStore } from './store.js';
 
-const USAGE = `usage:
-  keys create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text]
-  keys list <account>
-  keys revoke <key_id>`;
+const USAGE = `usage (from the repository root, where npm start runs):
+  npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text]
+  npm run keys -- list <account>
+  npm run keys -- revoke <key_id>
+or without the --:
+  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …]`;
+
+const FLAGS = ['tier', 'scopes', 'name'] as const;
+
+/**
+ * `npm run keys create acme --tier pro` (no `--`): npm keeps `--tier` as its own config (`npm_config_tier`) and
+ * passes `pro` on as an argument. Say so, rather than a usage that does not explain why.
+ */
+function flagsTakenByNpm(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.npm_lifecycle_event !== 'keys') return undefined;
+  const taken = FLAGS.filter((flag) => env[`npm_config_${flag}`] !== undefined);
+  if (taken.length === 0) return undefined;
+  return `npm took ${taken.map((flag) => `--${flag}`).join(', ')} for itself: put -- before the arguments, e.g.
+  npm run keys -- create acme --tier pro
+or use the bin, which needs none:
+  npx mcp-fleet keys create acme --tier pro`;
+}
 
 function describe(key: ApiKey): string {
   const scopes = key.scopes === null ? 'all scopes' : key.scopes.join(',');
@@ -30,6 +49,8 @@ function fail(error: FleetError): never {
 }
 
 async function run(argv: string[]): Promise<void> {
+  const swallowed = flagsTakenByNpm(process.env);
+  if (swallowed !== undefined) throw new ConfigError(swallowed);
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

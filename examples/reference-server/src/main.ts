@@ -6,6 +6,24 @@ import { Hono } from 'hono';
 import { ConfigError, readConfig } from './config.js';
 import { openStore } from './store.js';
 
+/**
+ * The start banner: where the API (and the dashboard, once the fleet has one) answers, and the first key. The
+ * dashboard line appears only when the fleet says it serves one (`fleet.dashboard`), so it lights up when that lands.
+ */
+function banner(origin: string, fleet: { prefix: string }, storeLabel: string, rateLimits: boolean, firstKey: string | undefined): string {
+  const api = `${origin}${fleet.prefix}`;
+  const lines = [`mcp-fleet listening on ${api} (store: ${storeLabel})`, '', `  API        ${api}`];
+  // On below (`dashboard: true`): sign in there with the key.
+  lines.push(`  Dashboard  ${api}/dashboard/`);
+  lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
+  if (!rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
+  lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
+  if (firstKey !== undefined) {
+    lines.push('', 'mcp-fleet: created an API key for account "default" (tier pro). It is shown this once:', '', `  ${firstKey}`, '');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const store = await openStore(config.store);
@@ -19,7 +37,7 @@ async function main(): Promise<void> {
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
-    ...(store.rateLimits && { rateLimit: { store: store.rateLimits } }),
+    ...(config.rateLimits ? store.rateLimits && { rateLimit: { store: store.rateLimits } } : { rateLimit: false }),
   });
 
   for (const key of config.apiKeys) {
@@ -37,9 +55,10 @@ async function main(): Promise<void> {
       },
     );
   }
+  // The first key is `pro` (600 a minute): a newcomer exploring should meet the limit they are testing, not the tier's.
+  let firstKey: string | undefined;
   if (config.apiKeys.length === 0 && (await fleet.keys.count()).unwrapOr(0) === 0) {
-    const created = (await fleet.keys.create({ account: 'default', tier: 'free', name: 'first key' }))._unsafeUnwrap();
-    console.log(`mcp-fleet: created an API key for account "default" (tier free). It is shown this once:\n\n  ${created.secret}\n`);
+    firstKey = (await fleet.keys.create({ account: 'default', tier: 'pro', name: 'first key' }))._unsafeUnwrap().secret;
   }
 
   let stopping = false;
@@ -50,11 +69,19 @@ async function main(): Promise<void> {
     await next();
     if (stopping) c.header('Connection', 'close');
   });
+  // For load balancers and orchestrators, outside the API and without a key: the process is up; the store answers.
+  app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'cache-control': 'no-store' }));
+  app.get('/readyz', async (c) =>
+    (await fleet.keys.count()).match(
+      () => c.json({ status: 'ready' }, 200, { 'cache-control': 'no-store' }),
+      () => c.json({ status: 'unavailable', reason: 'the store cannot be reached' }, 503, { 'cache-control': 'no-store' }),
+    ),
+  );
   app.route('/', createFleetApp(fleet));
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-    console.log(`mcp-fleet listening on http://${host}:${info.port}${fleet.prefix} (store: ${store.label})`);
-    console.log(`mcp-fleet dashboard: http://${host}:${info.port}${fleet.prefix}/dashboard/`);
+    // One write, the key last: whatever scrolled by before, the banner ends the output.
+    console.log(banner(`http://${host}:${info.port}`, fleet, store.label, config.rateLimits, firstKey));
   });
   // A port in use or a HOST that does not resolve is the operator's to fix: a clear line, not a stack trace.
   server.once('error', (error: Error) => {

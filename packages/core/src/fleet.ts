@@ -25,15 +25,19 @@ import { RecordStore } from './storage/records.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
 import { ToolService } from './toolcalls/tool-service.js';
-import { createWebhooks, type WebhooksApi } from './webhooks/service.js';
+import { createWebhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
-/** The embedder's handle on a fleet: the operations (as `fleet.servers`…), API keys, events and the HTTP API. */
-export interface Fleet {
+/**
+ * The embedder's handle on a fleet: the operations (as `fleet.servers`…), API keys, events and the HTTP API.
+ * `W` is what `fleet.webhooks` is: `createFleet` infers it from its options (`WebhooksApi` unless `webhooks: false`
+ * is written), and a bare `Fleet`, as adapters take it, accepts every fleet.
+ */
+export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefined> {
   readonly servers: ServersApi;
   readonly tools: ToolsApi;
   readonly toolCalls: ToolCallsApi;
   /** Webhook subscriptions and their deliveries; `undefined` when `webhooks: false`. */
-  readonly webhooks: WebhooksApi | undefined;
+  readonly webhooks: W;
   /** The mount point given as `prefix`, normalized (`/v1`). */
   readonly prefix: string;
   readonly keys: ApiKeys;
@@ -51,7 +55,15 @@ export interface Fleet {
 /** Name claims older than this may be found stale; see ServerRegistry. */
 const CLAIM_GRACE_MS = 60_000;
 
-/** Builds a fleet: every capability over one storage, the operations over them, and the HTTP handler over those. */
+/**
+ * Builds a fleet: every capability over one storage, the operations over them, and the HTTP handler over those.
+ * Typed by overloads (not a generic over the options, which would lose the contextual types of callbacks such as
+ * `authenticate`): `fleet.webhooks` is present unless `webhooks: false` is written, so the default configuration
+ * needs no check; options known only as `FleetOptions` give `WebhooksApi | undefined`.
+ */
+export function createFleet(options: FleetOptions & { webhooks: false }): Fleet<undefined>;
+export function createFleet(options?: FleetOptions & { webhooks?: WebhooksOptions }): Fleet<WebhooksApi>;
+export function createFleet(options?: FleetOptions): Fleet;
 export function createFleet(options: FleetOptions = {}): Fleet {
   const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions } = resolveOptions(options);
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
@@ -123,6 +135,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     await supervisor.close();
     await outbound.dispatcher.close();
     await limiter?.close();
+    await keys.close();
   };
   return { ...operations, prefix, keys, events, handle, close: () => (closing ??= close()) };
 }

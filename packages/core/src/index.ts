@@ -10,7 +10,7 @@ export type { Authenticate, ErrorHook, FleetHandler, RequestContext } from './ht
 export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';
 export { DEFAULT_BODY_LIMIT } from './http/body.js';
 
-export { ERROR_CODES, isErrorCode, type ErrorCategory, type ErrorCode, type ReceiverErrorCode, type UpstreamErrorCode } from './errors/codes.js';
+export { ERROR_CODES, ERROR_HINTS, isErrorCode, type ErrorCategory, type ErrorCode, type ReceiverErrorCode, type UpstreamErrorCode } from './errors/codes.js';
 export {
   FleetError,
   isFleetError,

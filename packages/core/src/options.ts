@@ -119,8 +119,14 @@ export interface ResolvedOptions {
   monitor: HealthMonitorOptions | undefined;
 }
 
+/**
+ * An upstream's failure (502/504) is the upstream's, not a fault of this process: one line with the code and our
+ * message. Anything else (500, 503) keeps its cause, stack included, for whoever has to fix it.
+ */
 const defaultOnError: ErrorHook = (error, { requestId, method, path }) => {
-  console.error(`[mcp-fleet] ${error.code} on ${method} ${path} (${requestId})`, error.cause ?? '');
+  const line = `[mcp-fleet] ${error.code} on ${method} ${path} (${requestId})`;
+  if (error.category !== 'request') console.error(`${line}: ${error.message}`);
+  else console.error(line, error.cause ?? '');
 };
 
 export function resolveOptions(options: FleetOptions): ResolvedOptions {

@@ -360,7 +360,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     await fleet.close();
 
     const hash = createHash('sha256').update(secret).digest('hex');
-    const records = [`apikey:${keyId}`, `apikey-hash:${hash}`, `apikey-hash-of:${keyId}`, `server:${id}`];
+    // `apikey-used:` is the key's last use (written off the request's path; `close` waits for it).
+    const records = [`apikey:${keyId}`, `apikey-hash:${hash}`, `apikey-hash-of:${keyId}`, `apikey-used:${keyId}`, `server:${id}`];
     const index = [
       'claim:name:acme:weather',
       'set:apikeys',

@@ -94,6 +94,8 @@ export function hashSecret(secret: string): string {
 export class ApiKeys {
   /** When this process last wrote each key's `last_used_at`. */
   private readonly lastUseWritten = new Map<string, number>();
+  /** `last_used_at` writes under way, which `close` waits for. */
+  private readonly writing = new Set<Promise<void>>();
 
   constructor(
     private readonly records: RecordStore,
@@ -193,8 +195,17 @@ export class ApiKeys {
     this.lastUseWritten.set(id, now);
     // Its own record, so that this write never races a revoke's write of the key record.
     const minute = new Date(Math.floor(now / LAST_USED_EVERY_MS) * LAST_USED_EVERY_MS).toISOString();
-    void this.records.set(usedRecord(id), minute).match(() => {}, this.onBackgroundError);
+    const write: Promise<void> = this.records
+      .set(usedRecord(id), minute)
+      .match(() => {}, this.onBackgroundError)
+      .finally(() => this.writing.delete(write));
+    this.writing.add(write);
     if (this.lastUseWritten.size > 100_000) this.lastUseWritten.clear();
+  }
+
+  /** Waits for the `last_used_at` writes under way (`fleet.close()` does, before the storage may close). */
+  async close(): Promise<void> {
+    await Promise.all([...this.writing]);
   }
 
   private store(valid: z.output<typeof inputSchema>, secret: string): ResultAsync<ApiKey, FleetError> {

@@ -33,7 +33,8 @@ export const ERROR_CODES = {
   DESTINATION_NOT_ALLOWED: {
     status: 502,
     category: 'upstream',
-    message: 'The destination is not allowed: it is, or resolves to, a loopback, private, link-local or otherwise reserved address.',
+    message:
+      'The destination is not allowed: it is, or resolves to, a loopback, private, link-local or otherwise reserved address (the allowPrivateNetworks option allows it).',
   },
 
   STDIO_CAPACITY: { status: 502, category: 'stdio', message: 'This account already has as many live stdio server processes as allowed.' },
@@ -47,6 +48,19 @@ export const ERROR_CODES = {
   BAD_SIGNATURE: { status: 401, category: 'receiver', message: 'No webhook signature matches the body.' },
   TIMESTAMP_OUT_OF_TOLERANCE: { status: 401, category: 'receiver', message: 'The webhook timestamp is too far from the current time.' },
 } as const satisfies Record<string, { status: number; category: ErrorCategory; message: string }>;
+
+/**
+ * What to change when a refusal is the service's own configuration, not the upstream's fault: the option, and the
+ * reference server's variable for it. Carried as `details.hint` wherever the code is answered (docs/errors.md).
+ */
+export const ERROR_HINTS = {
+  privateNetworks:
+    'Private, loopback and metadata addresses are refused unless allowed: set the allowPrivateNetworks option (true, or a list of CIDRs and hostnames); in the reference server, MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1.',
+  stdioDisabled:
+    'stdio servers run only commands on an allowlist, empty by default: set the stdio.commands option (e.g. ["npx"]); in the reference server, MCP_FLEET_STDIO_COMMANDS=npx,node.',
+  stdioCommand:
+    'This command is not on the allowlist: add it to the stdio.commands option; in the reference server, to MCP_FLEET_STDIO_COMMANDS (comma-separated).',
+} as const;
 
 export type ErrorCategory = 'request' | 'upstream' | 'stdio' | 'tool' | 'receiver';
 export type ErrorCode = keyof typeof ERROR_CODES;

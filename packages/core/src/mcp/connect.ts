@@ -8,6 +8,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
+import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { timeoutError, toUpstreamError } from './errors.js';
 import { ClientCredentialsSource, MemoryTokenCache, type TokenCache } from './oauth.js';
@@ -163,7 +164,7 @@ function worthAnotherAttempt(error: UpstreamError, kind: ServerConfig['type']): 
 async function createTransport(config: ServerConfig, deps: McpClientDeps, signal: AbortSignal, remainingMs: number): Promise<Transport> {
   if (config.type !== 'stdio') return openTransport(config, deps, { signal, connectTimeoutMs: remainingMs });
   if (deps.stdioTransport === undefined) {
-    throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.' });
+    throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.', details: { hint: ERROR_HINTS.stdioDisabled } });
   }
   return deps.stdioTransport(config, { signal });
 }

@@ -2,6 +2,7 @@ import { parseJSONRPCMessage, type JSONRPCMessage, type Transport } from '@model
 import { Agent, WebSocket, type Dispatcher } from 'undici';
 import type { UpstreamErrorCode } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
+import { badPortRefusal } from '../net/bad-ports.js';
 import { networkFailure } from './errors.js';
 
 const upstream = (code: UpstreamErrorCode, message: string, cause?: unknown) =>
@@ -134,6 +135,8 @@ export class WebSocketClientTransport implements Transport {
     if (this.options.signal?.aborted === true || this.closed) {
       throw upstream('UPSTREAM_TIMEOUT', 'The WebSocket connection was aborted before it opened.');
     }
+    const refused = await badPortRefusal(this.options.dispatcher, this.url);
+    if (refused !== undefined) throw refused;
     const seen: HandshakeObservation = {};
     const headers = (await this.options.headers?.()) ?? {};
     const socket = new WebSocket(this.url, {

@@ -31,12 +31,23 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 const defaultResolver: HostnameResolver = (hostname) => dnsLookup(hostname, { all: true, order: 'verbatim' });
 
-/** Agents made here, so that a fetch can refuse a dispatcher that would bypass the guard. */
-const guardedAgents = new WeakSet<Agent>();
+/** Agents made here, each with its own judgement of a host, so that a fetch can refuse a dispatcher that would bypass the guard. */
+const guardedAgents = new WeakMap<Agent, (hostname: string) => Promise<void>>();
 
 /** Whether `dispatcher` is an agent made by {@link createGuardedAgent}. */
 export function isGuardedAgent(dispatcher: unknown): dispatcher is Agent {
   return typeof dispatcher === 'object' && dispatcher !== null && guardedAgents.has(dispatcher as Agent);
+}
+
+/**
+ * Judges a URL hostname as `agent`'s connector would (a literal as it is, a name by resolving it), for requests
+ * that never reach the connector: fetch refuses a "bad port" before dispatching, and the guard's answer is the one
+ * that tells the user what to change. Rejects with the guard's `DESTINATION_NOT_ALLOWED`.
+ */
+export function checkDestination(agent: Agent, hostname: string): Promise<void> {
+  const check = guardedAgents.get(agent);
+  if (check === undefined) throw new TypeError('checkDestination: agent must come from createGuardedAgent.');
+  return check(hostname);
 }
 
 function unbracketed(hostname: string): string {
@@ -129,6 +140,13 @@ export function createGuardedAgent(options: GuardedAgentOptions = {}): Agent {
     ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout }),
     ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
   });
-  guardedAgents.add(agent);
+  guardedAgents.set(agent, async (hostname) => {
+    const host = unbracketed(hostname);
+    if (isIP(host) !== 0) {
+      if (!policy.isAllowedAddress(host)) throw destinationNotAllowed();
+    } else if (!policy.isAllowedHost(host)) {
+      await resolveChecked(host, resolve, policy);
+    }
+  });
   return agent;
 }

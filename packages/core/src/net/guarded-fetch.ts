@@ -1,4 +1,5 @@
 import { Request as UndiciRequest, fetch as undiciFetch, type Agent, type RequestInit as UndiciRequestInit } from 'undici';
+import { badPortRefusal } from './bad-ports.js';
 import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './guarded-agent.js';
 
 /**
@@ -50,6 +51,9 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
   const agent = given ?? createGuardedAgent(agentOptions);
 
   const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    // As undici's own failures reject: `TypeError('fetch failed')` with the cause.
+    const refused = await badPortRefusal(agent, new URL(typeof input === 'string' || input instanceof URL ? input : input.url));
+    if (refused !== undefined) throw new TypeError('fetch failed', { cause: refused });
     const response = await undiciFetch(toUndiciInput(input), {
       ...(init as UndiciRequestInit | undefined),
       dispatcher: agent,

@@ -1,4 +1,4 @@
-import { type UpstreamErrorCode } from '../errors/codes.js';
+import { ERROR_HINTS, type UpstreamErrorCode } from '../errors/codes.js';
 import { errorChain, FleetError, isUpstreamError, type UpstreamError } from '../errors/fleet-error.js';
 
 /**
@@ -7,9 +7,9 @@ import { errorChain, FleetError, isUpstreamError, type UpstreamError } from '../
  * be used to map an internal network.
  */
 
-/** The guard's refusal. */
+/** The guard's refusal, with the option that would allow it. */
 export function destinationNotAllowed(): UpstreamError {
-  return new FleetError('DESTINATION_NOT_ALLOWED');
+  return new FleetError('DESTINATION_NOT_ALLOWED', { details: { hint: ERROR_HINTS.privateNetworks } });
 }
 
 const TIMEOUT_CODES = new Set([

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Result } from 'neverthrow';
+import { ERROR_HINTS } from '../errors/codes.js';
 import type { FieldIssue, FleetError } from '../errors/fleet-error.js';
 import { issuesOf } from '../validation/test-helpers.js';
 import { DEFAULT_TIMEOUT_MS, type ServerConfig, ServerValidator } from './schema.js';
@@ -245,6 +246,15 @@ describe('ServerValidator.config', () => {
       const off = new ServerValidator();
       expect(issueOf(off.config(stdio), 'command')).toBe('is not allowed: stdio servers are disabled on this service');
       expect(issueOf(new ServerValidator({ stdioCommands: [] }).config(stdio), 'command')).toMatch(/disabled/);
+      // The answer names what turns stdio on: the option and the reference server's variable.
+      const refused = off.config(stdio);
+      expect(refused.isErr() && refused.error.details.hint).toBe(ERROR_HINTS.stdioDisabled);
+      expect(ERROR_HINTS.stdioDisabled).toMatch(/stdio\.commands.*MCP_FLEET_STDIO_COMMANDS/);
+      const offList = new ServerValidator({ stdioCommands: ['node'] }).config({ ...stdio, command: 'python3' });
+      expect(offList.isErr() && offList.error.details.hint).toBe(ERROR_HINTS.stdioCommand);
+      // An allowed command's other mistakes carry no hint.
+      const otherMistake = new ServerValidator({ stdioCommands: ['node'] }).config({ ...stdio, command: 'node', working_directory: 'relative' });
+      expect(otherMistake.isErr() && otherMistake.error.details.hint).toBeUndefined();
     });
 
     it('takes only commands on the allowlist, compared exactly', () => {

@@ -1,6 +1,7 @@
 import { err, type Result } from 'neverthrow';
 import { z } from 'zod';
-import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { ERROR_HINTS } from '../errors/codes.js';
+import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
 import { commandIssue, envNameIssue, type StdioCommandRule } from './stdio-policy.js';
 
@@ -194,15 +195,26 @@ function fieldRules(type: ServerType | undefined): FieldRules {
 /** Validates server configurations under the options of one fleet. */
 export class ServerValidator {
   private readonly schemas: ServerSchemas;
+  private readonly stdioCommands: readonly StdioCommandRule[];
 
   constructor(options: SchemaOptions = {}) {
     this.schemas = buildSchemas(options);
+    this.stdioCommands = options.stdioCommands ?? [];
+  }
+
+  /** A refused stdio command is the service's configuration: the answer says which option changes it. */
+  private withStdioHint(fields: Record<string, unknown>, error: FleetError): FleetError {
+    // Only a command the allowlist does not know at all; pinned arguments that differ are the request's to fix.
+    if (typeof fields.command !== 'string' || commandIssue(this.stdioCommands, fields.command) !== 'command') return error;
+    const hint = this.stdioCommands.length === 0 ? ERROR_HINTS.stdioDisabled : ERROR_HINTS.stdioCommand;
+    return new FleetError(error.code, { message: error.message, details: { ...error.details, hint } });
   }
 
   /** A whole configuration, as sent to create or as the result of an update. */
   config(body: unknown): Result<ServerConfig, FleetError> {
     return objectBody(body).andThen((fields) => {
       const type = fields.type;
+      if (type === 'stdio') return parse(this.schemas.stdio, fields, fieldRules(type)).mapErr((error) => this.withStdioHint(fields, error));
       if (isServerType(type)) return parse(this.schemas[type], fields, fieldRules(type));
       const issue = type === undefined ? 'is required' : 'must be "http", "websocket" or "stdio"';
       return err(invalidRequest([{ field: 'type', issue }, ...fieldIssues(fields, fieldRules(undefined))]));

@@ -9,6 +9,7 @@ import {
   type StdioSupervisor,
   type StdioSupervisorOptions,
 } from './supervisor.js';
+import { ERROR_HINTS } from '../errors/codes.js';
 import { isFleetError } from '../errors/fleet-error.js';
 import { childPids, eventually, exists, fixture, NODE, nextLine, processState, sleep } from './test-helpers.js';
 
@@ -56,6 +57,8 @@ describe('allowlist', () => {
     for (const commands of [[], ['/usr/bin/true'], ['node'], [`${NODE} `]]) {
       const error = await refusal(supervisor({ commands }).acquire('acct_a', 'srv_marker', node('marker.mjs', refused)));
       expect(error.code).toBe('DESTINATION_NOT_ALLOWED');
+      // What to change: the option, and the reference server's variable.
+      expect(error.details.hint).toBe(commands.length === 0 ? ERROR_HINTS.stdioDisabled : ERROR_HINTS.stdioCommand);
     }
 
     // The control: the same script, allowed, does create its file; by then a refused one would have created its own.

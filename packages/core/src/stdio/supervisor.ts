@@ -1,6 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
+import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError } from '../errors/fleet-error.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
@@ -187,6 +188,7 @@ class Supervisor implements StdioSupervisor {
     if (!isAllowedCommand(this.commands, config.command, config.args)) {
       throw new FleetError('DESTINATION_NOT_ALLOWED', {
         message: this.commands.length === 0 ? 'Stdio servers are disabled on this service.' : 'The command is not on the allowlist of stdio commands.',
+        details: { hint: this.commands.length === 0 ? ERROR_HINTS.stdioDisabled : ERROR_HINTS.stdioCommand },
       });
     }
     const identity = identityOf(account, config);

@@ -28,7 +28,7 @@ describe('registry changes stage their webhook events', () => {
     const index = new SpyIndex();
     const storage = new Keyv({ throwOnErrors: true });
     const fleet = createFleet({ storage, index, rateLimit: false, webhooks: { worker: false } });
-    (await fleet.webhooks!.create('acct', { url: 'https://h.example.com/', events: ['server.created', 'server.updated', 'server.deleted'] }))._unsafeUnwrap();
+    (await fleet.webhooks.create('acct', { url: 'https://h.example.com/', events: ['server.created', 'server.updated', 'server.deleted'] }))._unsafeUnwrap();
     index.commits.length = 0;
     const server = (await fleet.servers.create('acct', { name: 'a', type: 'http', endpoint: 'https://mcp.example.com/mcp' }))._unsafeUnwrap();
     expect(index.commits).toHaveLength(2);
@@ -50,7 +50,7 @@ describe('registry changes stage their webhook events', () => {
     const index = new SpyIndex({ now: () => now });
     const storage = new Keyv({ throwOnErrors: true });
     const fleet = createFleet({ storage, index, rateLimit: false, now: () => now, webhooks: { worker: false } });
-    (await fleet.webhooks!.create('acct', { url: 'https://h.example.com/', events: ['server.updated'] }))._unsafeUnwrap();
+    (await fleet.webhooks.create('acct', { url: 'https://h.example.com/', events: ['server.updated'] }))._unsafeUnwrap();
     const server = (await fleet.servers.create('acct', { name: 'a', type: 'http', endpoint: 'https://mcp.example.com/mcp' }))._unsafeUnwrap();
     // The intent commit succeeds, then the index goes down: the record is written, its commit is lost.
     const original = index.commit.bind(index);
