@@ -67,9 +67,9 @@ function stale(print) {
 }
 
 /** One step of the build, its output kept for a failure. */
-function run(args) {
+function run(args, env = {}) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -81,7 +81,9 @@ function run(args) {
 async function build() {
   const tsup = await run([join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js')]);
   if (tsup.code !== 0) return tsup;
-  return run([join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'packages/core/ui/vite.config.ts']);
+  // The production build whoever runs this (vitest's global setup sets NODE_ENV=test, which would keep Preact's debug code).
+  const vite = [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'packages/core/ui/vite.config.ts'];
+  return run(vite, { NODE_ENV: 'production' });
 }
 
 const print = fingerprint();

@@ -4,10 +4,11 @@
  * "Send test" at a real receiver, the tool calls page; the CSP header; no request leaves 127.0.0.1. One browser,
  * one page per adapter. The hono run writes the screenshots in docs/ (docs/dashboard.md).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBody, refusedPort } from '../packages/core/src/mcp/fixtures/listen.js';
@@ -51,6 +52,15 @@ afterAll(async () => {
   await upstream?.close();
   receiver?.closeAllConnections();
   await new Promise((resolve) => (receiver ? receiver.close(resolve) : resolve(undefined)));
+});
+
+describe('the dashboard build', () => {
+  it('is the production build, a few tens of KB at most gzipped (docs/dashboard.md)', () => {
+    const dir = fileURLToPath(new URL('../packages/core/dist/dashboard/assets/', import.meta.url));
+    const sizes = readdirSync(dir).map((file) => ({ file, gzipped: gzipSync(readFileSync(`${dir}${file}`), { level: 9 }).byteLength }));
+    expect(sizes.map(({ file }) => file.replace(/-[\w-]+\./, '.')).sort()).toEqual(['index.css', 'index.js']);
+    expect(sizes.reduce((sum, { gzipped }) => sum + gzipped, 0)).toBeLessThan(20_000);
+  });
 });
 
 // Hono at the root of its host app, Express under /api: the page finds its API under either prefix.
