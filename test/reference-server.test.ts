@@ -368,6 +368,28 @@ describe('HOST and PORT', () => {
   });
 });
 
+describe('MCP_FLEET_TRUST_PROXY', () => {
+  /** Bad keys from one forwarded address until the 401 budget (20 a minute) is spent, then one from another. */
+  async function guessFrom(url: string, addresses: [string, string]): Promise<[number, number]> {
+    let last = 0;
+    for (let i = 0; i < 21; i++) {
+      last = (await fetch(`${url}/servers`, { headers: { authorization: 'Bearer wrong-key-0123456789', 'x-forwarded-for': addresses[0] } })).status;
+    }
+    const other = (await fetch(`${url}/servers`, { headers: { authorization: 'Bearer wrong-key-0123456789', 'x-forwarded-for': addresses[1] } })).status;
+    return [last, other];
+  }
+
+  it('with one hop, each forwarded client has its own 401 budget; without, the header is ignored', async () => {
+    const behind = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_TRUST_PROXY: '1' } });
+    expect(await guessFrom(behind.url, ['198.51.100.1', '198.51.100.2'])).toEqual([429, 401]);
+    expectCleanStop(await behind.stop());
+    const direct = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://' } });
+    // A client cannot buy a fresh budget by writing the header itself.
+    expect(await guessFrom(direct.url, ['198.51.100.1', '198.51.100.2'])).toEqual([429, 429]);
+    expectCleanStop(await direct.stop());
+  });
+});
+
 describe('MCP_FLEET_STDIO_COMMANDS', () => {
   const stdio = (name: string, command: string) => ({ name, type: 'stdio', command, args: ['server.js'] });
 

@@ -20,6 +20,9 @@ const ACCOUNT = 'conformance';
 /** The tool the `tools_call` scenario serves, and what it must answer for these arguments. */
 const TOOL = { name: 'add_numbers', arguments: { a: 2, b: 3 }, expected: 'The sum of 2 and 3 is 5' };
 
+/** Scenarios that pass when the client refuses to authenticate: their metadata names another resource or issuer. */
+const REFUSALS = new Set(['auth/resource-mismatch', 'auth/metadata-issuer-mismatch']);
+
 const serverUrl = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 
@@ -38,11 +41,12 @@ function context() {
 /** The server as an embedder registers it: Streamable HTTP, with client credentials when the scenario gives some. */
 function serverInput() {
   const input = { name: 'conformance-server', type: 'http', endpoint: serverUrl, timeout: 10_000 };
-  if (scenario.startsWith('auth/client-credentials')) {
-    const { client_id, client_secret } = context();
-    if (typeof client_id !== 'string' || typeof client_secret !== 'string') throw new Error('MCP_CONFORMANCE_CONTEXT has no client credentials');
-    input.authentication = { type: 'oauth2', client_id, client_secret };
-  }
+  // Any scenario that hands over a client id and secret gets them as oauth2 client credentials; those that test what
+  // the client refuses before it authenticates get credentials of our own (they must never reach a token endpoint).
+  const { client_id, client_secret } = context();
+  if (typeof client_id === 'string' && typeof client_secret === 'string') input.authentication = { type: 'oauth2', client_id, client_secret };
+  else if (REFUSALS.has(scenario)) input.authentication = { type: 'oauth2', client_id: 'mcp-fleet-conformance', client_secret: 'not-a-secret' };
+  else if (scenario.startsWith('auth/client-credentials')) throw new Error('MCP_CONFORMANCE_CONTEXT has no client credentials this client supports');
   return input;
 }
 
@@ -51,6 +55,16 @@ async function checkHealth(fleet, serverId) {
   const health = await fleet.servers.health(ACCOUNT, serverId);
   if (health.isErr()) return fail(`health failed: ${health.error.code}`);
   if (health.value.status !== 'healthy') return fail(`server unhealthy: ${health.value.error?.code ?? 'no error code'}`);
+}
+
+/** `fleet.servers.health` of a server whose authorization metadata the fleet must refuse: unhealthy, UPSTREAM_AUTH_FAILED. */
+async function checkRefused(fleet, serverId) {
+  const health = await fleet.servers.health(ACCOUNT, serverId);
+  if (health.isErr()) return fail(`health failed: ${health.error.code}`);
+  if (health.value.status === 'healthy' || health.value.error?.code !== 'UPSTREAM_AUTH_FAILED') {
+    return fail(`expected a refusal (UPSTREAM_AUTH_FAILED), got ${health.value.status} ${health.value.error?.code ?? ''}`);
+  }
+  console.log('the fleet refused to authenticate, as the scenario expects');
 }
 
 /**
@@ -71,6 +85,58 @@ async function callTool(fleet, serverId) {
   console.log(`tools/call ${TOOL.name} answered "${text}" (${called.value.attempts} attempt, recorded as ${called.value.id})`);
 }
 
+/** One `fleet.tools.call` that must be answered (success or the tool's own error), not fail upstream. */
+async function callOnce(fleet, serverId, name, args) {
+  const called = await fleet.tools.call(ACCOUNT, serverId, name, args);
+  if (called.isErr()) return fail(`tools/call ${name} failed: ${called.error.code}`);
+  const { status, error } = called.value;
+  if (status !== 'success') return fail(`tools/call ${name}: ${status} ${error?.code ?? ''}`);
+  console.log(`tools/call ${name}: ${status}`);
+}
+
+/** The calls the scenario hands over (`context.toolCalls`), made straight away: no tools/list before them. */
+async function callGiven(fleet, serverId, calls) {
+  for (const { name, arguments: args } of calls) await callOnce(fleet, serverId, name, args ?? {});
+}
+
+/** A value of the type a schema property asks for: enough for a scenario server that records what it receives. */
+function sample(property) {
+  switch (property?.type) {
+    case 'integer':
+    case 'number':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'object':
+      return {};
+    case 'array':
+      return [];
+    default:
+      return 'x';
+  }
+}
+
+/** `fleet.tools.list`, then a call of every tool listed, with its required arguments. Returns the tools. */
+async function listAndCallAll(fleet, serverId) {
+  const listed = await fleet.tools.list(ACCOUNT, serverId);
+  if (listed.isErr()) return fail(`tools/list failed: ${listed.error.code}`);
+  for (const tool of listed.value) {
+    const required = tool.inputSchema?.required ?? [];
+    const args = Object.fromEntries(required.map((key) => [key, sample(tool.inputSchema?.properties?.[key])]));
+    await callOnce(fleet, serverId, tool.name, args);
+  }
+  return listed.value;
+}
+
+/** `json-schema-2020-12-preservation`: the focal tool's inputSchema, as the fleet lists it, echoed back verbatim. */
+async function echoSchema(fleet, serverId) {
+  const listed = await fleet.tools.list(ACCOUNT, serverId);
+  if (listed.isErr()) return fail(`tools/list failed: ${listed.error.code}`);
+  const focal = listed.value.find((tool) => tool.name === 'json_schema_2020_12_tool');
+  if (focal === undefined) return fail('tools/list has no json_schema_2020_12_tool');
+  await callOnce(fleet, serverId, 'json_schema_echo', { schema: focal.inputSchema });
+}
+
 async function main() {
   if (serverUrl === undefined || !/^https?:\/\//.test(serverUrl)) throw new Error('usage: client.mjs <server-url>');
   // The suite's servers listen on localhost, which the outgoing-connection guard refuses unless allowed.
@@ -80,12 +146,25 @@ async function main() {
     const created = await fleet.servers.create(ACCOUNT, input);
     if (created.isErr()) return fail(`create failed: ${created.error.code}`);
     const serverId = created.value.id;
+    const given = context().toolCalls;
+    if (Array.isArray(given)) return await callGiven(fleet, serverId, given);
+    if (REFUSALS.has(scenario)) return await checkRefused(fleet, serverId);
+    if (scenario === 'initialize' || scenario.startsWith('auth/')) return await checkHealth(fleet, serverId);
     switch (scenario) {
-      case 'initialize':
-      case 'auth/client-credentials-basic':
-        return await checkHealth(fleet, serverId);
       case 'tools_call':
         return await callTool(fleet, serverId);
+      case 'json-schema-ref-no-deref': {
+        const listed = await fleet.tools.list(ACCOUNT, serverId);
+        if (listed.isErr()) return fail(`tools/list failed: ${listed.error.code}`);
+        return;
+      }
+      case 'json-schema-2020-12-preservation':
+        return await echoSchema(fleet, serverId);
+      case 'http-standard-headers':
+      case 'http-invalid-tool-headers':
+      case 'request-metadata':
+      case 'sse-retry':
+        return void (await listAndCallAll(fleet, serverId));
       default:
         return fail('scenario not supported by this client');
     }

@@ -16,6 +16,8 @@ export interface ServerConfig {
   rateLimits: boolean;
   /** Background health probes every this many ms; 0 turns them off. */
   healthIntervalMs: number;
+  /** Reverse proxies in front of the server whose `X-Forwarded-For` is trusted (`MCP_FLEET_TRUST_PROXY`). */
+  trustProxy: number;
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -89,6 +91,7 @@ function parseHealthInterval(value: string | undefined): number {
 /** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   return {
+    trustProxy: parseInteger('MCP_FLEET_TRUST_PROXY', env.MCP_FLEET_TRUST_PROXY, 0, 0, 10),
     host: env.HOST || '127.0.0.1',
     port: parseInteger('PORT', env.PORT, 3000, 0, 65535),
     store: parseStore(env.MCP_FLEET_STORE),

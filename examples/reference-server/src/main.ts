@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import type { IncomingMessage } from 'node:http';
 import { createFleet } from '@mcp-fleet/core';
+import { clientAddressBehindProxies } from '@mcp-fleet/core/node';
 import { createFleetApp } from '@mcp-fleet/hono';
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig } from './config.js';
 import { openStore } from './store.js';
 
@@ -77,7 +79,11 @@ async function main(): Promise<void> {
       () => c.json({ status: 'unavailable', reason: 'the store cannot be reached' }, 503, { 'cache-control': 'no-store' }),
     ),
   );
-  app.route('/', createFleetApp(fleet));
+  // Behind proxies, the client address of the limit on unauthenticated requests is read from X-Forwarded-For,
+  // as far as MCP_FLEET_TRUST_PROXY hops allow; never otherwise, as any client can write that header.
+  const clientAddress = (c: Context) =>
+    clientAddressBehindProxies(config.trustProxy, (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'));
+  app.route('/', createFleetApp(fleet, { clientAddress }));
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     // One write, the key last: whatever scrolled by before, the banner ends the output.

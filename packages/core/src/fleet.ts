@@ -91,19 +91,19 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
-  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now });
-  const health = new HealthService({ registry, log: healthLog, prober, now });
   const pool = new ConnectionPool(
     { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
+  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
+  const health = new HealthService({ registry, log: healthLog, prober, now });
   healthLog.follow(events);
   pool.follow(events);
   stopWithServers(supervisor, events);
 
   const toolCallLog = new ToolCallLog(records, index, changes);
-  const { record, backoff } = options.toolCalls ?? {};
-  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff });
+  const { record, backoff, maxTotalMs, maxConcurrentPerAccount } = options.toolCalls ?? {};
+  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now, operationLimits(routes));

@@ -103,6 +103,10 @@ export interface ToolCallsOptions {
   backoff?: BackoffOptions;
   /** A kept http connection (or websocket without heartbeat) unused this long is closed, in ms. @default 60000 */
   idleMs?: number;
+  /** A call's attempts and the waits between them together never take longer, in ms. @default 120000 */
+  maxTotalMs?: number;
+  /** Tool calls in flight at once per account in this process; beyond, 429 `RATE_LIMITED` with `scope: "concurrency"`. @default 32 */
+  maxConcurrentPerAccount?: number;
 }
 
 /** The options `createFleet` checked, with their defaults filled in. Misconfiguration throws here, at start. */

@@ -1,5 +1,6 @@
 import {
   Client,
+  SSEClientTransport,
   StreamableHTTPClientTransport,
   type AuthProvider,
   type ClientOptions,
@@ -10,12 +11,16 @@ import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
-import { timeoutError, toUpstreamError } from './errors.js';
-import { ClientCredentialsSource, MemoryTokenCache, type TokenCache } from './oauth.js';
+import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
+import { ClientCredentialsSource, MemoryTokenCache, type TokenCache, withScopeStepUp } from './oauth.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
 
-/** The two eras of MCP a server may speak: the 2025 revisions (`initialize`, sessions) or 2026-07-28 (`server/discover`, stateless). */
-export type McpEra = '2025' | '2026-07-28';
+/**
+ * The eras of MCP a server may speak: the 2025 revisions (`initialize`, sessions), 2026-07-28 (`server/discover`,
+ * stateless), or `2024-11-05`, the legacy HTTP+SSE transport (a GET event stream, POSTs to the endpoint it names)
+ * that an http server without Streamable HTTP still speaks, with `initialize`.
+ */
+export type McpEra = '2024-11-05' | '2025' | '2026-07-28';
 
 /** Opens the MCP transport of a stdio server; `stdio/`'s process supervisor provides it. */
 export type StdioTransportFactory = (config: StdioServerConfig, options: { signal: AbortSignal }) => Transport | Promise<Transport>;
@@ -35,6 +40,8 @@ export interface McpClientDeps {
 }
 
 export interface OpenTransportOptions {
+  /** An http server: the legacy HTTP+SSE transport (2024-11-05) instead of Streamable HTTP. @default false */
+  legacySse?: boolean;
   /** Aborting it closes the transport and fails what is in flight. @default undefined */
   signal?: AbortSignal;
   /** Bound of a WebSocket handshake. @default 30_000 */
@@ -97,14 +104,24 @@ export function openTransport(
       source === undefined
         ? undefined
         : {
-            token: () => source.token(),
-            onUnauthorized: async () => source.invalidate(),
+            token: () => source.tokenOrChallenge(),
+            onUnauthorized: async ({ response }) => source.challenged(response),
           };
+    const requestInit: RequestInit = { redirect: 'manual', ...(bearer === undefined ? {} : { headers: bearer }) };
+    if (options.legacySse === true) {
+      // The stream's GET gets the bearer through the fetch: the transport reads no requestInit for it.
+      const streamFetch: FetchLike = bearer === undefined ? fetch : (input, init) => fetch(input, { ...init, headers: { ...headersOf(init?.headers), ...bearer } });
+      return closeOnAbort(
+        new SSEClientTransport(url, { fetch: streamFetch, requestInit, ...(authProvider === undefined ? {} : { authProvider }) }),
+        options.signal,
+      );
+    }
     transport = new StreamableHTTPClientTransport(url, {
-      fetch,
-      requestInit: { redirect: 'manual', ...(bearer === undefined ? {} : { headers: bearer }) },
+      fetch: source === undefined ? fetch : withScopeStepUp(fetch, source),
+      requestInit,
       ...(authProvider === undefined ? {} : { authProvider }),
-      // Client credentials cannot widen their scope by re-authorizing: a 403 insufficient_scope is final.
+      // The SDK's step-up needs an authorization-code provider; withScopeStepUp does it once per request for client
+      // credentials, and a refusal after it is final.
       onInsufficientScope: 'throw',
     });
   } else {
@@ -116,13 +133,21 @@ export function openTransport(
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
   }
-  if (options.signal !== undefined) {
-    const signal = options.signal;
+  return closeOnAbort(transport, options.signal);
+}
+
+/** Aborting `signal` closes the transport (and fails what is in flight). */
+function closeOnAbort(transport: Transport, signal: AbortSignal | undefined): Transport {
+  if (signal !== undefined) {
     const close = () => void transport.close().catch(() => {});
     if (signal.aborted) close();
     else signal.addEventListener('abort', close, { once: true });
   }
   return transport;
+}
+
+function headersOf(headers: RequestInit['headers']): Record<string, string> {
+  return Object.fromEntries(new Headers(headers).entries());
 }
 
 export const CLIENT_INFO = { name: 'mcp-fleet', version: '0.1.0' } as const;
@@ -142,8 +167,14 @@ export interface ConnectedClient {
   era: McpEra;
 }
 
-/** How one connection attempt negotiates: the SDK's probe-and-fallback, or one era straight away. */
-type Attempt = 'auto' | 'legacy' | 'modern';
+/** How one connection attempt negotiates: the SDK's probe-and-fallback, one era straight away, or legacy HTTP+SSE. */
+type Attempt = 'auto' | 'legacy' | 'modern' | 'sse';
+
+/**
+ * Statuses with which a legacy HTTP+SSE server (2024-11-05) answers a Streamable HTTP POST to its `/sse` endpoint:
+ * the SDK documents falling back to the SSE transport on them.
+ */
+const NOT_STREAMABLE_HTTP = new Set([400, 404, 405]);
 
 /**
  * A remembered era goes first; without one the SDK's `auto` negotiation runs (`server/discover`, then
@@ -151,6 +182,7 @@ type Attempt = 'auto' | 'legacy' | 'modern';
  * silent on `server/discover` may be a 2025 server that ignores unknown methods, so `initialize` follows.
  */
 function plan(era: McpEra | undefined, kind: ServerConfig['type']): Attempt[] {
+  if (era === '2024-11-05' && kind === 'http') return ['sse', 'auto'];
   if (era === '2025') return ['legacy', 'auto'];
   if (era === '2026-07-28') return ['modern', 'auto'];
   return kind === 'http' ? ['auto'] : ['auto', 'legacy'];
@@ -161,8 +193,8 @@ function worthAnotherAttempt(error: UpstreamError, kind: ServerConfig['type']): 
   return error.code === 'UPSTREAM_PROTOCOL_ERROR' || (kind !== 'http' && error.code === 'UPSTREAM_TIMEOUT');
 }
 
-async function createTransport(config: ServerConfig, deps: McpClientDeps, signal: AbortSignal, remainingMs: number): Promise<Transport> {
-  if (config.type !== 'stdio') return openTransport(config, deps, { signal, connectTimeoutMs: remainingMs });
+async function createTransport(config: ServerConfig, deps: McpClientDeps, signal: AbortSignal, remainingMs: number, legacySse: boolean): Promise<Transport> {
+  if (config.type !== 'stdio') return openTransport(config, deps, { signal, connectTimeoutMs: remainingMs, legacySse });
   if (deps.stdioTransport === undefined) {
     throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'stdio servers are not enabled on this service.', details: { hint: ERROR_HINTS.stdioDisabled } });
   }
@@ -171,7 +203,7 @@ async function createTransport(config: ServerConfig, deps: McpClientDeps, signal
 
 function clientOptions(attempt: Attempt, kind: ServerConfig['type'], remainingMs: number): ClientOptions {
   if (attempt === 'modern') return { versionNegotiation: { mode: { pin: '2026-07-28' } } };
-  if (attempt === 'legacy') return {};
+  if (attempt === 'legacy' || attempt === 'sse') return {};
   // Off HTTP a discover that goes unanswered is followed by `initialize`, so it may use only half the time.
   return { versionNegotiation: { mode: 'auto', ...(kind === 'http' ? {} : { probe: { timeoutMs: Math.max(1, Math.floor(remainingMs / 2)) } }) } };
 }
@@ -208,6 +240,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
   const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
   const timedOut = () => timeoutError(timeoutMs);
   const attempts = plan(options.era, config.type);
+  // Iterated while it grows: a failed Streamable HTTP attempt may add the legacy SSE one.
   let lastError: UpstreamError = timedOut();
 
   for (const [index, attempt] of attempts.entries()) {
@@ -215,7 +248,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
     let client: Client | undefined;
     let transport: Transport | undefined;
     try {
-      const creating = createTransport(config, deps, signal, remaining());
+      const creating = createTransport(config, deps, signal, remaining(), attempt === 'sse');
       // A transport that arrives after the deadline (a slow stdio spawn) is closed, not leaked.
       creating
         .then((late) => {
@@ -227,16 +260,20 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
       client = connected;
       const opened = transport;
       await bounded(
-        connected.connect(opened, { timeout: remaining(), signal, ...(attempt === 'legacy' ? { prior: { kind: 'legacy' } } : {}) }),
+        connected.connect(opened, { timeout: remaining(), signal, ...(attempt === 'legacy' || attempt === 'sse' ? { prior: { kind: 'legacy' } } : {}) }),
         signal,
         timedOut,
       );
-      return { client: connected, transport: opened, era: connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025' };
+      const era = attempt === 'sse' ? '2024-11-05' : connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025';
+      return { client: connected, transport: opened, era };
     } catch (error) {
       await closeClient(client, transport, 0);
       lastError = signal.aborted ? timedOut() : toUpstreamError(error, timeoutMs);
+      // A POST the endpoint has no handler for: a legacy HTTP+SSE server, tried once the others failed.
+      const status = httpStatusOf(error);
+      if (config.type === 'http' && !attempts.includes('sse') && status !== undefined && NOT_STREAMABLE_HTTP.has(status)) attempts.push('sse');
       const last = index === attempts.length - 1;
-      if (last || !worthAnotherAttempt(lastError, config.type)) throw lastError;
+      if (last || !(worthAnotherAttempt(lastError, config.type) || attempts[index + 1] === 'sse')) throw lastError;
     }
   }
   throw lastError;

@@ -126,3 +126,9 @@ export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamErro
   }
   return failure('UPSTREAM_PROTOCOL_ERROR', 'The exchange with the server failed; its reply is not MCP.', error);
 }
+
+/** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */
+export function httpStatusOf(error: unknown): number | undefined {
+  const found = errorChain(error).find((item) => item instanceof SdkHttpError);
+  return found?.data.status;
+}

@@ -21,10 +21,22 @@ function oauth(endpoint: string, extra: { token_url?: string; scope?: string; cl
   };
 }
 
-/** An MCP server that accepts only the tokens `auth` issued, and records the Authorization headers it saw. */
-async function protectedServer(auth: AuthServer, options: { discoverable?: boolean } = {}) {
+/**
+ * An MCP server that accepts only the tokens `auth` issued, and records the Authorization headers it saw.
+ * `discoverable`: its protected-resource metadata at the path-based well-known URL; `metadata`: at `path` instead, with
+ * the document `document(url)` (the 401 challenge names it either way).
+ */
+async function protectedServer(
+  auth: AuthServer,
+  options: { discoverable?: boolean; metadata?: { path: string; document: (url: string) => Record<string, unknown> } } = {},
+) {
   const seen: (string | undefined)[] = [];
   let url = '';
+  const metadata =
+    options.metadata ??
+    (options.discoverable === true
+      ? { path: '/.well-known/oauth-protected-resource/mcp', document: (at: string) => ({ resource: at, authorization_servers: [auth.origin] }) }
+      : undefined);
   const server = await started(
     startV2Server({
       authorize: (header) => {
@@ -32,12 +44,10 @@ async function protectedServer(auth: AuthServer, options: { discoverable?: boole
         return auth.accepts(header);
       },
       get resourceMetadata() {
-        return options.discoverable === true ? `${new URL(url).origin}/.well-known/oauth-protected-resource/mcp` : undefined;
+        return metadata === undefined ? undefined : `${new URL(url).origin}${metadata.path}`;
       },
       get documents() {
-        return options.discoverable === true
-          ? { '/.well-known/oauth-protected-resource/mcp': { resource: url, authorization_servers: [auth.origin] } }
-          : undefined;
+        return metadata === undefined ? undefined : { [metadata.path]: metadata.document(url) };
       },
     }),
   );
@@ -73,6 +83,47 @@ describe('oauth2 client credentials', () => {
     expect(auth.requests).toHaveLength(1);
     expect(auth.requests[0]?.params.get('resource')).toBe(server.url);
     expect(seen).toEqual(['Bearer fixture-token-1', 'Bearer fixture-token-1']);
+  });
+
+  it('discovers from the resource_metadata of the 401 challenge when the metadata is not at a well-known URL; asks for its scopes', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server, seen } = await protectedServer(auth, {
+      metadata: { path: '/metadata/prm', document: (url) => ({ resource: url, authorization_servers: [auth.origin], scopes_supported: ['mcp:tools', 'mcp:read'] }) },
+    });
+    await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests).toHaveLength(1);
+    expect(auth.requests[0]?.params.get('scope')).toBe('mcp:tools mcp:read');
+    expect(auth.requests[0]?.params.get('resource')).toBe(server.url);
+    expect(seen[0]).toBeUndefined();
+    expect(seen.at(-1)).toBe('Bearer fixture-token-1');
+  });
+
+  it('sends the resource of protected-resource metadata without a path as written: no trailing slash', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const { server } = await protectedServer(auth, {
+      metadata: { path: '/.well-known/oauth-protected-resource', document: (url) => ({ resource: new URL(url).origin, authorization_servers: [auth.origin] }) },
+    });
+    await expect(probeServer(oauth(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests[0]?.params.get('resource')).toBe(new URL(server.url).origin);
+  });
+
+  it('steps up once on a 403 insufficient_scope: a token with the configured and the challenged scope, then the request again', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const scopeOf = (header: string | undefined) => {
+      const issued = Number(header?.replace('Bearer fixture-token-', ''));
+      return auth.requests[issued - 1]?.params.get('scope')?.split(' ') ?? [];
+    };
+    const server = await started(
+      startV2Server({ authorize: (header) => auth.accepts(header), missingScope: (header) => (scopeOf(header).includes('mcp:write') ? undefined : 'mcp:write') }),
+    );
+    const config = oauth(server.url, { token_url: auth.tokenUrl, scope: 'mcp:read' });
+    await expect(probeServer(config, { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests.map((request) => request.params.get('scope'))).toEqual(['mcp:read', 'mcp:read mcp:write']);
+
+    const stubborn = await started(startV2Server({ authorize: (header) => auth.accepts(header), missingScope: () => 'mcp:admin' }));
+    const refused = await probeServer(oauth(stubborn.url, { token_url: auth.tokenUrl }), { tokens: new MemoryTokenCache() });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(auth.requests).toHaveLength(4);
   });
 
   it('fetches a new token shortly before the cached one expires', async () => {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   ClientCredentialsProvider,
   discoverOAuthServerInfo,
+  extractWWWAuthenticateParams,
   fetchToken,
   InsecureTokenEndpointError,
   OAuthError,
@@ -96,6 +97,10 @@ const inFlightByCache = new WeakMap<TokenCache, Map<string, Promise<CachedToken>
 export class ClientCredentialsSource {
   private readonly key: string;
   private readonly now: () => number;
+  /** What the server's latest 401 said; undefined before one. */
+  private challenge: { resourceMetadataUrl?: URL; scope?: string } | undefined;
+  /** Whether the latest discovery failed (no protected-resource metadata found where it looked). */
+  private discoveryMissed = false;
 
   constructor(private readonly options: ClientCredentialsOptions) {
     const { endpoint, credentials } = options;
@@ -128,25 +133,60 @@ export class ClientCredentialsSource {
     this.options.cache.delete(this.key);
   }
 
+  /**
+   * For a request that may go without a token: `undefined` while discovery found no protected-resource metadata at
+   * the well-known URLs and the server has not yet answered 401, whose `WWW-Authenticate` may name it
+   * (`resource_metadata`, RFC 9728); `challenged` then records it and the retry discovers with it.
+   */
+  async tokenOrChallenge(): Promise<string | undefined> {
+    try {
+      return await this.token();
+    } catch (error) {
+      if (this.discoveryMissed && this.challenge === undefined) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * The server answered 401, or 403 `insufficient_scope`: its `WWW-Authenticate` `resource_metadata` (where discovery
+   * starts) and `scope` (asked for with the configured one) are used from now on, and the refused token is dropped.
+   */
+  challenged(response: Response): void {
+    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+    this.challenge = { ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl }), ...(scope === undefined ? {} : { scope }) };
+    this.invalidate();
+  }
+
   private async fetchToken(): Promise<CachedToken> {
     const { credentials, fetch } = this.options;
     const serverUrl = httpUrlOf(this.options.endpoint);
     const startedAt = this.now();
     let tokens;
     try {
-      const { authorizationServerUrl, metadata, resourceMetadata } =
-        credentials.token_url === undefined ? await discover(serverUrl, fetch) : configured(credentials.token_url);
+      let endpoint: TokenEndpoint;
+      if (credentials.token_url === undefined) {
+        this.discoveryMissed = false;
+        endpoint = await discover(serverUrl, fetch, this.challenge?.resourceMetadataUrl).catch((error: unknown) => {
+          this.discoveryMissed = true;
+          throw error;
+        });
+      } else endpoint = configured(credentials.token_url);
+      const { authorizationServerUrl, metadata, resourceMetadata } = endpoint;
+      // The configured scope with the one the server's challenge asked for, else every scope its metadata supports.
+      const scope = unionOfScopes(credentials.scope, this.challenge?.scope) ?? resourceMetadata?.scopes_supported?.join(' ');
       const provider = new ClientCredentialsProvider({
         clientId: credentials.client_id,
         clientSecret: credentials.client_secret,
         clientName: 'mcp-fleet',
-        ...(credentials.scope === undefined ? {} : { scope: credentials.scope }),
+        ...(scope === undefined ? {} : { scope }),
         // The issuer fetchToken checks the credentials against: the one just discovered or configured.
         expectedIssuer: metadata.issuer,
       });
-      // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server.
-      const resource = (await selectResourceURL(serverUrl, provider, resourceMetadata)) ?? resourceUrlFromServerUrl(serverUrl);
-      tokens = await fetchToken(provider, authorizationServerUrl, { metadata, resource, scope: credentials.scope, fetchFn: fetch });
+      // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server, sent as
+      // that metadata writes it (a URL object would add a `/` to a resource without a path).
+      const selected = await selectResourceURL(serverUrl, provider, resourceMetadata);
+      const resource = selected === undefined ? resourceUrlFromServerUrl(serverUrl) : (resourceMetadata?.resource ?? selected);
+      tokens = await fetchToken(provider, authorizationServerUrl, { metadata, resource, scope, fetchFn: fetch });
     } catch (error) {
       throw tokenFailure(error);
     }
@@ -158,6 +198,30 @@ export class ClientCredentialsSource {
     this.options.cache.set(this.key, token);
     return token;
   }
+}
+
+/** Space-separated scopes of both, each once; undefined when neither names any. */
+function unionOfScopes(...lists: (string | undefined)[]): string | undefined {
+  const scopes = new Set(lists.flatMap((list) => list?.split(' ').filter((scope) => scope !== '') ?? []));
+  return scopes.size === 0 ? undefined : [...scopes].join(' ');
+}
+
+/**
+ * fetch that answers a 403 `insufficient_scope` (RFC 6750) once per request: a token with the scope the challenge
+ * names is fetched and the request sent again with it; a second refusal is the answer (no step-up loop).
+ */
+export function withScopeStepUp(fetch: FetchLike, source: ClientCredentialsSource): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (response.status !== 403) return response;
+    const { error, scope } = extractWWWAuthenticateParams(response);
+    if (error !== 'insufficient_scope' || scope === undefined) return response;
+    await response.body?.cancel().catch(() => {});
+    source.challenged(response);
+    const headers = new Headers(init?.headers);
+    headers.set('Authorization', `Bearer ${await source.token()}`);
+    return fetch(url, { ...init, headers });
+  };
 }
 
 /** Discovery and the token request speak HTTP even for a WebSocket server: `wss://h/p` → `https://h/p`. */
@@ -174,8 +238,8 @@ interface TokenEndpoint {
   resourceMetadata?: OAuthProtectedResourceMetadata;
 }
 
-async function discover(serverUrl: URL, fetch: FetchLike): Promise<TokenEndpoint> {
-  const info = await discoverOAuthServerInfo(serverUrl, { fetchFn: fetch });
+async function discover(serverUrl: URL, fetch: FetchLike, resourceMetadataUrl: URL | undefined): Promise<TokenEndpoint> {
+  const info = await discoverOAuthServerInfo(serverUrl, { fetchFn: fetch, ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl }) });
   if (info.authorizationServerMetadata?.token_endpoint === undefined) {
     throw new FleetError('UPSTREAM_AUTH_FAILED', { message: 'OAuth discovery found no token endpoint for this server; configure token_url.' });
   }

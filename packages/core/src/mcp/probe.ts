@@ -1,5 +1,5 @@
 import type { ServerConfig } from '../registry/schema.js';
-import { closeClient, connectClient, type McpClientDeps, type McpEra } from './connect.js';
+import { closeClient, connectClient, type ConnectedClient, type McpClientDeps, type McpEra } from './connect.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { timeoutError, toUpstreamError } from './errors.js';
 
@@ -38,10 +38,7 @@ export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}
   const { client, transport, era } = connected;
   try {
     // 2026-07-28 has no ping: the answered `server/discover` was the whole exchange.
-    if (era === '2025') {
-      const remaining = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
-      await client.ping({ timeout: remaining, signal });
-    }
+    if (era !== '2026-07-28') await client.ping({ timeout: Math.max(1, Math.round(timeoutMs - (performance.now() - started))), signal });
     return { ok: true, era, responseTimeMs: elapsed() };
   } catch (error) {
     const failure = signal.aborted ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
@@ -50,5 +47,21 @@ export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}
     // Deleting a 2025 session may use what is left of the timeout, never more.
     await closeClient(client, transport, Math.max(0, Math.min(1000, Math.round(timeoutMs - (performance.now() - started)))));
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Probes over a connection that is already open (a stdio server's one client, kept by the connection pool): `ping` in
+ * the 2025 era (and legacy HTTP+SSE), `server/discover` in 2026-07-28, which has no ping. Never throws.
+ */
+export async function probeConnected(connected: Pick<ConnectedClient, 'client' | 'era'>, timeoutMs: number): Promise<ProbeResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    if (connected.era !== '2026-07-28') await connected.client.ping({ timeout: timeoutMs });
+    else await connected.client.discover({ timeout: timeoutMs });
+    return { ok: true, era: connected.era, responseTimeMs: elapsed() };
+  } catch (error) {
+    return { ok: false, error: toUpstreamError(error, timeoutMs).toJSON(), responseTimeMs: elapsed() };
   }
 }

@@ -4,5 +4,6 @@
  * response, and `mountPath` decides which requests are the fleet's.
  */
 export { mountPath } from '../http/mount-path.js';
+export { clientAddressBehindProxies } from './client-address.js';
 export { toWebRequest, type ToWebRequestOptions } from './request.js';
 export { writeWebResponse } from './response.js';

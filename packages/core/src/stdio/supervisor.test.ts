@@ -240,6 +240,14 @@ describe('crash-loop backoff', () => {
     expect((await stdio.acquire('acct_b', 'srv_other', crash)).pid).toBeGreaterThan(0);
   });
 
+  it('a process that exits cleanly (code 0) within the window is not a crash: the next acquire spawns at once', async () => {
+    const stdio = supervisor({ crashBackoff: { initialMs: 10_000, windowMs: 60_000 } });
+    expect(await (await stdio.acquire('acct_a', 'srv_1', node('clean-exit.mjs'))).exited).toMatchObject({ code: 0, reason: 'exited' });
+    const again = await stdio.acquire('acct_a', 'srv_1', node('clean-exit.mjs'));
+    expect(again.pid).toBeGreaterThan(0);
+    await again.exited;
+  });
+
   it('a process that exits after the window is not a crash', async () => {
     const stdio = supervisor({ crashBackoff: { initialMs: 10_000, windowMs: 0 } });
     await (await stdio.acquire('acct_a', 'srv_1', node('crash.mjs'))).exited;

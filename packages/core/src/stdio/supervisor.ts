@@ -242,7 +242,9 @@ class Supervisor implements StdioSupervisor {
   private onLeaderExit(proc: ManagedProcess, code: number | null, signal: NodeJS.Signals | null): void {
     proc.leaderExit = { code, signal };
     clearTimeout(proc.idleTimer);
-    if (proc.stopReason === undefined) this.backoff.exited(proc.serverId, proc.identity, proc.startedAt);
+    // Exit code 0 is a server that chose to end (some serve one exchange and leave): never a crash.
+    if (proc.stopReason === undefined && code === 0 && signal === null) this.backoff.forget(proc.serverId);
+    else if (proc.stopReason === undefined) this.backoff.exited(proc.serverId, proc.identity, proc.startedAt);
     if (proc.state !== 'stopping') proc.state = 'exited';
     // What the leader started is still in its group: end it too, so that no orphan outlives a crash.
     void this.terminate(proc);

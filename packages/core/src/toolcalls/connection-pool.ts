@@ -8,6 +8,8 @@ import {
   type StdioTransportFactory,
 } from '../mcp/connect.js';
 import { FleetError } from '../errors/fleet-error.js';
+import { toUpstreamError } from '../mcp/errors.js';
+import { probeConnected, type ProbeResult } from '../mcp/probe.js';
 import type { EventSource } from '../events/bus.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
@@ -32,6 +34,9 @@ export interface Lease {
   reused: boolean;
   /** The `Retry-After` of the latest 429 or 503 this connection received, in ms, then forgotten. */
   takeRetryAfter(): number | undefined;
+  /** Whether `tools/list` was answered on this connection (the SDK client then knows the tools' `x-mcp-header`s). */
+  readonly listed: boolean;
+  markListed(): void;
   release(): void;
   discard(): Promise<void>;
 }
@@ -46,6 +51,7 @@ interface Entry {
   closed: boolean;
   busy: number;
   used: boolean;
+  listed: boolean;
   heartbeat?: NodeJS.Timeout;
   idle?: NodeJS.Timeout;
   retryAfterMs?: number | undefined;
@@ -59,11 +65,14 @@ const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
  * - http, and websocket without heartbeat: closed after `idleMs` without a call;
  * - websocket with `heartbeat.enabled`: pinged every `heartbeat.interval` (MCP `ping`; `server/discover` on 2026-07-28,
  *   which has no ping) and reopened when a ping fails;
- * - stdio: one client over the supervisor's live process of the server; the process's exit closes it.
+ * - stdio: one initialised client over the supervisor's live process of the server, shared by calls and probes
+ *   (`probe`); the process's exit closes it.
  * `drop` closes a server's connection (on update and delete); `close` closes all.
  */
 export class ConnectionPool {
   private readonly entries = new Map<string, Entry>();
+  /** The era each server answered in last, per configuration: a new connection tries it first (no `server/discover` → 400 each time). */
+  private readonly eras = new Map<string, { key: string; era: McpEra }>();
   private readonly idleMs: number;
   private closing = false;
 
@@ -82,7 +91,7 @@ export class ConnectionPool {
       await this.drop(server.id);
       entry = undefined;
     }
-    entry ??= this.open(server, timeoutMs);
+    entry ??= this.open(server, timeoutMs, this.rememberedEra(server));
     const current = entry;
     current.busy += 1;
     clearTimeout(current.idle);
@@ -105,6 +114,12 @@ export class ConnectionPool {
         current.retryAfterMs = undefined;
         return value;
       },
+      get listed() {
+        return current.listed;
+      },
+      markListed: () => {
+        current.listed = true;
+      },
       release: () => {
         if (settled) return;
         settled = true;
@@ -121,11 +136,38 @@ export class ConnectionPool {
     };
   }
 
+  /**
+   * Probes a server over its kept connection (opened within its `timeout` when there is none), so that a stdio
+   * process is initialised once and shared by probes and calls. Never throws; a failed probe closes the connection.
+   */
+  async probe(server: ServerRecord): Promise<ProbeResult> {
+    const timeoutMs = server.config.timeout;
+    const started = performance.now();
+    let lease: Lease;
+    try {
+      lease = await this.acquire(server, timeoutMs);
+    } catch (error) {
+      return { ok: false, error: toUpstreamError(error, timeoutMs).toJSON(), responseTimeMs: Math.round(performance.now() - started) };
+    }
+    const result = await probeConnected(lease, Math.max(1, Math.round(timeoutMs - (performance.now() - started))));
+    if (result.ok) lease.release();
+    else void lease.discard();
+    return { ...result, responseTimeMs: Math.round(performance.now() - started) };
+  }
+
   /** A connection never outlives its server, nor the configuration it was opened with. */
   follow(events: EventSource): void {
     const drop = ({ server }: { server: { id: string } }) => void this.drop(server.id);
     events.on('server.updated', drop);
-    events.on('server.deleted', drop);
+    events.on('server.deleted', ({ server }) => {
+      this.eras.delete(server.id);
+      void this.drop(server.id);
+    });
+  }
+
+  private rememberedEra(server: ServerRecord): McpEra | undefined {
+    const remembered = this.eras.get(server.id);
+    return remembered?.key === keyOf(server) ? remembered.era : undefined;
   }
 
   /** Closes the connection of a server, if any. */
@@ -159,6 +201,7 @@ export class ConnectionPool {
       closed: false,
       busy: 0,
       used: false,
+      listed: false,
     };
     const fetch = this.deps.fetch ?? globalThis.fetch;
     // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
@@ -172,6 +215,7 @@ export class ConnectionPool {
       (connected) => {
         clearTimeout(timer);
         entry.connected = connected;
+        this.eras.set(server.id, { key: entry.key, era: connected.era });
         if (entry.closed) {
           void closeClient(connected.client, connected.transport, 0);
           throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The connection was closed while it opened.' });
@@ -233,7 +277,8 @@ export class ConnectionPool {
   }
 
   private scheduleIdle(entry: Entry, server: ServerRecord): void {
-    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined) return;
+    // A stdio client lives as long as its process: the supervisor's idle timeout ends both.
+    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined || server.config.type === 'stdio') return;
     clearTimeout(entry.idle);
     entry.idle = setTimeout(() => {
       if (entry.busy === 0 && this.entries.get(server.id) === entry) void this.drop(server.id);

@@ -2,22 +2,39 @@ import { SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import type { UpstreamErrorCode } from '../errors/codes.js';
 import { FleetError } from '../errors/fleet-error.js';
-import { backoffDelay, httpStatusOf, isRetrySafe, parseRetryAfter } from './retry.js';
+import { backoffDelay, httpStatusOf, isRetrySafe, neverSent, parseRetryAfter } from './retry.js';
 
 const failure = (code: UpstreamErrorCode, status?: number) => ({ error: new FleetError(code), status });
 
 describe('retry policy', () => {
-  it('retries refused/reset connections, timeouts, 5xx and 429 only', () => {
-    expect(isRetrySafe(failure('UPSTREAM_UNREACHABLE'))).toBe(true);
-    expect(isRetrySafe(failure('UPSTREAM_TIMEOUT'))).toBe(true);
+  it('retries a transient failure that never reached the server: not sent, 429, 503', () => {
+    const unsent = (code: UpstreamErrorCode, status?: number) => ({ ...failure(code, status), reached: false });
+    expect(isRetrySafe(unsent('UPSTREAM_UNREACHABLE'))).toBe(true);
+    expect(isRetrySafe(unsent('UPSTREAM_TIMEOUT'))).toBe(true);
+    expect(isRetrySafe(unsent('UPSTREAM_PROTOCOL_ERROR', 502))).toBe(true);
     expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 503))).toBe(true);
-    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 500))).toBe(true);
     expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 429))).toBe(true);
-    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 400))).toBe(false);
-    expect(isRetrySafe(failure('UPSTREAM_AUTH_FAILED', 401))).toBe(false);
-    expect(isRetrySafe(failure('UPSTREAM_AUTH_FAILED'))).toBe(false);
-    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR'))).toBe(false);
-    expect(isRetrySafe(failure('DESTINATION_NOT_ALLOWED'))).toBe(false);
+    expect(isRetrySafe(unsent('UPSTREAM_PROTOCOL_ERROR', 400))).toBe(false);
+    expect(isRetrySafe(unsent('UPSTREAM_AUTH_FAILED', 401))).toBe(false);
+    expect(isRetrySafe(unsent('UPSTREAM_PROTOCOL_ERROR'))).toBe(false);
+    expect(isRetrySafe(unsent('DESTINATION_NOT_ALLOWED'))).toBe(false);
+  });
+
+  it('a failure after the request may have run is retried only for an idempotent or read-only tool', () => {
+    for (const sent of [failure('UPSTREAM_TIMEOUT'), failure('UPSTREAM_UNREACHABLE'), failure('UPSTREAM_PROTOCOL_ERROR', 500), failure('UPSTREAM_PROTOCOL_ERROR', 504)]) {
+      expect(isRetrySafe(sent)).toBe(false);
+      expect(isRetrySafe(sent, { idempotentHint: false, readOnlyHint: false })).toBe(false);
+      expect(isRetrySafe(sent, { idempotentHint: true })).toBe(true);
+      expect(isRetrySafe(sent, { readOnlyHint: true })).toBe(true);
+    }
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR', 400), { idempotentHint: true })).toBe(false);
+    expect(isRetrySafe(failure('UPSTREAM_PROTOCOL_ERROR'), { readOnlyHint: true })).toBe(false);
+  });
+
+  it('knows a request that never left: refused, unresolved, connect timeout; not a reset', () => {
+    const withCode = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(code), { code }) });
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']) expect(neverSent(withCode(code))).toBe(true);
+    for (const code of ['ECONNRESET', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT']) expect(neverSent(withCode(code))).toBe(false);
   });
 
   it('reads the HTTP status off the cause chain', () => {

@@ -1,8 +1,8 @@
-import { SdkHttpError } from '@modelcontextprotocol/client';
 import { errorChain, type UpstreamError } from '../errors/fleet-error.js';
 import { backoffDelay as exponentialDelay } from '../util/backoff.js';
 
 export { parseRetryAfter } from '../util/backoff.js';
+export { httpStatusOf } from '../mcp/errors.js';
 
 /** How retries wait: exponential backoff with full jitter, and the cap of a server's `Retry-After`. */
 export interface BackoffOptions {
@@ -19,22 +19,49 @@ export interface AttemptFailure {
   status?: number | undefined;
   /** The server's `Retry-After`, in ms, when it sent one with a 429 or 503. */
   retryAfterMs?: number | undefined;
+  /**
+   * Whether the `tools/call` request may have reached the server: false when it failed before it was sent (the
+   * connection could not be opened) or was refused before any handler ran (connection refused, DNS, a session the
+   * server no longer knows). @default true
+   */
+  reached?: boolean | undefined;
 }
 
-/** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */
-export function httpStatusOf(error: unknown): number | undefined {
-  const found = errorChain(error).find((item) => item instanceof SdkHttpError);
-  return found?.data.status;
+/** What the tool declares of itself in the server's latest `tools/list` (MCP tool annotations). */
+export interface ToolHints {
+  /** `annotations.idempotentHint`: calling it again with the same arguments has no further effect. */
+  idempotentHint?: boolean | undefined;
+  /** `annotations.readOnlyHint`: it changes nothing. */
+  readOnlyHint?: boolean | undefined;
+}
+
+/** Socket errors that happen before a request is written: the server never saw it. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether `error` proves the request never left (a refused connection, a name that does not resolve). */
+export function neverSent(error: unknown): boolean {
+  return errorChain(error).some((item) => {
+    const code = typeof item === 'object' && item !== null ? (item as { code?: unknown }).code : undefined;
+    return typeof code === 'string' && NEVER_SENT.has(code);
+  });
 }
 
 /**
- * Whether a failed attempt may be repeated without risk of running the tool twice on purpose: the connection was
- * refused or reset, no answer came in time, the server answered 5xx or 429. Never a refusal of credentials, a
- * protocol error, a JSON-RPC error or a tool that answered `isError` (those are not failures of the attempt at all).
+ * Whether a failed attempt may be repeated without running the tool twice by accident (docs/configuration.md
+ * "Retries"). A transient failure (unreachable, no answer in time, 5xx, 429) is repeated when the request provably
+ * never ran: it was never sent, or the server turned it away before any handler (429, 503). Any other transient
+ * failure (a timeout, a reset after sending, 500/502/504) is repeated only for a tool that declares itself
+ * `idempotentHint` or `readOnlyHint`. Never a refusal of credentials, a protocol error, a JSON-RPC error or a tool
+ * that answered `isError` (those are not failures of the attempt at all).
  */
-export function isRetrySafe(failure: AttemptFailure): boolean {
-  if (failure.status !== undefined) return failure.status === 429 || failure.status >= 500;
-  return failure.error.code === 'UPSTREAM_UNREACHABLE' || failure.error.code === 'UPSTREAM_TIMEOUT';
+export function isRetrySafe(failure: AttemptFailure, hints: ToolHints = {}): boolean {
+  const transient =
+    failure.status === undefined
+      ? failure.error.code === 'UPSTREAM_UNREACHABLE' || failure.error.code === 'UPSTREAM_TIMEOUT'
+      : failure.status === 429 || failure.status >= 500;
+  if (!transient) return false;
+  if (failure.reached === false || failure.status === 429 || failure.status === 503) return true;
+  return hints.idempotentHint === true || hints.readOnlyHint === true;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '../fleet.js';
@@ -24,8 +25,8 @@ function fleet(options: FleetOptions = {}): Fleet {
   return created;
 }
 
-async function serverOf(f: Fleet, body: Record<string, unknown>): Promise<string> {
-  const created = await f.servers.create(ACCOUNT, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
+async function serverOf(f: Fleet, body: Record<string, unknown>, account = ACCOUNT): Promise<string> {
+  const created = await f.servers.create(account, { name: `s-${Math.random().toString(36).slice(2)}`, ...body } as ServerInput);
   return created._unsafeUnwrap().id;
 }
 
@@ -88,6 +89,61 @@ describe.each([
     expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' }, result: null });
   });
 
+  it('a timed-out call of a tool without hints is not repeated: the tool ran once', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(server.slowRuns()).toBe(1);
+  });
+
+  it.each([{ idempotentHint: true }, { readOnlyHint: true }])('a timed-out call of a tool declaring %o is repeated', async (hints) => {
+    const server = await started(start({ slowAnnotations: hints }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
+    expect(server.slowRuns()).toBe(3);
+  });
+
+  it('every attempt and wait of a call together stay within toolCalls.maxTotalMs', async () => {
+    const server = await started(start({ slowAnnotations: { idempotentHint: true } }));
+    const f = fleet({ toolCalls: { maxTotalMs: 700, backoff: { baseMs: 1, maxMs: 5 } } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 10 } });
+    const began = performance.now();
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 5000 }))._unsafeUnwrap();
+    const took = performance.now() - began;
+    // 10 attempts of 300 ms would be 3 s: the budget allows three, the last one cut to what is left.
+    expect(outcome).toMatchObject({ status: 'timeout', error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(outcome.attempts).toBeLessThanOrEqual(3);
+    expect(took).toBeLessThan(2000);
+  });
+
+  it('an account has at most toolCalls.maxConcurrentPerAccount calls in flight: the next is 429, scope concurrency', async () => {
+    const server = await started(start());
+    const f = fleet({ toolCalls: { maxConcurrentPerAccount: 2 } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 5000 });
+    const slow = [f.tools.call(ACCOUNT, id, 'slow', { ms: 400 }), f.tools.call(ACCOUNT, id, 'slow', { ms: 400 })];
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const refused = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'third' }))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'RATE_LIMITED', status: 429, details: { limit: 2, scope: 'concurrency' } });
+    // Another account is not held up by this one.
+    const otherId = await serverOf(f, { type: 'http', endpoint: server.url }, 'acct_other');
+    expect((await f.tools.call('acct_other', otherId, 'echo', { text: 'other' }))._unsafeUnwrap().status).toBe('success');
+    for (const call of await Promise.all(slow)) expect(call._unsafeUnwrap().status).toBe('success');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
+  });
+
+  it('sends a progressToken with every call', async () => {
+    const server = await started(start());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'p' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods).toContain('tools/call');
+    expect(server.progressTokens).toHaveLength(1);
+  });
+
   it('sends the bearer token to the server', async () => {
     const server = await started(start({ authorize: (h) => h === 'Bearer tool-secret' }));
     const f = fleet();
@@ -114,6 +170,52 @@ describe.each([
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'b' }))._unsafeUnwrap().status).toBe('success');
     expect(auth.requests).toHaveLength(1);
     expect(server.authorizations.filter((h) => h === 'Bearer fixture-token-1').length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('session and era of kept connections', () => {
+  it('a 2025 session the server forgot (HTTP 404) is replaced within the call: a new initialize, one attempt, success', async () => {
+    const server = await started(startV1ToolServer());
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'one' }))._unsafeUnwrap().status).toBe('success');
+    await server.forgetSessions();
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'two' }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1 });
+    expect(textOf(outcome.result)).toBe('two');
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+  });
+
+  it('a new connection to a 2025 server starts with initialize: the era is remembered across connections', async () => {
+    const server = await started(startV1ToolServer());
+    const f = fleet({ toolCalls: { idleMs: 50, backoff: { baseMs: 1, maxMs: 5 } } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'one' }))._unsafeUnwrap().status).toBe('success');
+    const discovers = server.methods.filter((m) => m === 'server/discover').length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'two' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+    expect(server.methods.filter((m) => m === 'server/discover')).toHaveLength(discovers);
+  });
+
+  it('mirrors x-mcp-header arguments in Mcp-Param-* headers on a call with no tools/list before it', async () => {
+    const server = await started(startV2ToolServer({ headerTool: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'locate', { region: 'eu-west-1' }))._unsafeUnwrap();
+    expect(outcome.status).toBe('success');
+    expect(server.callHeaders[0]?.['mcp-param-region']).toBe('eu-west-1');
+  });
+
+  it('never calls a tool the SDK left out of tools/list for an invalid x-mcp-header, even by name', async () => {
+    const server = await started(startV2ToolServer({ invalidHeaderTool: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'bad', { data: {} }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'error', attempts: 1, error: { code: 'TOOL_CALL_REJECTED' }, result: null });
+    expect(server.methods).not.toContain('tools/call');
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).not.toContain('bad');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'still' }))._unsafeUnwrap().status).toBe('success');
   });
 });
 
@@ -189,6 +291,34 @@ describe('kept connections', () => {
   });
 });
 
+describe('legacy HTTP+SSE servers (2024-11-05)', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
+
+  it('server-everything in sse mode: healthy, tools listed and called, after the Streamable HTTP POST was refused', async () => {
+    const port = await refusedPort();
+    const child = spawn(NODE, [EVERYTHING, 'sse'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes('Server is running')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`server-everything exited: ${seen}`)));
+    });
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: `http://127.0.0.1:${port}/sse`, timeout: 20_000 });
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap()).toMatchObject({ status: 'healthy' });
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toContain('echo');
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { message: 'over sse' }))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1 });
+    expect(textOf(outcome.result)).toContain('over sse');
+  });
+});
+
 describe('tool calls over stdio', () => {
   it('calls the echo fixture through the supervisor process', async () => {
     const f = fleet();
@@ -211,6 +341,23 @@ describe('tool calls over stdio', () => {
   it.runIf(process.getuid?.() === 0)('stdio.user names another user, and a user that does not exist fails at start with what to set', () => {
     expect(() => createFleet({ stdio: { commands: [NODE], user: 'no-such-user-here' } })).toThrow(/stdio.user "no-such-user-here".*MCP_FLEET_STDIO_USER/);
     expect(() => createFleet({ stdio: { commands: [NODE], user: { uid: -1, gid: 0 } } })).toThrow(/stdio.user must be/);
+  });
+
+  it('one initialised client per live process, shared by probes, listings and calls: one initialize, ids never restart', async () => {
+    const f = fleet();
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toEqual(['echo']);
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { n: 1 }))._unsafeUnwrap().status).toBe('success');
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
+    const stats = JSON.parse(textOf((await f.tools.call(ACCOUNT, id, 'stats', {}))._unsafeUnwrap().result)) as {
+      initialize: number;
+      discover: number;
+      ids: number[];
+    };
+    expect(stats.initialize).toBe(1);
+    expect(stats.discover).toBeLessThanOrEqual(1);
+    expect(new Set(stats.ids).size).toBe(stats.ids.length);
   });
 
   it('calls @modelcontextprotocol/server-everything', async () => {

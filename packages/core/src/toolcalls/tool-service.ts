@@ -1,16 +1,17 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
-import { ResultAsync } from 'neverthrow';
+import { errAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { errorChain, type FleetError, isFleetError } from '../errors/fleet-error.js';
+import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import { newId } from '../util/ids.js';
+import { checkOption, positiveInteger } from '../util/options.js';
 import { parse } from '../validation/parse.js';
 import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
-import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe } from './retry.js';
+import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe, neverSent, type ToolHints } from './retry.js';
 import type { ToolCallLog, ToolCallRecord } from './tool-call-log.js';
 
 /** What `fleet.tools.call` answers: the record written, plus the MCP result when the tool answered. */
@@ -37,6 +38,10 @@ export interface ToolServiceDeps {
   backoff?: BackoffOptions;
   /** Waits between attempts; tests may shorten it. @default setTimeout */
   sleep?: (ms: number) => Promise<void>;
+  /** A call's attempts and waits together never take longer, in ms. @default 120000 */
+  maxTotalMs?: number;
+  /** Calls in flight at once per account (in this process); beyond, 429 with `scope: "concurrency"`. @default 32 */
+  maxConcurrentPerAccount?: number;
 }
 
 const MAX_TOOL_NAME = 256;
@@ -59,9 +64,17 @@ const callInputSchema = z.strictObject({
  */
 export class ToolService {
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly maxTotalMs: number;
+  private readonly maxConcurrent: number;
+  /** Calls in flight, by account. */
+  private readonly live = new Map<string, number>();
+  /** Each server's tools from its latest `tools/list`, per configuration: their annotations decide retries. */
+  private readonly catalogs = new Map<string, { key: string; tools: Map<string, Tool> }>();
 
   constructor(private readonly deps: ToolServiceDeps) {
     this.sleep = deps.sleep ?? sleepFor;
+    this.maxTotalMs = checkOption('toolCalls.maxTotalMs', deps.maxTotalMs ?? 120_000, positiveInteger);
+    this.maxConcurrent = checkOption('toolCalls.maxConcurrentPerAccount', deps.maxConcurrentPerAccount ?? 32, positiveInteger);
   }
 
   /** As {@link invoke}, for the embedder's typed `fleet.tools.call`. */
@@ -78,7 +91,7 @@ export class ToolService {
   invoke(account: string, serverId: string, body: unknown): ResultAsync<ToolCallOutcome, FleetError> {
     return parse(callInputSchema, body).asyncAndThen(({ name, arguments: args = {} }) =>
       this.deps.registry.get(account, serverId).andThen((server) =>
-        ResultAsync.fromSafePromise(this.run(server, name, args)).andThen(({ record, result }) => {
+        this.counted(account, () => this.run(server, name, args)).andThen(({ record, result }) => {
           const payload = {
             ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
             ...(this.deps.record?.results === true && result !== null ? { result } : {}),
@@ -111,16 +124,9 @@ export class ToolService {
   private async listTools(server: ServerRecord): Promise<Tool[]> {
     const timeoutMs = server.config.timeout;
     const lease = await this.acquire(server, timeoutMs);
-    const tools: Tool[] = [];
     try {
-      let cursor: string | undefined;
-      for (let page = 0; page < MAX_LIST_PAGES; page++) {
-        const answer = await lease.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
-        tools.push(...answer.tools);
-        cursor = answer.nextCursor;
-        if (cursor === undefined) break;
-      }
-      this.giveBack(server, lease);
+      const tools = await this.listOn(server, lease, timeoutMs);
+      lease.release();
       return tools;
     } catch (error) {
       // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
@@ -129,18 +135,88 @@ export class ToolService {
     }
   }
 
+  /** Every page of `tools/list` over `lease`, remembered as the server's catalog. */
+  private async listOn(server: ServerRecord, lease: Lease, timeoutMs: number): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const answer = await lease.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
+      tools.push(...answer.tools);
+      cursor = answer.nextCursor;
+      if (cursor === undefined) break;
+    }
+    lease.markListed();
+    this.catalogs.set(server.id, { key: catalogKey(server), tools: new Map(tools.map((tool) => [tool.name, tool])) });
+    return tools;
+  }
+
+  private catalog(server: ServerRecord): Map<string, Tool> | undefined {
+    const found = this.catalogs.get(server.id);
+    return found?.key === catalogKey(server) ? found.tools : undefined;
+  }
+
+  /**
+   * Before a call, `tools/list` on a connection that has not answered one: the SDK client mirrors the tool's
+   * `x-mcp-header` arguments into `Mcp-Param-*` headers only for tools it has listed, and the annotations decide
+   * retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
+   * Answers whether the call may go: over Streamable HTTP in 2026-07-28 a tool missing from a listing that succeeded
+   * (after one more listing, for a tool added since) is not called, because the SDK leaves out of `tools/list` the
+   * tools whose `x-mcp-header` declarations are invalid, and the spec forbids calling those.
+   */
+  private async prepare(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): Promise<boolean> {
+    const fresh = !lease.listed;
+    if (fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    if (!lease.listed || lease.era !== '2026-07-28' || server.config.type !== 'http' || this.catalog(server)?.has(name) === true) return true;
+    if (!fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    return this.catalog(server)?.has(name) === true;
+  }
+
+  private hints(server: ServerRecord, name: string): ToolHints {
+    return this.catalog(server)?.get(name)?.annotations ?? {};
+  }
+
+  /**
+   * Runs a call on one of the account's lanes: at most `maxConcurrentPerAccount` at once, so that one tenant's slow
+   * tools cannot take every connection and process of the service; beyond, 429 (a refused call writes no record).
+   */
+  private counted<T>(account: string, call: () => Promise<T>): ResultAsync<T, FleetError> {
+    const live = this.live.get(account) ?? 0;
+    if (live >= this.maxConcurrent) {
+      return errAsync(
+        new FleetError('RATE_LIMITED', {
+          message: `This account already has ${this.maxConcurrent} tool calls in flight; retry when one has ended.`,
+          details: { limit: this.maxConcurrent, scope: 'concurrency' },
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    }
+    this.live.set(account, live + 1);
+    return ResultAsync.fromSafePromise(
+      call().finally(() => {
+        const left = (this.live.get(account) ?? 1) - 1;
+        if (left === 0) this.live.delete(account);
+        else this.live.set(account, left);
+      }),
+    );
+  }
+
   private async run(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
     const started = performance.now();
     const createdAt = new Date(this.deps.now()).toISOString();
     const retry = server.config.retry;
     const maxAttempts = retry?.enabled === true ? (retry.max_attempts ?? 3) : 1;
+    // The whole call, every attempt and wait, within `maxTotalMs`: `timeout` × `max_attempts` could be 50 minutes.
+    const budgetEnds = started + this.maxTotalMs;
     let attempts = 0;
     let outcome: AttemptResult;
     for (;;) {
       attempts += 1;
-      outcome = await this.attempt(server, name, args);
-      if (outcome.ok || outcome.rejected || attempts >= maxAttempts || !isRetrySafe(outcome.failure)) break;
-      await this.sleep(backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs));
+      outcome = await this.attempt(server, name, args, Math.max(1, Math.min(server.config.timeout, Math.round(budgetEnds - performance.now()))));
+      if (outcome.ok || outcome.rejected || attempts >= maxAttempts || !isRetrySafe(outcome.failure, this.hints(server, name))) break;
+      const wait = backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs);
+      // No attempt starts that the budget could not also wait for and give a moment to.
+      if (performance.now() + wait >= budgetEnds) break;
+      await this.sleep(wait);
     }
     const base = {
       id: newId('toolCall'),
@@ -170,22 +246,31 @@ export class ToolService {
     };
   }
 
-  /** One attempt within the server's `timeout`; a kept connection that proves dead is reopened once. */
-  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<AttemptResult> {
-    const timeoutMs = server.config.timeout;
+  /**
+   * One attempt within the server's `timeout`. Within it the call is sent again on a new connection when the first one
+   * proves unusable without the tool having run: a kept connection found dead before the request left, or a 2025
+   * session the server no longer knows (HTTP 404, which the spec answers with a new session), once.
+   */
+  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<AttemptResult> {
     const deadline = performance.now() + timeoutMs;
+    const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
     for (let reopened = false; ; reopened = true) {
       let lease: Lease;
       try {
         lease = await this.acquire(server, timeoutMs);
       } catch (error) {
         const failure = toUpstreamError(error, timeoutMs);
-        return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error) } };
+        return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error), reached: false } };
       }
-      const remaining = Math.max(1, Math.round(deadline - performance.now()));
       try {
-        const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining })) as CallToolResult;
-        this.giveBack(server, lease);
+        const known = await this.prepare(server, lease, name, remaining());
+        if (!known) {
+          lease.release();
+          return { ok: false, rejected: true, failure: { error: unlisted() } };
+        }
+        // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
+        const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining(), onprogress: () => {} })) as CallToolResult;
+        lease.release();
         return { ok: true, result };
       } catch (error) {
         const status = httpStatusOf(error);
@@ -193,13 +278,16 @@ export class ToolService {
         const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
         const rejected = isJsonRpcRejection(error);
         if (rejected) {
-          this.giveBack(server, lease);
+          lease.release();
           return { ok: false, rejected, failure: { error: failure, status } };
         }
         // Not awaited (the pool forgets it at once): ending a 2025 session may take a moment the caller should not wait for.
         void lease.discard();
-        if (lease.reused && !reopened && failure.code === 'UPSTREAM_UNREACHABLE' && performance.now() < deadline) continue;
-        return { ok: false, rejected: false, failure: { error: failure, status, retryAfterMs } };
+        const sessionLost = status === 404 && lease.era === '2025' && server.config.type === 'http';
+        const reached = !(sessionLost || neverSent(error));
+        const deadConnection = lease.reused && failure.code === 'UPSTREAM_UNREACHABLE' && !reached;
+        if (!reopened && (sessionLost || deadConnection) && performance.now() < deadline) continue;
+        return { ok: false, rejected: false, failure: { error: failure, status, retryAfterMs, reached } };
       }
     }
   }
@@ -207,16 +295,16 @@ export class ToolService {
   private acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
     return this.deps.pool.acquire(server, timeoutMs);
   }
-
-  /**
-   * stdio: the process stays with the supervisor, but its channel takes one MCP client at a time, so the client is
-   * let go after each call (a health probe would otherwise wait for the idle timeout). Others keep their connection.
-   */
-  private giveBack(server: ServerRecord, lease: Lease): void {
-    if (server.config.type === 'stdio') void lease.discard();
-    else lease.release();
-  }
 }
+
+/** The refusal of a tool the server's `tools/list` does not offer (recorded as TOOL_CALL_REJECTED; nothing was sent). */
+const unlisted = () =>
+  new FleetError('UPSTREAM_PROTOCOL_ERROR', {
+    message: "The server's tools/list has no usable tool of that name (unknown, or excluded for an invalid x-mcp-header); it was not called.",
+  });
+
+/** A catalog belongs to one configuration of its server, as a kept connection does. */
+const catalogKey = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 
 /** A JSON-RPC error answer to the call (the SDK's `ProtocolError`): the server is up and refused this call. */
 function isJsonRpcRejection(error: unknown): boolean {
