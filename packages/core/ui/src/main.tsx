@@ -45,7 +45,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <h1 id="signin-title">mcp-fleet</h1>
         <p>Sign in with an API key of your account. It is kept in this tab only, until you sign out or close it.</p>
         <label for="api-key">API key</label>
-        <input id="api-key" type="password" autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} aria-describedby={problem ? 'signin-error' : undefined} required autoFocus />
+        <input id="api-key" type="password" autoComplete="off" value={key} onInput={(e) => (setKey(e.currentTarget.value), setProblem(''))} aria-describedby={problem ? 'signin-error' : undefined} required autoFocus />
         {problem && (
           <p id="signin-error" class="field-error" role="alert">
             {problem}
