@@ -7,7 +7,7 @@ import { HealthService } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor } from './health/monitor.js';
 import { createDashboard } from './http/dashboard.js';
-import { createHandler, type FleetHandler } from './http/handler.js';
+import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
@@ -75,7 +75,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
   const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
-  const outbound = createGuardedFetch({ allowPrivateNetworks });
+  const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: options.maxUpstreamBytes });
   const webhooks =
     options.webhooks === false
       ? undefined
@@ -92,7 +92,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const pool = new ConnectionPool(
-    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server) },
+    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
@@ -123,7 +123,9 @@ export function createFleet(options: FleetOptions = {}): Fleet {
         );
   monitor?.start();
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, now, dashboard });
+  const { logger } = options;
+  const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now, dashboard });
 
   let closing: Promise<void> | undefined;
   const close = async () => {

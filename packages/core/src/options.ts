@@ -10,6 +10,7 @@ import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
+import type { Logger } from './util/logger.js';
 import { checkOption, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
 
@@ -63,6 +64,12 @@ export interface FleetOptions {
    * or a list of CIDRs and hostnames. Checked on the resolved address at connect time. @default false
    */
   allowPrivateNetworks?: boolean | readonly string[];
+  /**
+   * Largest answer read from any upstream, in bytes: an MCP reply or its SSE stream, a discovery or token document, a
+   * stdio line. Past it the probe or call fails with `UPSTREAM_RESPONSE_TOO_LARGE` and memory stays bounded.
+   * @default 4194304 (4 MiB)
+   */
+  maxUpstreamBytes?: number;
   /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
   prober?: Prober;
   /**
@@ -77,7 +84,14 @@ export interface FleetOptions {
   rateLimit?: RateLimitOptions | false;
   /** Replaces the built-in API key check. @default the API keys issued through `fleet.keys` */
   authenticate?: Authenticate;
-  /** Sees every 5xx error, with its cause, before it is answered. @default logs code, request id and cause to stderr */
+  /**
+   * Where the fleet logs, in pino's shape (pass `pino()` as it is): one `info` line per request (`method`, the route's
+   * template as `route`, `status`, `duration_ms`, `request_id`, `account`: never a header, body or query), and an `error`
+   * line for each 5xx and each failure of background work (with the cause of a 500/503 as `err`; an upstream's answer
+   * never). @default no request lines; 5xx and background failures as one line each on stderr
+   */
+  logger?: Logger;
+  /** Sees every 5xx error, with its cause, before it is answered. @default logs through `logger` (see there) */
   onError?: ErrorHook;
   /**
    * Webhooks (docs/webhooks.md): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
@@ -133,6 +147,14 @@ const defaultOnError: ErrorHook = (error, { requestId, method, path }) => {
   else console.error(line, error.cause ?? '');
 };
 
+/** 5xx and background failures through the embedder's logger: the cause only of our own failures (500, 503). */
+function loggedError(logger: Logger): ErrorHook {
+  return (error, { requestId, method, path }) => {
+    const fields = { code: error.code, status: error.status, request_id: requestId, method, path };
+    logger.error(error.category === 'request' && error.cause !== undefined ? { ...fields, err: error.cause } : fields, error.message);
+  };
+}
+
 export function resolveOptions(options: FleetOptions): ResolvedOptions {
   const storage = options.storage ?? new Keyv({ throwOnErrors: true });
   if (!storage.throwOnErrors) {
@@ -145,7 +167,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     prefix: normalizePrefix(options.prefix ?? '/v1'),
     bodyLimit: checkOption('bodyLimit', options.bodyLimit ?? DEFAULT_BODY_LIMIT, positiveInteger),
     now: options.now ?? Date.now,
-    onError: options.onError ?? defaultOnError,
+    onError: options.onError ?? (options.logger === undefined ? defaultOnError : loggedError(options.logger)),
     stdioCommands: options.stdio?.commands ?? [],
     stdioUser: resolveStdioUser(options.stdio?.user ?? 'nobody'),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,

@@ -24,6 +24,8 @@ const CONTRACT_TABLE: [string, number][] = [
   ['UPSTREAM_AUTH_FAILED', 502],
   ['DESTINATION_NOT_ALLOWED', 502],
   ['UPSTREAM_TIMEOUT', 504],
+  // Second wave, "Hardening": an upstream answer past maxUpstreamBytes.
+  ['UPSTREAM_RESPONSE_TOO_LARGE', 502],
 ];
 
 const ERRORS_DOC = fileURLToPath(new URL('../../../../docs/errors.md', import.meta.url));

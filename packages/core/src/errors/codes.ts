@@ -30,6 +30,11 @@ export const ERROR_CODES = {
     category: 'upstream',
     message: 'The upstream answered with something that is not the expected protocol.',
   },
+  UPSTREAM_RESPONSE_TOO_LARGE: {
+    status: 502,
+    category: 'upstream',
+    message: 'The upstream answered with more bytes than the service reads (maxUpstreamBytes).',
+  },
   DESTINATION_NOT_ALLOWED: {
     status: 502,
     category: 'upstream',

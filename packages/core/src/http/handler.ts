@@ -22,6 +22,24 @@ export interface RequestContext {
 /** Maps a request to the account it acts for, or `null` (401). Replaces the built-in API key check. */
 export type Authenticate = (request: Request) => Principal | null | Promise<Principal | null>;
 
+/** One answered request, as `onRequest` (and the `logger` option) sees it. */
+export interface RequestLogEntry {
+  method: string;
+  /** The route's template below the mount (`/servers/:id`); `null` when no route matched. */
+  route: string | null;
+  status: number;
+  duration_ms: number;
+  request_id: string;
+  /** The authenticated account; `null` before authentication succeeded. */
+  account: string | null;
+}
+
+/** What the handler learns of a request while it answers it, for the request's log line. */
+interface Seen {
+  route?: string;
+  account?: string;
+}
+
 /** Called with every 5xx error before it is answered: the place to log `error.cause`. */
 export type ErrorHook = (error: FleetError, info: { requestId: string; method: string; path: string }) => void;
 
@@ -34,6 +52,8 @@ export interface HandlerDeps {
   /** `undefined`: rate limits are off. */
   limiter: RateLimiter | undefined;
   onError: ErrorHook;
+  /** Told of every answered request, after the answer is made. @default none */
+  onRequest?: ((entry: RequestLogEntry) => void) | undefined;
   now: () => number;
   /** Serves the dashboard's static files at `/dashboard/`; `undefined`: the dashboard is off. */
   dashboard?: DashboardHandler | undefined;
@@ -53,7 +73,25 @@ const routeNotFound = (path: string) =>
  * → route (404/405) → scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
+  const { onRequest } = deps;
+  if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
   return async (request, context = {}) => {
+    const started = performance.now();
+    const seen: Seen = {};
+    const response = await answer(request, context, seen);
+    // One line per request: never a header, a body or a query (they may carry secrets), the route's template, not its path.
+    onRequest({
+      method: request.method,
+      route: seen.route ?? null,
+      status: response.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      request_id: response.headers.get('x-request-id') ?? '',
+      account: seen.account ?? null,
+    });
+    return response;
+  };
+
+  async function answer(request: Request, context: RequestContext, seen: Seen): Promise<Response> {
     const requestId = requestIdOf(request.headers);
     const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
     const url = new URL(request.url);
@@ -91,6 +129,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         }
         return fail(unauthorized());
       }
+      seen.account = principal.account;
 
       const segments = splitPath(path);
       const match = segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
@@ -113,6 +152,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         );
       }
       const { operation, params } = match;
+      seen.route = operation.path;
       if (!hasScope(principal, operation.scope)) {
         return fail(
           new FleetError('FORBIDDEN', {
@@ -136,7 +176,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     } catch (cause) {
       return fail(toFleetError(cause));
     }
-  };
+  }
 }
 
 async function authenticate(request: Request, deps: HandlerDeps): Promise<Principal | null> {

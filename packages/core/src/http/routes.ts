@@ -30,6 +30,8 @@ export interface OperationInput {
 export interface Operation {
   /** Stable name, used for per-operation rate limits and logs: `servers.list`. */
   name: string;
+  /** The route's template below the mount, for logs: `/servers/:id`. */
+  path: string;
   /** Requests per minute per account; `undefined`: the tier limit alone (docs/rate-limits.md). */
   limit: number | undefined;
   scope: Scope;
@@ -139,6 +141,7 @@ function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
     path: spec.path,
     operation: {
       name: spec.name,
+      path: spec.path,
       limit: spec.limit,
       scope: spec.scope,
       body: spec.body ?? false,

@@ -1,4 +1,6 @@
 import { Request as UndiciRequest, fetch as undiciFetch, type Agent, type RequestInit as UndiciRequestInit } from 'undici';
+import { FleetError } from '../errors/fleet-error.js';
+import { checkOption, positiveInteger } from '../util/options.js';
 import { badPortRefusal } from './bad-ports.js';
 import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './guarded-agent.js';
 
@@ -19,6 +21,39 @@ export interface GuardedFetchOptions extends GuardedAgentOptions {
    * @default a new guarded agent from the other options
    */
   agent?: Agent;
+  /**
+   * Largest response body read, in bytes: past it the body errors with `UPSTREAM_RESPONSE_TOO_LARGE` and the rest is
+   * never read, so one upstream cannot fill the service's memory. @default 4194304 (4 MiB)
+   */
+  maxResponseBytes?: number;
+}
+
+export const DEFAULT_MAX_UPSTREAM_BYTES = 4 * 1024 * 1024;
+
+const tooLarge = (limit: number) =>
+  new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The upstream's answer is larger than ${limit} bytes (maxUpstreamBytes).`, details: { limit_bytes: limit } });
+
+/** The response with its body cut off at `limit` bytes: past them, reading it fails with the upstream code. */
+function bounded(response: Response, limit: number): Response {
+  if (response.body === null) return response;
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > limit) {
+    void response.body.cancel().catch(() => {});
+    const refusal = tooLarge(limit);
+    const failing = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(refusal) });
+    return new Response(failing, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+  let seen = 0;
+  const counted = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > limit) controller.error(tooLarge(limit));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** A `Request` from another copy of undici (Node's global one) is not an instance of ours: carry its parts over. */
@@ -41,7 +76,8 @@ function toUndiciInput(input: string | URL | Request): string | URL | UndiciRequ
  * attached; `classifyUndiciError` turns them into upstream error codes.
  */
 export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFetch {
-  const { agent: given, ...agentOptions } = options;
+  const { agent: given, maxResponseBytes = DEFAULT_MAX_UPSTREAM_BYTES, ...agentOptions } = options;
+  checkOption('maxUpstreamBytes', maxResponseBytes, positiveInteger);
   if (given !== undefined) {
     if (!isGuardedAgent(given)) throw new TypeError('createGuardedFetch: agent must come from createGuardedAgent.');
     if (Object.values(agentOptions).some((value) => value !== undefined)) {
@@ -60,7 +96,7 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
       redirect: 'manual',
     });
     // undici's Response is the same Fetch-standard class as the global one, from a newer copy of undici.
-    return response as unknown as Response;
+    return bounded(response as unknown as Response, maxResponseBytes);
   };
   return Object.assign(guardedFetch, { dispatcher: agent });
 }

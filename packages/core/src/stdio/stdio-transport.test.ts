@@ -298,7 +298,8 @@ describe('StdioChannelTransport framing', () => {
     fake.emit(`"}}\n${line({ jsonrpc: '2.0', id: 2, result: {} })}`);
     fake.emit(`${'z'.repeat(80)}\n`);
     expect(heard.messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
-    expect(heard.errors.map((e) => (e as { code?: string }).code)).toEqual(['UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_PROTOCOL_ERROR']);
+    // An answer past the bound is the hardening rule's UPSTREAM_RESPONSE_TOO_LARGE (it was a protocol error before).
+    expect(heard.errors.map((e) => (e as { code?: string }).code)).toEqual(['UPSTREAM_RESPONSE_TOO_LARGE', 'UPSTREAM_RESPONSE_TOO_LARGE']);
   });
 
   it('turns valid JSON that is not JSON-RPC, and a throwing onmessage, into onerror', async () => {

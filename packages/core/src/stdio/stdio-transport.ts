@@ -193,7 +193,7 @@ export class StdioChannelTransport implements Transport {
   }
 
   private tooLong(): void {
-    this.onerror?.(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The stdio server wrote a line longer than ${this.maxLineBytes} bytes.` }));
+    this.onerror?.(new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The stdio server wrote a line longer than ${this.maxLineBytes} bytes (maxUpstreamBytes).` }));
   }
 
   private resetPending(): void {
@@ -217,6 +217,7 @@ export function stopWithServers(supervisor: Pick<StdioSupervisor, 'stop'>, event
 export function stdioTransportFor(
   supervisor: Pick<StdioSupervisor, 'acquire'>,
   server: { account: string; id: string },
+  maxLineBytes?: number,
 ): (config: StdioProcessConfig, options: { signal: AbortSignal }) => Promise<StdioChannelTransport> {
   return async (config, { signal }) => {
     const channel = await supervisor.acquire(server.account, server.id, config).catch((error: unknown) => {
@@ -224,6 +225,6 @@ export function stdioTransportFor(
         ? new FleetError('UPSTREAM_UNREACHABLE', { message: error.message, cause: error })
         : error;
     });
-    return new StdioChannelTransport(channel, { signal });
+    return new StdioChannelTransport(channel, { signal, ...(maxLineBytes !== undefined && { maxLineBytes }) });
   };
 }

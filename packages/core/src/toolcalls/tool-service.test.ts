@@ -427,3 +427,18 @@ describe('records, events, health', () => {
     await f.close();
   });
 });
+
+describe('bounded upstream answers', () => {
+  it('an answer over maxUpstreamBytes fails the call with UPSTREAM_RESPONSE_TOO_LARGE, and a smaller one passes', async () => {
+    const server = await started(startV2ToolServer());
+    const f = fleet({ maxUpstreamBytes: 64 * 1024 });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const small = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'x'.repeat(1000) }))._unsafeUnwrap();
+    expect(small.status).toBe('success');
+    const big = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'x'.repeat(200 * 1024) }))._unsafeUnwrap();
+    expect(big).toMatchObject({ status: 'error', error: { code: 'UPSTREAM_RESPONSE_TOO_LARGE' }, result: null });
+    expect(big.error?.message).toContain('maxUpstreamBytes');
+    // The connection is let go, and the next call works.
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
+  });
+});
