@@ -37,6 +37,10 @@ export default defineConfig([
       testing: 'testing/index.ts',
     }),
     splitting: true,
+    // import.meta.url in the CommonJS build too: the dashboard finds its files beside the package.json.
+    shims: true,
+    // dist/dashboard is the dashboard's build (vite, packages/core/ui), not tsup's.
+    clean: ['!dashboard/**'],
   },
   pkg('sqlite', [core, 'keyv', '@keyv/sqlite', 'sqlite3']),
   pkg('redis', [core, 'keyv', '@keyv/redis', '@redis/client']),

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * Builds the packages and examples (tsup) only when their sources changed since the last build made here, and
- * quietly: one line while it builds, tsup's own output only if the build fails. `npm start` and `npm run keys` run
+ * Builds the packages and examples (tsup) and the dashboard (vite) only when their sources changed since the last
+ * build made here, and quietly: one line while it builds, the tools' own output only if the build fails. `npm start` and `npm run keys` run
  * it, so that the key the reference server prints once is not buried under build logs, and a second start costs
  * no build.
  *
@@ -27,6 +27,7 @@ const OUTPUTS = [
   'examples/reference-server/dist/main.js',
   'examples/reference-server/dist/keys.js',
   'examples/express-app/dist/main.js',
+  'packages/core/dist/dashboard/index.html',
 ];
 
 function* files(dir) {
@@ -42,6 +43,8 @@ function fingerprint() {
   const inputs = [
     ...PACKAGES.flatMap((name) => [...files(join(ROOT, 'packages', name, 'src')), join(ROOT, 'packages', name, 'package.json')]),
     ...EXAMPLES.flatMap((name) => [...files(join(ROOT, 'examples', name, 'src')), join(ROOT, 'examples', name, 'package.json')]),
+    // The dashboard (docs/dashboard.md): its sources, page and Vite configuration.
+    ...files(join(ROOT, 'packages', 'core', 'ui')),
     join(ROOT, 'tsup.config.ts'),
     join(ROOT, 'tsconfig.json'),
     join(ROOT, 'package-lock.json'),
@@ -63,15 +66,24 @@ function stale(print) {
   }
 }
 
-function build() {
+/** One step of the build, its output kept for a failure. */
+function run(args, env = {}) {
   return new Promise((resolve) => {
-    const tsup = join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js');
-    const child = spawn(process.execPath, [tsup], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
     child.on('close', (code) => resolve({ code, output }));
   });
+}
+
+/** As `npm run build`: tsup, then the dashboard's Vite build into packages/core/dist/dashboard (which tsup leaves). */
+async function build() {
+  const tsup = await run([join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js')]);
+  if (tsup.code !== 0) return tsup;
+  // The production build whoever runs this (vitest's global setup sets NODE_ENV=test, which would keep Preact's debug code).
+  const vite = [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'packages/core/ui/vite.config.ts'];
+  return run(vite, { NODE_ENV: 'production' });
 }
 
 const print = fingerprint();

@@ -146,7 +146,14 @@ const USE = `
   const refused = await onlyReceiver.verifyRequest(new Request('http://x/hook', { method: 'POST', body: hookBody }));
   const refusal = onlyReceiver.refusal(refused.error);
 
+  // The dashboard's files ship in the tarball and are found from either build (import.meta.url, shimmed in CommonJS).
+  const withDashboard = createFleet({ dashboard: true });
+  const page = await withDashboard.handle(new Request('http://x/v1/dashboard/'));
+  const pageText = await page.text();
+  await withDashboard.close();
+
   console.log(JSON.stringify({
+    dashboard: [page.status, page.headers.get('content-type'), pageText.includes('src="./assets/index-')],
     webhooks: [hookOk.status, await hookOk.text(), hookBad.status, typeof expressVerifyWebhook],
     node: [viaNode.status, nodeBody.data.map((s) => s.name)],
     receiverOnly: [received.isOk() && received.value.event.type, refusal.status, refusal.headers.get('cache-control'), (await refusal.json()).error.code],
@@ -289,6 +296,7 @@ function expectUsable(result: any): void {
     receiverOnly: ['server.created', 400, 'no-store', 'MISSING_HEADERS'],
     sameClass: true,
     errorCode: 409,
+    dashboard: [200, 'text/html; charset=utf-8', true],
   });
 }
 
@@ -300,8 +308,13 @@ describe('the packed packages', () => {
     // Besides the entries, only the chunks they share (core's subpaths split their common modules out).
     const shared = files.filter((file) => file.startsWith('dist/') && !entryFiles.includes(file));
     expect(files).toEqual(['LICENSE', 'README.md', ...entryFiles, ...shared, 'package.json'].sort());
-    if (name === 'core') for (const file of shared) expect(file).toMatch(/^dist\/[\w-]+\.(?:js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)$/);
-    else expect(shared).toEqual([]);
+    // And core's dashboard: its page, one script and one stylesheet (docs/dashboard.md).
+    const dashboard = shared.filter((file) => file.startsWith('dist/dashboard/'));
+    if (name === 'core') {
+      expect(dashboard).toContain('dist/dashboard/index.html');
+      for (const file of dashboard) expect(file).toMatch(/^dist\/dashboard\/(?:index\.html|assets\/index-[\w-]+\.(?:js|css))$/);
+      for (const file of shared.filter((f) => !dashboard.includes(f))) expect(file).toMatch(/^dist\/[\w-]+\.(?:js|cjs|d\.ts|d\.cts|js\.map|cjs\.map)$/);
+    } else expect(shared).toEqual([]);
     const { stdout } = await run('tar', ['-xzOf', tarballs[name], 'package/package.json']);
     const pkg = JSON.parse(stdout);
     expect(pkg).toMatchObject({ name: `@mcp-fleet/${name}`, version: '0.1.0', type: 'module', sideEffects: false, files: ['dist', 'README.md', 'LICENSE'] });

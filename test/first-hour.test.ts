@@ -70,8 +70,8 @@ describe('npm start', () => {
     expect(lines[0]).toMatch(/^mcp-fleet listening on http:\/\/127\.0\.0\.1:\d+\/v1 \(store: memory/);
     expect(stdout).toMatch(/^ {2}API {8}http:\/\/127\.0\.0\.1:\d+\/v1$/m);
     expect(stdout).toMatch(/^ {2}Liveness {3}http:\/\/127\.0\.0\.1:\d+\/healthz, http:\/\/127\.0\.0\.1:\d+\/readyz$/m);
-    // The dashboard line appears only once the fleet has a dashboard (fleet.dashboard); today it has none.
-    expect(stdout).not.toContain('Dashboard');
+    // The reference server turns the dashboard on (docs/dashboard.md).
+    expect(stdout).toMatch(/^ {2}Dashboard {2}http:\/\/127\.0\.0\.1:\d+\/v1\/dashboard\/$/m);
     expect(lines.at(-1)).toMatch(/^ {2}mcpf_[0-9A-Za-z]{40}$/);
     expect(stdout).toContain('(tier pro)');
     process.kill(-(child.pid as number), 'SIGTERM');

@@ -17,7 +17,8 @@ import { openStore } from './store.js';
 function banner(origin: string, fleet: { prefix: string }, storeLabel: string, rateLimits: boolean, firstKey: string | undefined): string {
   const api = `${origin}${fleet.prefix}`;
   const lines = [`mcp-fleet listening on ${api} (store: ${storeLabel})`, '', `  API        ${api}`];
-  if ((fleet as { dashboard?: unknown }).dashboard) lines.push(`  Dashboard  ${api}/dashboard/`);
+  // On below (`dashboard: true`): sign in there with the key.
+  lines.push(`  Dashboard  ${api}/dashboard/`);
   lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
   if (!rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
   lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
@@ -35,6 +36,8 @@ async function main(): Promise<void> {
     ...store.options,
     stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
     allowPrivateNetworks: config.allowPrivateNetworks,
+    // The web dashboard at /v1/dashboard/ (docs/dashboard.md): sign in there with an API key.
+    dashboard: true,
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),

@@ -6,6 +6,7 @@ import { HealthLog } from './health/health-log.js';
 import { HealthService } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor } from './health/monitor.js';
+import { createDashboard } from './http/dashboard.js';
 import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
@@ -69,6 +70,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
 
+  // Checked before anything starts: missing files throw here.
+  const dashboard = options.dashboard ? createDashboard(options.dashboard === true ? {} : options.dashboard) : undefined;
   const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
   const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
@@ -122,7 +125,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
   const { logger } = options;
   const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now });
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now, dashboard });
 
   let closing: Promise<void> | undefined;
   const close = async () => {

@@ -4,6 +4,7 @@
 
 export { createFleet, type Fleet } from './fleet.js';
 export type { FleetOptions, ToolCallsOptions } from './options.js';
+export type { DashboardOptions } from './http/dashboard.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
 export type { Authenticate, ErrorHook, FleetHandler, RequestContext, RequestLogEntry } from './http/handler.js';
 export type { Logger } from './util/logger.js';
@@ -40,7 +41,7 @@ export {
   type ServerType,
 } from './registry/schema.js';
 export type { RedactedAuthentication, ServerDetail, ServerSummary } from './registry/views.js';
-export type { Attempt, HealthRecord } from './health/health-log.js';
+export type { Attempt, HealthBucket, HealthHistory, HealthRecord } from './health/health-log.js';
 export type { HealthMonitorOptions } from './health/monitor.js';
 export type { ProbeOutcome, Prober } from './health/health-service.js';
 

@@ -4,6 +4,7 @@ import type { Authenticate, ErrorHook } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
+import type { DashboardOptions } from './http/dashboard.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
 import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
@@ -100,6 +101,11 @@ export interface FleetOptions {
   webhooks?: WebhooksOptions | false;
   /** Tool calls through the service (`POST /servers/{id}/tools/call`, `fleet.tools`). */
   toolCalls?: ToolCallsOptions;
+  /**
+   * Serves the web dashboard (docs/dashboard.md) at `/dashboard/` below the mount (`/v1/dashboard/`): static files
+   * that sign in with an API key and use this HTTP API. `true` for the files shipped in the package. @default false
+   */
+  dashboard?: boolean | DashboardOptions;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }

@@ -110,3 +110,28 @@ describe('HealthLog', () => {
     expect(expires - Date.now()).toBeLessThan(25 * 60 * 60_000);
   });
 });
+
+describe('HealthLog.history', () => {
+  it('answers the last 24 hours in five-minute buckets, oldest first, with the figures they add up to', async () => {
+    const { log, advance, at } = setup();
+    await log.record('srv_a', probe(at(), true));
+    await log.record('srv_a', call(at() + 1000, false));
+    advance(2 * 60 * 60_000);
+    await log.record('srv_a', probe(at(), false));
+    await log.record('srv_b', probe(at(), true));
+    const history = (await log.history('srv_a'))._unsafeUnwrap();
+    expect(history).toEqual({
+      uptime: '50%',
+      error_rate: '66.67%',
+      buckets: [
+        { start: new Date(T0).toISOString(), probes: 1, healthy: 1, requests: 2, failures: 1 },
+        { start: new Date(T0 + 2 * 60 * 60_000).toISOString(), probes: 1, healthy: 0, requests: 1, failures: 1 },
+      ],
+    });
+    // The same figures as the health record.
+    expect((await log.read('srv_a'))._unsafeUnwrap()).toMatchObject({ uptime: '50%', error_rate: '66.67%' });
+    advance(23 * 60 * 60_000);
+    expect((await log.history('srv_a'))._unsafeUnwrap().buckets.map((b) => b.probes)).toEqual([1]);
+    expect((await log.history('srv_none'))._unsafeUnwrap()).toEqual({ uptime: '0%', error_rate: '0%', buckets: [] });
+  });
+});

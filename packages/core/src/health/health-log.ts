@@ -27,6 +27,26 @@ export interface HealthRecord {
   error: RecordedFailure | null;
 }
 
+/** One five-minute bucket of `GET /servers/{id}/health/history`: what the service saw of the server then. */
+export interface HealthBucket {
+  /** Start of the five minutes, ISO 8601. */
+  start: string;
+  probes: number;
+  /** Probes that succeeded. */
+  healthy: number;
+  /** Requests of any kind (probes and tool calls). */
+  requests: number;
+  failures: number;
+}
+
+/** The last 24 hours of a server: uptime and error rate as in its health record, and the buckets they come from. */
+export interface HealthHistory {
+  uptime: string;
+  error_rate: string;
+  /** Oldest first; five minutes each; only those in which something happened. */
+  buckets: HealthBucket[];
+}
+
 /** Counts of one five-minute bucket. */
 interface Bucket {
   probes: number;
@@ -108,31 +128,46 @@ export class HealthLog {
 
   /** The health record after the latest probe, or `undefined` before the first. */
   read(serverId: string): ResultAsync<HealthRecord | undefined, FleetError> {
+    return this.records.get<LastProbe>(lastKey(serverId)).andThen((last) => {
+      if (last === undefined) return okAsync(undefined);
+      return this.history(serverId).map(
+        ({ uptime, error_rate }) =>
+          ({
+            status: last.ok ? 'healthy' : 'unhealthy',
+            response_time: last.response_time,
+            last_check: last.last_check,
+            uptime,
+            error_rate,
+            error: last.error,
+          }) satisfies HealthRecord,
+      );
+    });
+  }
+
+  /** The last 24 hours in five-minute buckets, with the uptime and error rate they add up to. */
+  history(serverId: string): ResultAsync<HealthHistory, FleetError> {
     const now = this.now();
     const newest = Math.floor(now / BUCKET_MS);
     const oldest = Math.floor((now - DAY_MS) / BUCKET_MS);
     const keys: string[] = [];
     for (let index = oldest; index <= newest; index++) keys.push(bucketKey(serverId, index));
-    return this.records.get<LastProbe>(lastKey(serverId)).andThen((last) => {
-      if (last === undefined) return okAsync(undefined);
-      return this.records.getMany<Bucket>(keys).map((buckets) => {
-        const sum = { probes: 0, probesOk: 0, requests: 0, failures: 0 };
-        for (const bucket of buckets) {
-          if (bucket === undefined) continue;
-          sum.probes += bucket.probes;
-          sum.probesOk += bucket.probesOk;
-          sum.requests += bucket.requests;
-          sum.failures += bucket.failures;
-        }
-        return {
-          status: last.ok ? 'healthy' : 'unhealthy',
-          response_time: last.response_time,
-          last_check: last.last_check,
-          uptime: formatPercent(sum.probes === 0 ? 0 : sum.probesOk / sum.probes),
-          error_rate: formatPercent(sum.requests === 0 ? 0 : sum.failures / sum.requests),
-          error: last.error,
-        } satisfies HealthRecord;
+    return this.records.getMany<Bucket>(keys).map((found) => {
+      const sum = { probes: 0, probesOk: 0, requests: 0, failures: 0 };
+      const buckets: HealthBucket[] = [];
+      found.forEach((bucket, i) => {
+        if (bucket === undefined) return;
+        sum.probes += bucket.probes;
+        sum.probesOk += bucket.probesOk;
+        sum.requests += bucket.requests;
+        sum.failures += bucket.failures;
+        const start = new Date((oldest + i) * BUCKET_MS).toISOString();
+        buckets.push({ start, probes: bucket.probes, healthy: bucket.probesOk, requests: bucket.requests, failures: bucket.failures });
       });
+      return {
+        uptime: formatPercent(sum.probes === 0 ? 0 : sum.probesOk / sum.probes),
+        error_rate: formatPercent(sum.requests === 0 ? 0 : sum.failures / sum.requests),
+        buckets,
+      };
     });
   }
 

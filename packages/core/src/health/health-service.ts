@@ -3,7 +3,7 @@ import { FleetError } from '../errors/fleet-error.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
-import type { HealthLog, HealthRecord } from './health-log.js';
+import type { HealthHistory, HealthLog, HealthRecord } from './health-log.js';
 
 /** What one probe found. A prober never throws: every failure is an outcome with an upstream error code. */
 export interface ProbeOutcome {
@@ -44,6 +44,12 @@ export class HealthService {
         ),
       ),
     );
+  }
+
+  /** The server's last 24 hours (`GET /servers/{id}/health/history`), without probing it. */
+  history(account: string, id: string): ResultAsync<HealthHistory, FleetError> {
+    const { registry, log } = this.deps;
+    return registry.get(account, id).andThen(() => log.history(id));
   }
 
   private probe(server: ServerRecord, era: string | undefined): ResultAsync<ProbeOutcome, FleetError> {

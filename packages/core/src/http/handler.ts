@@ -3,6 +3,7 @@ import type { ApiKeys } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
+import type { DashboardHandler } from './dashboard.js';
 import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
@@ -54,6 +55,8 @@ export interface HandlerDeps {
   /** Told of every answered request, after the answer is made. @default none */
   onRequest?: ((entry: RequestLogEntry) => void) | undefined;
   now: () => number;
+  /** Serves the dashboard's static files at `/dashboard/`; `undefined`: the dashboard is off. */
+  dashboard?: DashboardHandler | undefined;
 }
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
@@ -108,6 +111,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
     try {
       if (path === undefined) return fail(routeNotFound(url.pathname));
+      // Static files, public like any web page: the page signs in against the API with the key it is given.
+      const page = deps.dashboard?.(request, path);
+      if (page !== undefined) return page;
       if (limiter !== undefined) {
         // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
         const gate = await limiter.checkAddress(context.clientAddress);

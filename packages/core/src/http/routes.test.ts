@@ -23,6 +23,7 @@ describe('routes', () => {
       'servers.update': 30,
       'servers.delete': 10,
       'servers.health': 60,
+      'servers.health_history': 100,
       'tool_calls.list': 100,
       'webhooks.list': 100,
       'webhooks.create': 10,

@@ -96,6 +96,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', body: true, input: idAndBody, run: servers.update }),
     route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
     route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
+    route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', input: id, run: servers.healthHistory }),
     route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: id, run: tools.list }),
     route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: idAndBody, run: tools.invoke }),
     route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),

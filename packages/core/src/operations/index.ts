@@ -1,7 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import type { ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
-import type { HealthRecord } from '../health/health-log.js';
+import type { HealthHistory, HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
 import type { ListServersQuery, ServerRegistry } from '../registry/registry.js';
 import type { ServerInput, ServerPatch } from '../registry/schema.js';
@@ -52,6 +52,8 @@ export interface ServersApi {
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError>;
   /** Probes the server now and answers its health record, as `GET /servers/{id}/health`. */
   health(account: string, id: string): ResultAsync<HealthRecord, FleetError>;
+  /** The last 24 hours in five-minute buckets with their uptime and error rate, as `GET /servers/{id}/health/history`; probes nothing. */
+  healthHistory(account: string, id: string): ResultAsync<HealthHistory, FleetError>;
   /** Oldest first; `page` 1 and `limit` 50 unless given; filters `type`, `health`. */
   list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
 }
@@ -88,6 +90,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
       delete: (account, id) => registry.delete(account, id),
       health: (account, id) => health.check(account, id),
+      healthHistory: (account, id) => health.history(account, id),
       list: ((account: string, query: Partial<ListServersQuery> = {}, shape?: 'summary') =>
         registry
           .list(account, withPageDefaults(query))
