@@ -2,11 +2,13 @@
  * The dashboard in a real browser (Debian's Chromium, driven by playwright-core), end to end through both adapters:
  * sign in, servers, a health check, a refused endpoint shown beside its field, a webhook saved and verified with
  * "Send test" at a real receiver, the tool calls page; the CSP header; no request leaves 127.0.0.1. One browser,
- * one page per adapter. The hono run writes the screenshots in docs/ (docs/dashboard.md).
+ * one page per adapter. The hono run takes the screenshots of docs/ (written there with UPDATE_SCREENSHOTS=1).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -26,7 +28,11 @@ const FLAGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
-const DOCS = fileURLToPath(new URL('../docs/', import.meta.url));
+/**
+ * Where the screenshots go: `docs/` when asked (`UPDATE_SCREENSHOTS=1`), else a scratch folder, so that a test run
+ * still takes every one but leaves the working tree as it was.
+ */
+const DOCS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../docs/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'mcp-fleet-shots-'))}/`;
 /** In CI the browser is installed by .ci/run: its absence is a failure there, a skip on a machine without it. */
 const present = existsSync(CHROMIUM) || process.env.CI === 'true';
 
