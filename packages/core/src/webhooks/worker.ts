@@ -55,6 +55,12 @@ export class DeliveryWorker {
   private readonly heldElsewhere = new Set<string>();
   private filling: Promise<number> | undefined;
   private refill = false;
+  /**
+   * Due deliveries read but not started yet, oldest first, with their accounts: a freed lane takes the next one it
+   * may from here, and the due listing is read again only once none is left for it (or something was published).
+   */
+  private queue: { member: string; account: string }[] = [];
+  private queueStale = true;
 
   constructor(private readonly deps: WorkerDeps) {
     this.accountLanes = Math.max(1, Math.floor(deps.concurrency / 2));
@@ -79,6 +85,7 @@ export class DeliveryWorker {
   /** Looks for due deliveries now (something was just published). */
   wake(): void {
     if (this.stopped) return;
+    this.queueStale = true;
     void this.fill();
   }
 
@@ -98,6 +105,7 @@ export class DeliveryWorker {
     const recovered = await this.deps.outbox.recover();
     if (recovered.isErr()) this.deps.onError(recovered.error);
     this.heldElsewhere.clear();
+    this.queueStale = true;
     await this.fill();
   }
 
@@ -143,33 +151,59 @@ export class DeliveryWorker {
   }
 
   private async fillLanes(): Promise<number> {
-    const free = () => this.deps.concurrency - this.inFlight.size;
-    if (free() <= 0 || this.aborter.signal.aborted) return 0;
+    if (this.free() <= 0 || this.aborter.signal.aborted) return 0;
+    let started = this.startQueued();
+    if (this.free() > 0 && (this.queueStale || this.queue.length === 0)) {
+      const read = await this.readDue();
+      if (read) started += this.startQueued();
+    }
+    return started;
+  }
+
+  private free(): number {
+    return this.deps.concurrency - this.inFlight.size;
+  }
+
+  /** Starts queued deliveries on the free lanes, oldest first, skipping accounts that hold their share of lanes. */
+  private startQueued(): number {
+    let started = 0;
+    for (let i = 0; i < this.queue.length && this.free() > 0 && !this.aborter.signal.aborted; ) {
+      const { member, account } = this.queue[i] as { member: string; account: string };
+      if ((this.lanesOf.get(account) ?? 0) >= this.accountLanes) {
+        i += 1;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      this.begin(member, account);
+      started += 1;
+    }
+    return started;
+  }
+
+  /** Reads the due listing into the queue. False when it could not be read. */
+  private async readDue(): Promise<boolean> {
+    this.queueStale = false;
     // A window wider than the lanes: members leased by other processes (slow receivers) must not hide the rest.
     const members = await this.deps.index.range(DUE_SET, { offset: 0, limit: this.deps.concurrency * 16 });
     if (members.isErr()) {
       this.deps.onError(members.error);
-      return 0;
+      return false;
     }
     const now = this.deps.now();
-    const due = members.value.filter((m) => (parseDueMember(m)?.dueMs ?? 0) <= now && !this.inFlight.has(m) && !this.heldElsewhere.has(m));
-    if (due.length === 0) return 0;
+    const known = new Set(this.queue.map((entry) => entry.member));
+    const due = members.value.filter(
+      (m) => (parseDueMember(m)?.dueMs ?? 0) <= now && !this.inFlight.has(m) && !this.heldElsewhere.has(m) && !known.has(m),
+    );
+    if (due.length === 0) return true;
     // Whose each delivery is, to share the lanes between accounts (a member that names no delivery is dropped by
     // its attempt, on no account's lanes).
     const found = await this.deps.deliveries.getMany(due.map((m) => parseDueMember(m)?.id ?? ''));
     if (found.isErr()) {
       this.deps.onError(found.error);
-      return 0;
+      return false;
     }
-    let started = 0;
-    for (const [i, member] of due.entries()) {
-      if (free() <= 0 || this.aborter.signal.aborted) break;
-      const account = found.value[i]?.account ?? '';
-      if ((this.lanesOf.get(account) ?? 0) >= this.accountLanes) continue;
-      this.begin(member, account);
-      started += 1;
-    }
-    return started;
+    due.forEach((member, i) => this.queue.push({ member, account: found.value[i]?.account ?? '' }));
+    return true;
   }
 
   private begin(member: string, account: string): void {
