@@ -50,6 +50,14 @@ describe('the dashboard’s static files', () => {
     expect(response.headers.get('location')).toBe('/api/v1/dashboard/?x=1');
   });
 
+  it('never redirects to another host, whatever the request path opens with', () => {
+    for (const url of ['http://127.0.0.1//evil.example/dashboard', 'http://127.0.0.1/\\evil.example/dashboard']) {
+      const location = (get('/dashboard', {}, url) as Response).headers.get('location') as string;
+      expect(location, url).toMatch(/^\/[^/\\]/);
+      expect(new URL(location, 'http://127.0.0.1/').host).toBe('127.0.0.1');
+    }
+  });
+
   it('serves only the files it read: no traversal, no unknown types, GET and HEAD only', () => {
     for (const path of ['/dashboard/../package.json', '/dashboard/%2e%2e/%2e%2e/etc/passwd', '/dashboard/assets/../../index.html', '/dashboard/notes.txt', '/dashboard//etc/passwd']) {
       expect((get(path) as Response).status, path).toBe(404);

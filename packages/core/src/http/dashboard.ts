@@ -64,7 +64,8 @@ export function createDashboard(options: DashboardOptions = {}): DashboardHandle
       return plain(405, 'Method not allowed.', { allow: 'GET, HEAD' });
     }
     // Relative asset URLs in index.html need the trailing slash, whatever prefix the host mounted the fleet under.
-    if (path === DASHBOARD_PATH) return plain(308, '', { location: `${url.pathname}/${url.search}` });
+    // One leading slash: a path that opens with `//` would make the Location another host's (an open redirect).
+    if (path === DASHBOARD_PATH) return plain(308, '', { location: `${url.pathname.replace(/^[/\\]+/, '/')}/${url.search}` });
     const name = path.slice(DASHBOARD_PATH.length + 1) || 'index.html';
     const asset = assets.get(name);
     if (asset === undefined) return plain(404, 'Not found.');
