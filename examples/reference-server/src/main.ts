@@ -1,10 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { createFleet } from '@mcp-fleet/core';
-import { clientAddressBehindProxies } from '@mcp-fleet/core/node';
+import { answerClientError, clientAddressBehindProxies } from '@mcp-fleet/core/node';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig } from './config.js';
@@ -95,7 +93,7 @@ async function main(): Promise<void> {
   });
   // What Node refuses before any handler runs (an unknown method, a bad Content-Length, a request too slow) is still
   // answered in the API's envelope, where the socket can take it.
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerMalformed(error, socket));
+  server.on('clientError', answerClientError);
   // A port in use or a HOST that does not resolve is the operator's to fix: a clear line, not a stack trace.
   server.once('error', (error: Error) => {
     console.error(`mcp-fleet: cannot listen on HOST ${config.host}, PORT ${config.port}: ${error.message}`);
@@ -121,29 +119,6 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-}
-
-function answerMalformed(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (!socket.writable || error.code === 'ECONNRESET') {
-    socket.destroy();
-    return;
-  }
-  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const [status, reason] = timedOut ? [408, 'Request Timeout'] : [400, 'Bad Request'];
-  const requestId = `req_${randomBytes(18).toString('base64url').replace(/[-_]/g, '').slice(0, 24).padEnd(24, '0')}`;
-  const body = JSON.stringify({
-    success: false,
-    error: {
-      code: 'INVALID_REQUEST',
-      message: timedOut ? 'The request did not arrive within 30 s.' : 'The request is not valid HTTP.',
-      details: {},
-    },
-    meta: { timestamp: new Date().toISOString(), request_id: requestId },
-  });
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n` +
-      `x-content-type-options: nosniff\r\nx-request-id: ${requestId}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }
 
 main().catch((error: unknown) => {

@@ -5,5 +5,6 @@
  */
 export { mountPath } from '../http/mount-path.js';
 export { clientAddressBehindProxies } from './client-address.js';
+export { answerClientError } from './client-error.js';
 export { toWebRequest, type ToWebRequestOptions } from './request.js';
 export { writeWebResponse } from './response.js';
