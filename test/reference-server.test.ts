@@ -254,6 +254,40 @@ describe('MCP_FLEET_STORE', () => {
       expectCleanStop(await second.stop());
       expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
     });
+
+    it('GET /readyz answers 503 while the store cannot be reached, and 200 again once it can', async () => {
+      // A TCP relay in front of Redis, cut and restored by the test: the store going away under a running server.
+      const target = new URL(store);
+      const sockets = new Set<Socket>();
+      let open = true;
+      const relay = createServer((client) => {
+        if (!open) return client.destroy();
+        const upstream = connect(Number(target.port || 6379), target.hostname);
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('error', () => {}).on('close', () => sockets.delete(socket));
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+      const relayed = new URL(store);
+      relayed.host = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
+      const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: relayed.toString(), MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:${secret('ready')}` } });
+      const ready = () => fetch(`${server.origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
+      try {
+        expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
+        open = false;
+        for (const socket of sockets) socket.destroy();
+        expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
+        open = true;
+        await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
+      } finally {
+        open = true;
+        await server.stop();
+        for (const socket of sockets) socket.destroy();
+        relay.close();
+      }
+    });
   });
 
   it.each(['mysql://db/fleet', 'sqlite://', 'fleet.sqlite'])('an unknown or incomplete value (%s) exits 2', async (value) => {
