@@ -264,6 +264,14 @@ describe('ServerValidator.config', () => {
       }
     });
 
+    it('reports a refused command together with the body\'s other mistakes', () => {
+      // An invalid env name used to hide the refused command until it was fixed.
+      const result = validator.config({ ...stdio, command: 'python3', env: { 'A B': 'x' }, working_directory: 'relative' });
+      expect(issueOf(result, 'command')).toBe('is not on the allowlist of stdio commands');
+      expect(issueOf(result, 'env.A B')).toBe('has an invalid variable name');
+      expect(issueOf(result, 'working_directory')).toBe('must be an absolute path');
+    });
+
     it('takes args, env and working_directory', () => {
       const config = valid(validator.config({ ...stdio, args: ['server.js', '--port=0'], env: { API_KEY: 'k', _X: '' }, working_directory: '/srv' }));
       expect(config).toMatchObject({ args: ['server.js', '--port=0'], env: { API_KEY: 'k', _X: '' }, working_directory: '/srv' });

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
+import { isPlainObject } from '../validation/zod-issues.js';
 import { commandIssue, envNameIssue, type StdioCommandRule } from './stdio-policy.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
@@ -143,7 +144,9 @@ function buildSchemas(options: SchemaOptions) {
       } else if (issue === 'args') {
         ctx.addIssue({ code: 'custom', path: ['args'], message: 'are not the arguments the allowlist of stdio commands pins for this command' });
       }
-    }),
+      // Judged as soon as command and args are readable, so a refused command is reported together with the body's
+      // other mistakes rather than only once they are fixed (zod skips object checks after any field issue).
+    }, { when: ({ value }) => isPlainObject(value) && typeof value.command === 'string' && (value.args === undefined || isStringArray(value.args)) }),
   };
 }
 
@@ -238,3 +241,5 @@ export class ServerValidator {
     });
   }
 }
+
+const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
