@@ -40,5 +40,7 @@ export function encryptionOptions(config: ServerConfig): Pick<FleetOptions, 'enc
   const previousKeys = config.previousEncryptionKeys;
   if (config.encryptionKey !== undefined) return { encryptionKey: config.encryptionKey, previousKeys };
   if (config.store.kind === 'sqlite' && config.store.embedded) return { encryptionKey: embeddedKey(config.store.path), previousKeys };
+  // Nothing of memory:// outlives the process, nor does a key of its own: encrypted all the same, and no warning.
+  if (config.store.kind === 'memory') return { encryptionKey: randomBytes(32), previousKeys };
   return { previousKeys };
 }
