@@ -48,7 +48,7 @@ export default defineConfig([
   pkg('express', [core, 'express']),
   {
     name: 'reference-server',
-    entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts' },
+    entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },
     outDir: 'examples/reference-server/dist',
     format: ['esm'],
     target: 'node20',

@@ -26,6 +26,7 @@ const OUTPUTS = [
   ...PACKAGES.flatMap((name) => [`packages/${name}/dist/index.js`, `packages/${name}/dist/index.cjs`, `packages/${name}/dist/index.d.ts`]),
   'examples/reference-server/dist/main.js',
   'examples/reference-server/dist/keys.js',
+  'examples/reference-server/dist/secrets.js',
   'examples/express-app/dist/main.js',
   'packages/core/dist/dashboard/index.html',
 ];

@@ -1,6 +1,7 @@
 import { TIERS, type Tier } from '@mcp-fleet/core';
 
-export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
+/** `embedded`: the default store (MCP_FLEET_STORE unset), which keeps its generated encryption key beside its file. */
+export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string; embedded?: boolean } | { kind: 'redis'; url: string };
 
 export interface ServerConfig {
   host: string;
@@ -18,6 +19,10 @@ export interface ServerConfig {
   healthIntervalMs: number;
   /** Reverse proxies in front of the server whose `X-Forwarded-For` is trusted (`MCP_FLEET_TRUST_PROXY`). */
   trustProxy: number;
+  /** `MCP_FLEET_ENCRYPTION_KEY`: the key secrets at rest are encrypted under (base64 of 32 bytes). */
+  encryptionKey: string | undefined;
+  /** `MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS`: keys that still decrypt, comma-separated. */
+  previousEncryptionKeys: string[];
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -26,7 +31,7 @@ export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
 export class ConfigError extends Error {}
 
 function parseStore(value: string | undefined): StoreConfig {
-  if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH };
+  if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH, embedded: true };
   if (value === 'memory://') return { kind: 'memory' };
   if (value.startsWith('sqlite://')) {
     const path = value.slice('sqlite://'.length);
@@ -88,6 +93,20 @@ function parseHealthInterval(value: string | undefined): number {
   return ms;
 }
 
+/** A base64 key of 32 bytes; the message names the variable, never the value. */
+function parseKey(name: string, value: string): string {
+  const text = value.trim();
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text) || Buffer.from(text, 'base64').length !== 32) {
+    throw new ConfigError(`${name}: expected the base64 of 32 random bytes, e.g. from \`openssl rand -base64 32\``);
+  }
+  return text;
+}
+
+function parseKeys(name: string, value: string | undefined): string[] {
+  if (value === undefined || value.trim() === '') return [];
+  return value.split(',').map((key, i) => parseKey(`${name} (entry ${i + 1})`, key));
+}
+
 /** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   return {
@@ -104,6 +123,8 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     stdioUser: env.MCP_FLEET_STDIO_USER?.trim() || undefined,
     healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
     rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
+    encryptionKey: env.MCP_FLEET_ENCRYPTION_KEY?.trim() ? parseKey('MCP_FLEET_ENCRYPTION_KEY', env.MCP_FLEET_ENCRYPTION_KEY) : undefined,
+    previousEncryptionKeys: parseKeys('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS', env.MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { type ApiKey, createFleet, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 import { ConfigError, readConfig } from './config.js';
+import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
@@ -61,7 +62,8 @@ async function run(argv: string[]): Promise<void> {
   const config = readConfig(process.env);
   if (config.store.kind === 'memory') throw new ConfigError('MCP_FLEET_STORE is memory://: keys made here would vanish on exit');
   const store = await openStore(config.store);
-  const fleet = createFleet(store.options);
+  // The server's keys: the CLI opens the same store, and a fleet checks them at start.
+  const fleet = createFleet({ ...store.options, ...encryptionOptions(config), webhooks: { worker: false } });
   try {
     if (command === 'create') {
       const tier = (values.tier ?? 'free') as Tier;

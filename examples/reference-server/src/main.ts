@@ -6,6 +6,7 @@ import { answerClientError, clientAddressBehindProxies } from '@mcp-fleet/core/n
 import { createFleetApp } from '@mcp-fleet/hono';
 import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig } from './config.js';
+import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
 
 /**
@@ -28,10 +29,13 @@ function banner(origin: string, fleet: { prefix: string }, storeLabel: string, r
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
+  const keys = encryptionOptions(config);
   const store = await openStore(config.store);
   // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
   const fleet = createFleet({
     ...store.options,
+    // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key the embedded store generated.
+    ...keys,
     stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
     allowPrivateNetworks: config.allowPrivateNetworks,
     // The web dashboard at /v1/dashboard/ (docs/dashboard.md): sign in there with an API key.
@@ -40,6 +44,11 @@ async function main(): Promise<void> {
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
     ...(config.rateLimits ? store.rateLimits && { rateLimit: { store: store.rateLimits } } : { rateLimit: false }),
+  });
+
+  // A key that does not open the store's secrets stops the start here, with what to set.
+  await fleet.ready().catch((error: Error) => {
+    throw new ConfigError(error.message);
   });
 
   for (const key of config.apiKeys) {

@@ -12,6 +12,7 @@ import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
+import { checkStoreKeys, createSecrets, type SecretsApi } from './operations/secrets.js';
 import { type FleetOptions, resolveOptions } from './options.js';
 import { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
@@ -22,6 +23,7 @@ import { createStdioSupervisor } from './stdio/supervisor.js';
 import { IndexCalls } from './storage/index-calls.js';
 import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
+import { SecretBox } from './util/secret-box.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
 import { ToolService } from './toolcalls/tool-service.js';
@@ -45,6 +47,14 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
   readonly events: EventSource;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
+  /** Secrets at rest: `rotate()` seals everything again under `encryptionKey` (docs/security.md). */
+  readonly secrets: SecretsApi;
+  /**
+   * Resolves once the start checks passed: the keys open the store's secrets. Rejects with a FleetError that names
+   * the option to set (`encryptionKey`, `previousKeys`) when they do not; await it before serving. Until it
+   * resolves, operations that read or write a secret wait for it, and after a failure they fail with its error.
+   */
+  ready(): Promise<void>;
   /**
    * Ends every stdio process and outgoing connection, and what else the fleet started (the webhook worker: deliveries
    * not yet sent stay in the outbox). Storage passed in stays open. Calling it again waits for the same close.
@@ -73,6 +83,9 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   // Checked before anything starts: missing files throw here.
   const dashboard = options.dashboard ? createDashboard(options.dashboard === true ? {} : options.dashboard) : undefined;
   const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
+  const secretBox = new SecretBox({ current: options.encryptionKey, previous: options.previousKeys });
+  if (secretBox.current === undefined) warnPlaintext(options.logger);
+  const started = secretBox.startCheck(() => checkStoreKeys(records, secretBox));
   const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
   const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: options.maxUpstreamBytes });
@@ -80,12 +93,13 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     options.webhooks === false
       ? undefined
       : createWebhooks(
-          { records, index, agent: outbound.dispatcher, allowPrivateNetworks, now, onError: background('WEBHOOKS', 'A webhook delivery round failed.') },
+          { records, index, agent: outbound.dispatcher, allowPrivateNetworks, now, onError: background('WEBHOOKS', 'A webhook delivery round failed.'), secrets: secretBox },
           options.webhooks,
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes });
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox });
+  const secrets = createSecrets({ records, box: secretBox, registry, webhooks });
 
   const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
   const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
@@ -139,5 +153,22 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     await limiter?.close();
     await keys.close();
   };
-  return { ...operations, prefix, keys, events, handle, close: () => (closing ??= close()) };
+  const ready = () =>
+    started.then((error) => {
+      if (error !== undefined) throw error;
+    });
+  return { ...operations, prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
+}
+
+let warnedOnConsole = false;
+
+/** Once per fleet through `logger`; on the console (no logger) once per process, which may start many fleets. */
+function warnPlaintext(logger: FleetOptions['logger']): void {
+  const message =
+    'mcp-fleet: secrets (server tokens and client secrets, stdio env values, webhook secrets) are stored in plaintext: set the encryptionKey option (reference server: MCP_FLEET_ENCRYPTION_KEY) to encrypt them';
+  if (logger !== undefined) logger.warn({}, message);
+  else if (!warnedOnConsole) {
+    warnedOnConsole = true;
+    console.warn(message);
+  }
 }

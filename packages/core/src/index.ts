@@ -6,6 +6,7 @@ export { createFleet, type Fleet } from './fleet.js';
 export type { FleetOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
+export type { RotationCounts, SecretsApi } from './operations/secrets.js';
 export type { Authenticate, ErrorHook, FleetHandler, RequestContext, RequestLogEntry } from './http/handler.js';
 export type { Logger } from './util/logger.js';
 export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';

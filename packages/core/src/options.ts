@@ -106,6 +106,19 @@ export interface FleetOptions {
    * that sign in with an API key and use this HTTP API. `true` for the files shipped in the package. @default false
    */
   dashboard?: boolean | DashboardOptions;
+  /**
+   * Encrypts secrets at rest (docs/security.md, "Secrets at rest"): server `authentication.token` and
+   * `client_secret`, stdio `env` values and webhook secrets are stored AES-256-GCM encrypted under this key, 32 bytes
+   * (a Uint8Array, or their base64: `openssl rand -base64 32`). A key that does not open the store's secrets fails
+   * the start (`fleet.ready()`). Without one the fleet warns once at start that secrets are stored in plaintext.
+   * @default none (plaintext)
+   */
+  encryptionKey?: Uint8Array | string;
+  /**
+   * Keys that secrets may still be encrypted with: they decrypt, never encrypt. After a key change, list the old key
+   * here and run `fleet.secrets.rotate()`; then it may go. @default []
+   */
+  previousKeys?: readonly (Uint8Array | string)[];
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }

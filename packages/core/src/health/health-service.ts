@@ -31,7 +31,8 @@ export class HealthService {
   /** Probes the server now and answers its health record (the probe itself counted). */
   check(account: string, id: string): ResultAsync<HealthRecord, FleetError> {
     const { registry, log } = this.deps;
-    return registry.get(account, id).andThen((server) =>
+    // The probe connects: the one place here that opens the server's secrets.
+    return registry.getRevealed(account, id).andThen((server) =>
       log.eraOf(id).andThen((era) =>
         this.probe(server, era).andThen((outcome) =>
           log

@@ -11,6 +11,8 @@ import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
 import { readPage, readRange } from '../storage/read-page.js';
+import { SecretBox } from '../util/secret-box.js';
+import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 
 export interface ListServersQuery extends PageQuery {
@@ -30,6 +32,8 @@ export interface RegistryDeps {
   claimGraceMs: number;
   /** Where each change's event goes: staged before the change is written, published in its own index commit. */
   changes: ChangeWriter;
+  /** Seals the configuration's secrets before a record is written; opens them only where they are used. @default no key: stored as they are */
+  secrets?: SecretBox;
 }
 
 const recordKey = (id: string) => `server:${id}`;
@@ -87,23 +91,23 @@ const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { deta
  */
 export class ServerRegistry {
   private readonly mutex = new KeyedMutex();
+  private readonly deps: RegistryDeps & { secrets: SecretBox };
 
-  constructor(private readonly deps: RegistryDeps) {}
+  constructor(deps: RegistryDeps) {
+    this.deps = { ...deps, secrets: deps.secrets ?? new SecretBox() };
+  }
 
   create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
     const validated = this.deps.validator.config(input);
     if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
-    const record: ServerRecord = {
-      id: newId('server'),
-      account,
-      config: validated.value,
-      status: 'active',
-      health: 'unknown',
-      created_at: now,
-      updated_at: now,
-    };
+    const id = newId('server');
+    return sealConfig(this.deps.secrets, id, validated.value).andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
+  }
+
+  private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
     const { records } = this.deps;
+    const { account, created_at: now } = record;
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
     return this.deps.changes.write(event, ({ publish, abandon }) =>
       records
@@ -128,20 +132,31 @@ export class ServerRegistry {
     );
   }
 
+  /** The server with its secrets opened, to connect to it: only where a secret is used (probes, tool calls). */
+  getRevealed(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
+    return this.get(account, id).andThen((record) => revealConfig(this.deps.secrets, id, record.config).map((config) => ({ ...record, config })));
+  }
+
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
+    const { secrets } = this.deps;
     return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen((current) =>
-        this.deps.validator.update(current.config, patch).asyncAndThen((config) => {
-        const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };
-        const event = {
-          account,
-          type: 'server.updated' as const,
-          data: { server: toDetail(next) },
-          at: next.updated_at,
-          check: { key: recordKey(id), match: { updated_at: next.updated_at } },
-        };
-        return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).map(() => next);
-      })),
+        // The patch is judged against the plaintext configuration (a sealed value would break the length limits).
+        revealConfig(secrets, id, current.config)
+          .andThen((plain) => this.deps.validator.update(plain, patch))
+          .andThen((config) => sealConfig(secrets, id, config))
+          .andThen((config) => {
+            const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };
+            const event = {
+              account,
+              type: 'server.updated' as const,
+              data: { server: toDetail(next) },
+              at: next.updated_at,
+              check: { key: recordKey(id), match: { updated_at: next.updated_at } },
+            };
+            return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).map(() => next);
+          }),
+      ),
     );
   }
 
@@ -213,6 +228,34 @@ export class ServerRegistry {
     return readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey).map(({ found }) =>
       found.filter((record): record is ServerRecord => record !== undefined),
     );
+  }
+
+  /**
+   * Seals again, under the current key, every secret still stored in plaintext or under an older key; answers how
+   * many servers were written. The record keeps its `updated_at` (nothing a client sees changed, and kept
+   * connections stay), and is read again just before the write so that a change in between is not undone.
+   */
+  rotateSecrets(): ResultAsync<number, FleetError> {
+    const { records, secrets } = this.deps;
+    const PAGE = 100;
+    const rotateOne = (id: string): ResultAsync<boolean, FleetError> =>
+      this.mutex.exclusive(id, () =>
+        records.get<ServerRecord>(recordKey(id)).andThen((current) => {
+          if (current === undefined || !hasStaleSecrets(secrets, current.config)) return okAsync(false);
+          return revealConfig(secrets, id, current.config)
+            .andThen((plain) => sealConfig(secrets, id, plain))
+            .andThen((config) => records.set(recordKey(id), { ...current, config }))
+            .map(() => true);
+        }),
+      );
+    const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
+      readRange<ServerRecord>(this.deps.index, records, ALL_SERVERS, { offset, limit: PAGE }, recordKey).andThen(({ ids, found }) => {
+        const stale = found.filter((server): server is ServerRecord => server !== undefined && hasStaleSecrets(secrets, server.config));
+        // One at a time: rotation is an operator's batch, not a burst on the store.
+        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, server) => sum.andThen((n) => rotateOne(server.id).map((did) => n + (did ? 1 : 0))), okAsync(0));
+        return rotated.andThen((n) => (ids.length < PAGE ? okAsync(done + n) : page(offset + PAGE, done + n)));
+      });
+    return page(0, 0);
   }
 
   /**

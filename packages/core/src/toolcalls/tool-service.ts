@@ -90,7 +90,7 @@ export class ToolService {
    */
   invoke(account: string, serverId: string, body: unknown): ResultAsync<ToolCallOutcome, FleetError> {
     return parse(callInputSchema, body).asyncAndThen(({ name, arguments: args = {} }) =>
-      this.deps.registry.get(account, serverId).andThen((server) =>
+      this.deps.registry.getRevealed(account, serverId).andThen((server) =>
         this.counted(account, () => this.run(server, name, args)).andThen(({ record, result }) => {
           const payload = {
             ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
@@ -115,7 +115,7 @@ export class ToolService {
 
   /** The server's tools (MCP `tools/list`, every page). Upstream failures answer 502/504 with their code. */
   list(account: string, serverId: string): ResultAsync<Tool[], FleetError> {
-    return this.deps.registry.get(account, serverId).andThen((server) =>
+    return this.deps.registry.getRevealed(account, serverId).andThen((server) =>
       // An upstream failure is the answer itself (502/504 with its code): a listing writes no record.
       ResultAsync.fromPromise(this.listTools(server), (error) => (isFleetError(error) ? error : toUpstreamError(error, server.config.timeout))),
     );

@@ -13,6 +13,7 @@ import { createSender, type Sender } from './sender.js';
 import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.js';
 import { DeliveryWorker } from './worker.js';
 import { checkOption, positiveNumber } from '../util/options.js';
+import { SecretBox } from '../util/secret-box.js';
 
 export interface WebhooksOptions {
   /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
@@ -63,6 +64,8 @@ export interface Webhooks {
   readonly api: WebhookOperations;
   readonly outbox: EventOutbox;
   readonly worker: DeliveryWorker | undefined;
+  /** Seals every webhook secret not yet under the current key; answers how many webhooks were written. */
+  rotateSecrets(): ResultAsync<number, FleetError>;
   close(): Promise<void>;
 }
 
@@ -73,6 +76,8 @@ export interface WebhooksDeps {
   allowPrivateNetworks: boolean | readonly string[];
   now: () => number;
   onError: (cause: unknown) => void;
+  /** Seals webhook secrets at rest. @default no key: stored as they are */
+  secrets?: SecretBox;
 }
 
 /** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
@@ -85,7 +90,8 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
   const graceMs = checkOption('webhooks.recoveryGraceMs', options.recoveryGraceMs ?? 60_000, positiveNumber);
   const retentionMs = checkOption('webhooks.retentionMs', options.retentionMs ?? 30 * 86_400_000, positiveNumber);
   const { records, index, now } = deps;
-  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
+  const secrets = deps.secrets ?? new SecretBox();
+  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now, secrets });
   const deliveries = new DeliveryLog(records, index, retentionMs);
   let worker: DeliveryWorker | undefined;
   const recipients = webhookRecipients(webhooks, deliveries);
@@ -126,6 +132,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     api,
     outbox,
     worker,
+    rotateSecrets: () => webhooks.rotateSecrets(),
     close: async () => {
       await worker?.stop();
     },

@@ -6,6 +6,7 @@ import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+import type { SecretBox } from '../util/secret-box.js';
 import type { WebhookEventType, WebhookValidator } from './schema.js';
 import { newWebhookSecret } from './signature.js';
 
@@ -36,6 +37,10 @@ export const MAX_WEBHOOKS_PER_ACCOUNT = 100;
 
 export const webhookKey = (id: string) => `webhook:${id}`;
 const accountSet = (account: string) => `webhooks:${encodeURIComponent(account)}`;
+/** Every account's webhooks, for work over all of them (rotating their secrets). Account sets start `webhooks:`. */
+const ALL_WEBHOOKS = 'webhooks-all';
+/** Where a webhook's sealed secret belongs: a ciphertext moved to another record does not open. */
+const secretPlace = (id: string) => `webhook:${id}:secret`;
 
 export function webhookNotFound(id: string): FleetError {
   return new FleetError('NOT_FOUND', { message: 'No webhook with this id exists.', details: { id } });
@@ -46,7 +51,7 @@ export class WebhookStore {
   private readonly mutex = new KeyedMutex();
 
   constructor(
-    private readonly deps: { records: RecordStore; index: IndexCalls; validator: WebhookValidator; now: () => number },
+    private readonly deps: { records: RecordStore; index: IndexCalls; validator: WebhookValidator; now: () => number; secrets: SecretBox },
   ) {}
 
   create(account: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
@@ -75,8 +80,17 @@ export class WebhookStore {
             ? errAsync(invalidRequest([{ field: 'body', issue: `an account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks` }]))
             : okAsync(undefined),
         )
-        .andThen(() => records.set(webhookKey(record.id), record))
-        .andThen(() => index.commit({ add: [{ set: accountSet(account), member: record.id, score: Date.parse(now) }] }))
+        // Stored sealed; the caller gets the plaintext once, to show it.
+        .andThen(() => this.deps.secrets.seal(record.secret, secretPlace(record.id)))
+        .andThen((secret) => records.set(webhookKey(record.id), { ...record, secret }))
+        .andThen(() =>
+          index.commit({
+            add: [
+              { set: accountSet(account), member: record.id, score: Date.parse(now) },
+              { set: ALL_WEBHOOKS, member: record.id, score: Date.parse(now) },
+            ],
+          }),
+        )
         .map(() => record),
     );
   }
@@ -86,6 +100,38 @@ export class WebhookStore {
     return this.deps.records
       .get<WebhookRecord>(webhookKey(id))
       .andThen((record) => (record !== undefined && record.account === account ? okAsync(record) : errAsync(webhookNotFound(id))));
+  }
+
+  /** The webhook's signing secret, opened: only to sign a delivery. */
+  secretOf(webhook: WebhookRecord): ResultAsync<string, FleetError> {
+    return this.deps.secrets.open(webhook.secret, secretPlace(webhook.id));
+  }
+
+  /**
+   * Seals again, under the current key, every webhook secret still in plaintext or under an older key; answers how
+   * many webhooks were written.
+   */
+  rotateSecrets(): ResultAsync<number, FleetError> {
+    const { records, secrets } = this.deps;
+    const PAGE = 100;
+    const rotateOne = (id: string): ResultAsync<boolean, FleetError> =>
+      this.mutex.exclusive(id, () =>
+        this.find(id).andThen((current) => {
+          if (current === undefined || !secrets.isStale(current.secret)) return okAsync(false);
+          return secrets
+            .open(current.secret, secretPlace(id))
+            .andThen((plain) => secrets.seal(plain, secretPlace(id)))
+            .andThen((secret) => records.set(webhookKey(id), { ...current, secret }))
+            .map(() => true);
+        }),
+      );
+    const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
+      readRange<WebhookRecord>(this.deps.index, records, ALL_WEBHOOKS, { offset, limit: PAGE }, webhookKey).andThen(({ ids, found }) => {
+        const stale = found.filter((w): w is WebhookRecord => w !== undefined && secrets.isStale(w.secret));
+        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, w) => sum.andThen((n) => rotateOne(w.id).map((did) => n + (did ? 1 : 0))), okAsync(0));
+        return rotated.andThen((n) => (ids.length < PAGE ? okAsync(done + n) : page(offset + PAGE, done + n)));
+      });
+    return page(0, 0);
   }
 
   /** The record whatever its account, for the delivery worker; `undefined` once deleted. */
@@ -128,7 +174,11 @@ export class WebhookStore {
       this.get(account, id).andThen(() =>
         this.deps.records
           .delete(webhookKey(id))
-          .andThen(() => this.deps.index.commit({ remove: [{ set: accountSet(account), member: id }] }).orElse(() => okAsync(undefined)))
+          .andThen(() =>
+            this.deps.index
+              .commit({ remove: [{ set: accountSet(account), member: id }, { set: ALL_WEBHOOKS, member: id }] })
+              .orElse(() => okAsync(undefined)),
+          )
           .map(() => ({ id, deleted: true as const })),
       ),
     );

@@ -1,3 +1,4 @@
+import { SecretBox } from '../util/secret-box.js';
 import Keyv from 'keyv';
 import { IndexCalls } from '../storage/index-calls.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
@@ -17,7 +18,7 @@ export function webhookParts(options: { retry?: RetryOptions; leaseMs?: number }
   const now = () => clock.now;
   const records = new RecordStore(new Keyv({ throwOnErrors: true }), 'test:');
   const index = new IndexCalls(new MemoryIndexStore({ now }));
-  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: true }), now });
+  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: true }), now, secrets: new SecretBox() });
   const deliveries = new DeliveryLog(records, index, 86_400_000);
   let wakes = 0;
   const recipients = webhookRecipients(webhooks, deliveries);

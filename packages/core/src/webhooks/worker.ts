@@ -248,29 +248,32 @@ export class DeliveryWorker {
             if (webhook === undefined || !webhook.enabled || event === undefined) {
               return this.settle(member, { ...delivery, status: 'cancelled', next_attempt_at: null }, release).map(() => true);
             }
-            const body = payloadOf(event);
-            const timestamp = Math.floor(this.deps.now() / 1000);
-            const headers = {
-              'content-type': 'application/json',
-              'user-agent': 'mcp-fleet-webhooks',
-              'x-service-event': event.type,
-              'x-service-delivery': delivery.id,
-              ...sign(webhook.secret, body, { id: delivery.id, timestamp }),
-            };
-            const at = new Date(this.deps.now()).toISOString();
-            return ResultAsync.fromSafePromise(
-              this.deps.send({ url: webhook.url, headers, body, timeoutMs: this.deps.timeoutMs, signal: this.aborter.signal }).then(
-                (outcome): SendOutcome | undefined => outcome,
-                () => undefined,
-              ),
-            ).andThen((outcome) => {
-              // Aborted by stop(): nothing is recorded, the lease lapses, the delivery stays due.
-              if (outcome === undefined) return okAsync(true);
-              const next = this.afterAttempt(delivery, at, outcome);
-              const gone = outcome.statusCode === 410;
-              return this.settle(member, next, release)
-                .andThen(() => (gone ? this.deps.webhooks.disable(webhook.id, 'gone') : okAsync(undefined)))
-                .map(() => true);
+            // The secret is opened here only, to sign; it never leaves this attempt.
+            return this.deps.webhooks.secretOf(webhook).andThen((secret) => {
+              const body = payloadOf(event);
+              const timestamp = Math.floor(this.deps.now() / 1000);
+              const headers = {
+                'content-type': 'application/json',
+                'user-agent': 'mcp-fleet-webhooks',
+                'x-service-event': event.type,
+                'x-service-delivery': delivery.id,
+                ...sign(secret, body, { id: delivery.id, timestamp }),
+              };
+              const at = new Date(this.deps.now()).toISOString();
+              return ResultAsync.fromSafePromise(
+                this.deps.send({ url: webhook.url, headers, body, timeoutMs: this.deps.timeoutMs, signal: this.aborter.signal }).then(
+                  (outcome): SendOutcome | undefined => outcome,
+                  () => undefined,
+                ),
+              ).andThen((outcome) => {
+                // Aborted by stop(): nothing is recorded, the lease lapses, the delivery stays due.
+                if (outcome === undefined) return okAsync(true);
+                const next = this.afterAttempt(delivery, at, outcome);
+                const gone = outcome.statusCode === 410;
+                return this.settle(member, next, release)
+                  .andThen(() => (gone ? this.deps.webhooks.disable(webhook.id, 'gone') : okAsync(undefined)))
+                  .map(() => true);
+              });
             });
           },
         );

@@ -1,0 +1,48 @@
+/**
+ * Secrets at rest of the reference server's store, from the command line:
+ *
+ *   npm run secrets -- rotate      (or: npx mcp-fleet secrets rotate)
+ *
+ * `rotate` encrypts every stored secret (server tokens, client secrets, stdio env values, webhook secrets) that is
+ * still plaintext, or under a key of MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS, under MCP_FLEET_ENCRYPTION_KEY (or the key
+ * the embedded store generated), and prints how many records it wrote. Run it from the directory the server runs in,
+ * with the same variables; the server may keep running.
+ */
+import { createFleet } from '@mcp-fleet/core';
+import { ConfigError, readConfig } from './config.js';
+import { encryptionOptions } from './encryption.js';
+import { openStore } from './store.js';
+
+const USAGE = `usage (from the repository root, where npm start runs):
+  npm run secrets -- rotate
+or:
+  npx mcp-fleet secrets rotate`;
+
+async function run(argv: string[]): Promise<void> {
+  if (argv.length !== 1 || argv[0] !== 'rotate') throw new ConfigError(USAGE);
+  const config = readConfig(process.env);
+  if (config.store.kind === 'memory') throw new ConfigError('MCP_FLEET_STORE is memory://: there is no stored secret to rotate');
+  const keys = encryptionOptions(config);
+  if (keys.encryptionKey === undefined) {
+    throw new ConfigError('MCP_FLEET_ENCRYPTION_KEY is not set: rotating encrypts under it (e.g. from `openssl rand -base64 32`)');
+  }
+  const store = await openStore(config.store);
+  const fleet = createFleet({ ...store.options, ...keys, webhooks: { worker: false } });
+  try {
+    await fleet.ready().catch((error: Error) => {
+      throw new ConfigError(error.message);
+    });
+    const rotated = await fleet.secrets.rotate();
+    if (rotated.isErr()) throw new ConfigError(`${rotated.error.code}: ${rotated.error.message}`);
+    const { servers, webhooks } = rotated.value;
+    console.log(`rotated: ${servers} server${servers === 1 ? '' : 's'}, ${webhooks} webhook${webhooks === 1 ? '' : 's'}; every secret is now under the current key`);
+  } finally {
+    await fleet.close();
+    await store.close();
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
+  process.exit(2);
+});

@@ -1,0 +1,46 @@
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { SecretBox } from '../util/secret-box.js';
+import type { ServerConfig } from './schema.js';
+
+/**
+ * The secrets of a server configuration, field by field: `authentication.token`, `authentication.client_secret`
+ * and each `env` value. The rest of the record (names, `env` names, endpoints) stays readable, so listings and
+ * views never need a key. Each value is bound to its server and field (`server:<id>:env:<NAME>`).
+ */
+type Transform = (value: string, place: string) => ResultAsync<string, FleetError>;
+
+function mapSecrets(id: string, config: ServerConfig, transform: Transform): ResultAsync<ServerConfig, FleetError> {
+  const place = (field: string) => `server:${id}:${field}`;
+  if (config.type === 'stdio') {
+    const env = config.env;
+    if (env === undefined) return okAsync(config);
+    const names = Object.keys(env);
+    return ResultAsync.combine(names.map((name) => transform(env[name] as string, place(`env:${name}`)))).map((values) => ({
+      ...config,
+      env: Object.fromEntries(names.map((name, i) => [name, values[i] as string])),
+    }));
+  }
+  const auth = config.authentication;
+  if (auth === undefined) return okAsync(config);
+  if (auth.type === 'bearer') return transform(auth.token, place('token')).map((token) => ({ ...config, authentication: { ...auth, token } }));
+  return transform(auth.client_secret, place('client_secret')).map((client_secret) => ({ ...config, authentication: { ...auth, client_secret } }));
+}
+
+/** The configuration as stored: its secrets sealed under the current key (as they are without one). */
+export function sealConfig(box: SecretBox, id: string, config: ServerConfig): ResultAsync<ServerConfig, FleetError> {
+  return mapSecrets(id, config, (value, place) => box.seal(value, place));
+}
+
+/** The configuration as used to connect: its secrets opened. */
+export function revealConfig(box: SecretBox, id: string, config: ServerConfig): ResultAsync<ServerConfig, FleetError> {
+  return mapSecrets(id, config, (value, place) => box.open(value, place));
+}
+
+/** Whether any secret of the stored configuration is plaintext or under an older key. */
+export function hasStaleSecrets(box: SecretBox, config: ServerConfig): boolean {
+  if (config.type === 'stdio') return Object.values(config.env ?? {}).some((value) => box.isStale(value));
+  const auth = config.authentication;
+  if (auth === undefined) return false;
+  return box.isStale(auth.type === 'bearer' ? auth.token : auth.client_secret);
+}
