@@ -92,8 +92,9 @@ describe.each([
   it('a timed-out call of a tool without hints is not repeated: the tool ran once', async () => {
     const server = await started(start());
     const f = fleet();
-    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
-    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    // A timeout long enough for the listing before the call on a loaded machine, so the call surely reaches the tool.
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 1000, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 4000 }))._unsafeUnwrap();
     expect(outcome).toMatchObject({ status: 'timeout', attempts: 1, error: { code: 'UPSTREAM_TIMEOUT' } });
     expect(server.slowRuns()).toBe(1);
   });
@@ -101,8 +102,8 @@ describe.each([
   it.each([{ idempotentHint: true }, { readOnlyHint: true }])('a timed-out call of a tool declaring %o is repeated', async (hints) => {
     const server = await started(start({ slowAnnotations: hints }));
     const f = fleet();
-    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 300, retry: { enabled: true, max_attempts: 3 } });
-    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 1000 }))._unsafeUnwrap();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, timeout: 800, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'slow', { ms: 4000 }))._unsafeUnwrap();
     expect(outcome).toMatchObject({ status: 'timeout', attempts: 3 });
     expect(server.slowRuns()).toBe(3);
   });
