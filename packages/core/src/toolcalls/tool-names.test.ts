@@ -21,6 +21,19 @@ describe('tool names', () => {
     expect(toolAllowed(['*'], 'anything__at_all')).toBe(true);
   });
 
+  it('matches stars against names built to make a backtracking matcher hang, and compares UTF-16 units exactly', () => {
+    const name = 'a'.repeat(5000);
+    expect(toolAllowed([`${'*a'.repeat(60)}*b`], name)).toBe(false);
+    expect(toolAllowed([`${'*a'.repeat(60)}*`], name)).toBe(true);
+    expect(toolAllowed(['a*a*a*a'], 'aaa')).toBe(false);
+    expect(toolAllowed(['a*a*a*a'], 'aaaa')).toBe(true);
+    expect(toolAllowed(['**x**'], 'x')).toBe(true);
+    expect(toolAllowed(['x'], 'x\n')).toBe(false);
+    expect(toolAllowed(['*'], '')).toBe(true);
+    expect(toolAllowed(['é__*'], 'é__tool')).toBe(true);
+    expect(toolAllowed(['e__*'], 'é__tool')).toBe(false);
+  });
+
   it('no list allows every tool; an empty list allows none', () => {
     expect(toolAllowed(null, 'a__b')).toBe(true);
     expect(toolAllowed(undefined, 'a__b')).toBe(true);

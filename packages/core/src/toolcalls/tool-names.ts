@@ -4,6 +4,8 @@
  * which of those names exist for it. The MCP endpoint and the REST call route judge a call by the same rule.
  */
 
+export { MAX_TOOL_PATTERN_LENGTH, MAX_TOOL_PATTERNS } from '../auth/tool-patterns.js';
+
 const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const NAMESPACE_SEPARATOR = '__';
 
@@ -17,25 +19,33 @@ export function namespacedTool(server: { id: string; name: string }, tool: strin
   return `${toolPrefix(server)}${NAMESPACE_SEPARATOR}${tool}`;
 }
 
-/** The most patterns a key may carry, and the longest one: they are matched on every listing and call. */
-export const MAX_TOOL_PATTERNS = 100;
-export const MAX_TOOL_PATTERN_LENGTH = 200;
-
-const compiled = new Map<string, RegExp>();
-
-/** A glob where `*` matches any run of characters (also none) and every other character stands for itself. */
-function globToRegExp(pattern: string): RegExp {
-  let regexp = compiled.get(pattern);
-  if (regexp === undefined) {
-    const source = pattern
-      .split('*')
-      .map((part) => part.replace(/[\\^$.|?+()[\]{}]/g, '\\$&'))
-      .join('.*');
-    regexp = new RegExp(`^${source}$`, 's');
-    if (compiled.size >= 10_000) compiled.clear();
-    compiled.set(pattern, regexp);
+/**
+ * A glob where `*` matches any run of characters (also none) and every other character stands for itself. Matched
+ * without a regular expression: tool names come from tenants' servers, and `^a.*a.*a.*…b$` backtracks for as long as
+ * the name is long to the power of the stars; this walk is at most pattern length × name length steps.
+ */
+function globMatches(pattern: string, name: string): boolean {
+  let p = 0;
+  let n = 0;
+  // The last `*` seen, and the name position it currently swallows up to: on a mismatch it takes one more character.
+  let star = -1;
+  let resume = 0;
+  while (n < name.length) {
+    if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = n;
+    } else if (p < pattern.length && pattern[p] === name[n]) {
+      p++;
+      n++;
+    } else if (star !== -1) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
   }
-  return regexp;
+  while (p < pattern.length && pattern[p] === '*') p++;
+  return p === pattern.length;
 }
 
 /**
@@ -44,5 +54,5 @@ function globToRegExp(pattern: string): RegExp {
  */
 export function toolAllowed(patterns: readonly string[] | null | undefined, name: string): boolean {
   if (patterns === null || patterns === undefined) return true;
-  return patterns.some((pattern) => globToRegExp(pattern).test(name));
+  return patterns.some((pattern) => globMatches(pattern, name));
 }
