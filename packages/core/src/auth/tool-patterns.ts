@@ -11,9 +11,10 @@ export const MAX_TOOL_PATTERN_LENGTH = 200;
 
 /**
  * Printable characters, no whitespace and no `|`: `|` separates patterns in `MCP_FLEET_API_KEYS` and the keys CLI, and
- * a space or an invisible character in a pattern is a typo that would silently match nothing.
+ * a space or an invisible character in a pattern is a typo that would silently match nothing. (`*`, not `+`: an empty
+ * pattern is `min(1)`'s to refuse, in one issue.)
  */
-const TOOL_PATTERN = /^[^\s|\p{C}]+$/u;
+const TOOL_PATTERN = /^[^\s|\p{C}]*$/u;
 
 export const toolPatternSchema = z
   .string()
