@@ -20,7 +20,7 @@ const USAGE = `usage (from the repository root, where npm start runs):
   npm run keys -- list <account>
   npm run keys -- revoke <key_id>
 or without the --:
-  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …]`;
+  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]`;
 
 const FLAGS = ['tier', 'scopes', 'name', 'tools'] as const;
 
