@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { api, killLeftovers, removeTempDirs, runToExit, startServer, tempDir } from './support/reference-server.js';
 
 /** The built key CLI, what `npm run keys` runs. */
@@ -56,6 +57,32 @@ describe('npm run keys', () => {
     await second.stop('SIGTERM');
   });
 
+  it('--tools gives the key a tool allowlist (|-separated or repeated), listed and enforced by the running server', async () => {
+    const upstream = await startV2ToolServer();
+    try {
+      const cwd = await tempDir();
+      const ops = 'ops-secret-0123456789';
+      const server = await startServer({ cwd, env: { MCP_FLEET_API_KEYS: `ops:pro:${ops}`, MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1' } });
+      const created = await keys(cwd, 'create', 'ops', '--tools', 'fx__echo|other__*', '--tools', 'third__*');
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stdout).toContain('  tools fx__echo|other__*|third__*  ');
+      const secret = /secret \(shown this once\): (mcpf_[0-9A-Za-z]{40})/.exec(created.stdout)?.[1] as string;
+      const listed = await keys(cwd, 'list', 'ops');
+      expect(listed.stdout).toContain('tools fx__echo|other__*|third__*');
+      expect(listed.stdout).toContain('all tools');
+
+      const { id } = (await api(server.url, ops, 'POST', '/servers', { name: 'fx', type: 'http', endpoint: upstream.url })).body.data;
+      const call = (name: string) => api(server.url, secret, 'POST', `/servers/${id}/tools/call`, { name, arguments: name === 'echo' ? { text: 'hi' } : {} });
+      expect((await call('echo')).status).toBe(200);
+      const denied = await call('fail');
+      expect(denied.status).toBe(403);
+      expect(denied.body.error).toMatchObject({ code: 'FORBIDDEN', details: { tool: 'fail' } });
+      await server.stop('SIGTERM');
+    } finally {
+      await upstream.close();
+    }
+  });
+
   it('refuses bad input with exit code 2 and a clear message', async () => {
     const cwd = await tempDir();
     const badTier = await keys(cwd, 'create', 'acme', '--tier', 'gold');
@@ -64,6 +91,10 @@ describe('npm run keys', () => {
     const badScope = await keys(cwd, 'create', 'acme', '--scopes', 'servers:everything');
     expect(badScope.code).toBe(2);
     expect(badScope.stderr).toContain('unknown scope');
+    const badTools = await keys(cwd, 'create', 'acme', '--tools', 'search__*|files *');
+    expect(badTools.code).toBe(2);
+    expect(badTools.stderr).toContain('INVALID_REQUEST');
+    expect(badTools.stderr).toContain('tools[1]');
     const unknownKey = await keys(cwd, 'revoke', 'key_000000000000000000000000');
     expect(unknownKey.code).toBe(2);
     expect(unknownKey.stderr).toContain('NOT_FOUND');

@@ -20,6 +20,7 @@ import {
   type Exit,
   type RunningServer,
 } from './support/reference-server.js';
+import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
@@ -330,6 +331,34 @@ describe('MCP_FLEET_API_KEYS', () => {
     }
   });
 
+  it('an entry ending in :tools=<glob>|<glob> gives its key that tool allowlist; a secret may still hold colons', async () => {
+    const upstream = await startV2ToolServer();
+    try {
+      const limited = `${secret('limited')}:with:colons`;
+      const open = secret('open');
+      const server = await startServer({
+        cwd: await tempDir(),
+        env: {
+          MCP_FLEET_STORE: 'memory://',
+          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
+          MCP_FLEET_API_KEYS: `acme:pro:${limited}:tools=tools__echo|other__*,acme:pro:${open}`,
+        },
+      });
+      const { id } = await create(server, open, { name: 'tools', type: 'http', endpoint: upstream.url });
+      const call = (key: string, name: string) => api(server.url, key, 'POST', `/servers/${id}/tools/call`, { name, arguments: name === 'echo' ? { text: 'hi' } : {} });
+      expect((await call(limited, 'echo')).status).toBe(200);
+      const denied = await call(limited, 'fail');
+      expect(denied.status).toBe(403);
+      expect(denied.body.error).toMatchObject({ code: 'FORBIDDEN', details: { tool: 'fail' } });
+      expect((await call(open, 'fail')).status).toBe(200);
+      const calls = await api(server.url, open, 'GET', '/tool-calls');
+      expect(calls.body.pagination.total).toBe(2);
+      expectCleanStop(await server.stop());
+    } finally {
+      await upstream.close();
+    }
+  });
+
   const bad = secret('leak-me');
   it.each([
     ['a tier that does not exist', `acme:gold:${bad}`],
@@ -341,6 +370,9 @@ describe('MCP_FLEET_API_KEYS', () => {
     ['an account that is not a valid name', `acme corp!:pro:${bad}`],
     ['a secret with a space', `acme:pro:${bad} ${bad}`],
     ['a secret with a comma, read as a second entry', `acme:pro:${secret('ok')},x:${bad}:y`],
+    ['an empty tool allowlist', `acme:pro:${bad}:tools=`],
+    ['an empty pattern in the tool allowlist', `acme:pro:${bad}:tools=search__*|`],
+    ['a tools suffix without a secret', `acme:pro::tools=search__*`],
   ])('%s exits 2, names the variable and never prints the secret', async (_label, value) => {
     const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_API_KEYS: value } });
     expect(exit.code, exit.stderr).toBe(2);

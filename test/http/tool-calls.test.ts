@@ -16,7 +16,7 @@ import {
 } from '../support/http-client.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
-const RECORD_FIELDS = ['attempts', 'created_at', 'duration_ms', 'error', 'id', 'server_id', 'server_name', 'status', 'tool'];
+const RECORD_FIELDS = ['attempts', 'created_at', 'duration_ms', 'error', 'id', 'server_id', 'server_name', 'status', 'tool', 'via'];
 
 let upstream: ToolServer;
 beforeAll(async () => {
@@ -52,7 +52,7 @@ describe.each(ADAPTERS)('tool calls over HTTP ($name)', (adapter) => {
     const res = await client.post(`/servers/${id}/tools/call`, { name: 'echo', arguments: { text: 'over http' } });
     const data = expectSuccess(res, 200);
     expect(Object.keys(data).sort()).toEqual([...RECORD_FIELDS, 'result'].sort());
-    expect(data).toMatchObject({ server_id: id, tool: 'echo', status: 'success', attempts: 1, error: null });
+    expect(data).toMatchObject({ server_id: id, tool: 'echo', status: 'success', attempts: 1, error: null, via: 'http' });
     expect(data.result.content[0].text).toBe('over http');
     expect(res.text).not.toContain('upstream-secret');
     const { result: _result, ...record } = data;

@@ -7,7 +7,8 @@ export interface ServerConfig {
   host: string;
   port: number;
   store: StoreConfig;
-  apiKeys: { account: string; tier: Tier; secret: string }[];
+  /** `tools`: the key's tool allowlist, from an entry's `:tools=<glob>|<glob>` suffix; absent: every tool. */
+  apiKeys: { account: string; tier: Tier; secret: string; tools?: string[] }[];
   allowPrivateNetworks: boolean;
   stdioCommands: string[];
   /** The user stdio servers run as when the service runs as root; unset: the library's default (`nobody`). */
@@ -51,19 +52,26 @@ function parseStore(value: string | undefined): StoreConfig {
   throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH or redis://…');
 }
 
+/** An entry's optional last part: `account:tier:secret:tools=search__*|files__read_*`. */
+const TOOLS_SUFFIX = ':tools=';
+
 function parseApiKeys(value: string | undefined): ServerConfig['apiKeys'] {
   if (value === undefined || value.trim() === '') return [];
   return value.split(',').map((triple, i) => {
     const [account, tier, ...rest] = triple.trim().split(':');
-    const secret = rest.join(':');
+    // A secret may hold colons; the allowlist is what follows the last `:tools=`. fleet.keys.register judges it.
+    const remainder = rest.join(':');
+    const suffix = remainder.lastIndexOf(TOOLS_SUFFIX);
+    const secret = suffix === -1 ? remainder : remainder.slice(0, suffix);
+    const tools = suffix === -1 ? undefined : remainder.slice(suffix + TOOLS_SUFFIX.length).split('|');
     if (!account || !tier || !secret) {
-      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be account:tier:secret`);
+      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be account:tier:secret, optionally followed by :tools=<glob>|<glob>…`);
     }
     if (!(TIERS as readonly string[]).includes(tier)) {
       // The tier is not echoed: a comma inside a secret splits it, and a piece of it may land here.
       throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has an unknown tier; expected free, pro or enterprise`);
     }
-    return { account, tier: tier as Tier, secret };
+    return { account, tier: tier as Tier, secret, ...(tools !== undefined && { tools }) };
   });
 }
 

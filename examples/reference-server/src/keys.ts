@@ -3,6 +3,7 @@
  * `mcp-fleet` bin of this example needs none: `npx mcp-fleet keys create acme --tier pro`):
  *
  *   npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes servers:read,servers:write] [--name text]
+ *                                    [--tools 'search__*|files__read_*']   (repeatable; quote it: the shell owns | and *)
  *   npm run keys -- list <account>
  *   npm run keys -- revoke <key_id>
  *
@@ -16,13 +17,13 @@ import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
-  npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text]
+  npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text] [--tools 'glob|glob']
   npm run keys -- list <account>
   npm run keys -- revoke <key_id>
 or without the --:
-  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …]`;
+  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]`;
 
-const FLAGS = ['tier', 'scopes', 'name'] as const;
+const FLAGS = ['tier', 'scopes', 'name', 'tools'] as const;
 
 /**
  * `npm run keys create acme --tier pro` (no `--`): npm keeps `--tier` as its own config (`npm_config_tier`) and
@@ -40,8 +41,9 @@ or use the bin, which needs none:
 
 function describe(key: ApiKey): string {
   const scopes = key.scopes === null ? 'all scopes' : key.scopes.join(',');
+  const tools = key.tools === null ? 'all tools' : `tools ${key.tools.join('|')}`;
   const state = key.revoked_at === null ? 'active' : `revoked ${key.revoked_at}`;
-  return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  created ${key.created_at}  ${state}`;
+  return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  ${tools}  created ${key.created_at}  ${state}`;
 }
 
 function fail(error: FleetError): never {
@@ -55,7 +57,7 @@ async function run(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { tier: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
+    options: { tier: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' }, tools: { type: 'string', multiple: true } },
   });
   const [command, target] = positionals;
   if (command === undefined || target === undefined || positionals.length > 2) throw new ConfigError(USAGE);
@@ -71,7 +73,9 @@ async function run(argv: string[]): Promise<void> {
       const scopes = values.scopes?.split(',').map((s) => s.trim()) as Scope[] | undefined;
       const unknown = scopes?.find((s) => !SCOPES.includes(s));
       if (unknown !== undefined) throw new ConfigError(`--scopes: unknown scope "${unknown}"; known: ${SCOPES.join(', ')}`);
-      const created = await fleet.keys.create({ account: target, tier, ...(scopes && { scopes }), ...(values.name && { name: values.name }) });
+      // `--tools 'a__*|b__*'`, or the flag once per pattern; fleet.keys.create judges the patterns.
+      const tools = values.tools?.flatMap((value) => value.split('|'));
+      const created = await fleet.keys.create({ account: target, tier, ...(scopes && { scopes }), ...(tools && { tools }), ...(values.name && { name: values.name }) });
       if (created.isErr()) fail(created.error);
       console.log(describe(created.value.key));
       console.log(`secret (shown this once): ${created.value.secret}`);

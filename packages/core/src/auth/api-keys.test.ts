@@ -15,6 +15,7 @@ function setup() {
   const fleet = createFleet({ storage, now: () => clock });
   return {
     keys: fleet.keys,
+    storage,
     map,
     advance: (ms: number) => {
       clock += ms;
@@ -24,7 +25,7 @@ function setup() {
   };
 }
 
-const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'scopes', 'tier'];
+const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'scopes', 'tier', 'tools'];
 
 describe('ApiKeys', () => {
   describe('create', () => {
@@ -38,6 +39,7 @@ describe('ApiKeys', () => {
         account: 'acme',
         tier: 'pro',
         scopes: null,
+        tools: null,
         name: 'ci',
         created_at: '2026-11-22T10:00:00.000Z',
         revoked_at: null,
@@ -58,7 +60,7 @@ describe('ApiKeys', () => {
     it('defaults to the free tier, no name and every scope', async () => {
       const { keys } = setup();
       const { key } = (await keys.create({ account: 'acme' }))._unsafeUnwrap();
-      expect(key).toMatchObject({ tier: 'free', name: null, scopes: null });
+      expect(key).toMatchObject({ tier: 'free', name: null, scopes: null, tools: null });
     });
 
     it('stores only the SHA-256 of the secret, never the secret', async () => {
@@ -81,6 +83,7 @@ describe('ApiKeys', () => {
         account: 'acme',
         tier: 'enterprise',
         scopes: ['servers:read', 'tool_calls:read'],
+        tools: null,
         keyId: key.id,
       });
     });
@@ -180,7 +183,7 @@ describe('ApiKeys', () => {
       const { keys, dump } = setup();
       const key = (await keys.register({ account: 'acme', tier: 'pro', secret }))._unsafeUnwrap();
       expect(isId('apiKey', key.id)).toBe(true);
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, keyId: key.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, keyId: key.id });
       expect(dump()).not.toContain(secret);
       expect(JSON.stringify(key)).not.toContain(secret);
     });
@@ -200,7 +203,7 @@ describe('ApiKeys', () => {
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       const second = (await keys.register({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], secret }))._unsafeUnwrap();
       expect(second).toMatchObject({ id: first.id, tier: 'enterprise', scopes: ['servers:read'] });
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], keyId: first.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, keyId: first.id });
     });
 
     it('registering a secret for another account revokes the old key and issues a new one', async () => {
@@ -259,6 +262,15 @@ describe('ApiKeys', () => {
       ['an empty scope list', { account: 'acme', scopes: [] }, 'scopes'],
       ['an empty name', { account: 'acme', name: '' }, 'name'],
       ['an unknown field', { account: 'acme', admin: true }, 'admin'],
+      ['an empty tool list', { account: 'acme', tools: [] }, 'tools'],
+      ['101 tool patterns', { account: 'acme', tools: Array.from({ length: 101 }, (_, i) => `s${i}__*`) }, 'tools'],
+      ['a tool list that is a string', { account: 'acme', tools: 'search__*' }, 'tools'],
+      ['an empty tool pattern', { account: 'acme', tools: ['search__*', ''] }, 'tools[1]'],
+      ['a tool pattern of 201 characters', { account: 'acme', tools: [`${'a'.repeat(199)}*x`] }, 'tools[0]'],
+      ['a tool pattern with a space', { account: 'acme', tools: ['search__ web'] }, 'tools[0]'],
+      ['a tool pattern with "|"', { account: 'acme', tools: ['search__*|files__*'] }, 'tools[0]'],
+      ['a tool pattern with a control character', { account: 'acme', tools: ['search__\u0000'] }, 'tools[0]'],
+      ['a tool pattern that is a number', { account: 'acme', tools: [7] }, 'tools[0]'],
     ])('refuses %s with INVALID_REQUEST', async (_label, input, field) => {
       const { keys, map } = setup();
       const error = (await keys.create(input as never))._unsafeUnwrapErr();
@@ -329,5 +341,67 @@ describe('ApiKeys expiry and last use', () => {
     await keys.verify(created.secret);
     await new Promise((resolve) => setImmediate(resolve));
     expect((await keys.list('acme'))._unsafeUnwrap()[0]?.last_used_at).toBe('2026-11-22T10:01:00.000Z');
+  });
+});
+
+describe('ApiKeys tool allowlists', () => {
+  it('a key carries its tools: listed, and in the principal verify yields from the one hash entry', async () => {
+    const { keys, map } = setup();
+    const tools = ['search__*', 'files__read_*'];
+    const { key, secret } = (await keys.create({ account: 'acme', tools }))._unsafeUnwrap();
+    expect(key.tools).toEqual(tools);
+    expect((await keys.get(key.id))._unsafeUnwrap().tools).toEqual(tools);
+    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.tools).toEqual(tools);
+    const reads: string[] = [];
+    const get = map.get.bind(map);
+    map.get = (name: string) => {
+      reads.push(name);
+      return get(name);
+    };
+    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, keyId: key.id });
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).toMatch(new RegExp(`apikey-hash:${hashSecret(secret)}$`));
+  });
+
+  it('accepts 100 patterns of 200 printable characters, Unicode included; null means every tool', async () => {
+    const { keys } = setup();
+    const many = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${'é'.repeat(196)}*`);
+    expect((await keys.create({ account: 'acme', tools: many }))._unsafeUnwrap().key.tools).toEqual(many);
+    expect((await keys.create({ account: 'acme', tools: null }))._unsafeUnwrap().key.tools).toBeNull();
+  });
+
+  it('registering again replaces the list, and without tools lifts it', async () => {
+    const { keys } = setup();
+    const secret = 'operator-chosen-secret-0002';
+    const first = (await keys.register({ account: 'acme', secret, tools: ['search__*'] }))._unsafeUnwrap();
+    expect(first.tools).toEqual(['search__*']);
+    expect((await keys.verify(secret))._unsafeUnwrap()?.tools).toEqual(['search__*']);
+    const second = (await keys.register({ account: 'acme', secret, tools: ['files__*'] }))._unsafeUnwrap();
+    expect(second).toMatchObject({ id: first.id, tools: ['files__*'] });
+    expect((await keys.verify(secret))._unsafeUnwrap()?.tools).toEqual(['files__*']);
+    expect((await keys.register({ account: 'acme', secret }))._unsafeUnwrap().tools).toBeNull();
+    expect((await keys.verify(secret))._unsafeUnwrap()?.tools).toBeNull();
+  });
+
+  it('a key stored before allowlists existed reads as every tool, listed and verified', async () => {
+    const { keys, storage } = setup();
+    const { key, secret } = (await keys.create({ account: 'acme', tools: ['x__*'] }))._unsafeUnwrap();
+    // Rewrite both records as an earlier version wrote them: no `tools` field.
+    for (const name of [`apikey:${key.id}`, `apikey-hash:${hashSecret(secret)}`]) {
+      const { tools: _tools, ...old } = (await storage.get(`mcp-fleet:${name}`)) as Record<string, unknown>;
+      await storage.set(`mcp-fleet:${name}`, old);
+    }
+    expect((await keys.get(key.id))._unsafeUnwrap().tools).toBeNull();
+    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.tools).toBeNull();
+    expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ account: 'acme', tools: null });
+  });
+
+  it('a revoked key with a list stays revoked when registered again', async () => {
+    const { keys } = setup();
+    const secret = 'operator-chosen-secret-0003';
+    const first = (await keys.register({ account: 'acme', secret, tools: ['a__*'] }))._unsafeUnwrap();
+    await keys.revoke(first.id);
+    expect((await keys.register({ account: 'acme', secret, tools: ['b__*'] }))._unsafeUnwrap()).toMatchObject({ tools: ['a__*'], revoked_at: expect.any(String) });
+    expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
   });
 });

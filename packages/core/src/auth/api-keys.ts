@@ -8,6 +8,7 @@ import type { RecordStore } from '../storage/records.js';
 import { newId, randomToken } from '../util/ids.js';
 import { parse } from '../validation/parse.js';
 import { ACCOUNT_PATTERN, type Principal, SCOPES, type Scope, TIERS, type Tier } from './scopes.js';
+import { toolPatternsSchema } from './tool-patterns.js';
 
 /** An API key as listed: never its secret, which is stored only as a SHA-256 hash. */
 export interface ApiKey {
@@ -16,6 +17,8 @@ export interface ApiKey {
   tier: Tier;
   /** `null`: every scope. */
   scopes: Scope[] | null;
+  /** Tool allowlist: glob patterns (`*`) over namespaced tool names (`search__*`); `null`: every tool. */
+  tools: string[] | null;
   name: string | null;
   created_at: string;
   revoked_at: string | null;
@@ -37,6 +40,11 @@ export interface CreateApiKeyInput {
   tier?: Tier;
   /** Omit for a key with every scope. */
   scopes?: Scope[];
+  /**
+   * Only the tools whose namespaced name (`{prefix}__{tool}`) matches one of these globs (`*`: any run of characters)
+   * exist for the key: 1 to 100 patterns of 1 to 200 printable characters, no spaces or `|`. @default null (every tool)
+   */
+  tools?: string[] | null;
   name?: string;
   /** When the key stops working (ISO 8601, in the future). @default never */
   expires_at?: string;
@@ -56,6 +64,8 @@ interface KeyHashEntry {
   account: string;
   tier: Tier;
   scopes: Scope[] | null;
+  /** Absent in entries written before allowlists existed: every tool. */
+  tools?: string[] | null;
   expires_at?: string | null;
   revoked?: true;
 }
@@ -74,6 +84,7 @@ const inputSchema = z.strictObject({
   account: z.string().refine((account) => ACCOUNT_PATTERN.test(account), 'must be 1–64 characters of letters, digits, "_", "." or "-", starting with a letter or digit'),
   tier: z.enum(TIERS).default('free'),
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
+  tools: toolPatternsSchema.optional(),
   name: z.string().min(1).max(100).optional(),
   expires_at: z.iso.datetime({ offset: true }).optional(),
 });
@@ -113,8 +124,9 @@ export class ApiKeys {
 
   /**
    * Registers a secret the operator chose. Idempotent: registering the same secret again keeps its key and
-   * updates its account, tier and scopes, so a server can register its configured keys on every start. A secret whose
-   * key was revoked stays refused: the answer is that revoked key (check `revoked_at`), and nothing changes.
+   * updates its tier, scopes, tools and expiry (another account: a new key, the old one revoked), so a server can
+   * register its configured keys on every start. A secret whose key was revoked stays refused: the answer is that
+   * revoked key (check `revoked_at`), and nothing changes.
    */
   register(input: RegisterApiKeyInput): ResultAsync<ApiKey, FleetError> {
     return parse(registerSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen(({ secret, ...valid }) =>
@@ -127,6 +139,7 @@ export class ApiKeys {
             ...withDefaults(existing),
             tier: valid.tier,
             scopes: valid.scopes ?? null,
+            tools: valid.tools ?? null,
             name: valid.name ?? existing.name,
             expires_at: valid.expires_at ?? null,
           };
@@ -185,7 +198,7 @@ export class ApiKeys {
       const now = this.now();
       if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
       this.noteUse(entry.id, now);
-      return { account: entry.account, tier: entry.tier, scopes: entry.scopes, keyId: entry.id };
+      return { account: entry.account, tier: entry.tier, scopes: entry.scopes, tools: entry.tools ?? null, keyId: entry.id };
     });
   }
 
@@ -215,6 +228,7 @@ export class ApiKeys {
       account: valid.account,
       tier: valid.tier,
       scopes: valid.scopes ?? null,
+      tools: valid.tools ?? null,
       name: valid.name ?? null,
       created_at: new Date(now).toISOString(),
       revoked_at: null,
@@ -240,15 +254,15 @@ export class ApiKeys {
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {
-    return { id: key.id, account: key.account, tier: key.tier, scopes: key.scopes, expires_at: key.expires_at };
+    return { id: key.id, account: key.account, tier: key.tier, scopes: key.scopes, tools: key.tools, expires_at: key.expires_at };
   }
 }
 
 const keyNotFound = (id: string) => new FleetError('NOT_FOUND', { message: 'No API key with this id exists.', details: { id } });
 
-/** A record written before `expires_at` and `last_used_at` existed reads as never expiring, never used. */
+/** A record written before `expires_at`, `last_used_at` and `tools` existed reads as never expiring, never used, every tool. */
 function withDefaults(key: ApiKey, used?: string): ApiKey {
-  return { ...key, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
+  return { ...key, tools: key.tools ?? null, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
 }
 
 /** An expiry must lie ahead: a key born expired is a mistake worth a 400. */

@@ -19,6 +19,11 @@ export interface Principal {
   scopes: readonly Scope[] | null;
   /** The API key's public id, when the built-in key check authenticated the request. */
   keyId?: string;
+  /**
+   * The key's tool allowlist: globs over namespaced tool names (`search__*`); only matching tools exist for this
+   * principal, on `/mcp` and on `POST /servers/{id}/tools/call`. `null` or absent: every tool.
+   */
+  tools?: readonly string[] | null;
 }
 
 export function hasScope(principal: Principal, scope: Scope): boolean {

@@ -130,7 +130,7 @@ describe('the handler', () => {
     });
 
     it('an authenticate function that returns a malformed principal is 500, not a pass', async () => {
-      for (const bad of [{ account: '', tier: 'pro', scopes: null }, { account: 'a', tier: 'gold', scopes: null }, { account: 'a', tier: 'pro', scopes: ['root'] }, 'acme']) {
+      for (const bad of [{ account: '', tier: 'pro', scopes: null }, { account: 'a', tier: 'gold', scopes: null }, { account: 'a', tier: 'pro', scopes: ['root'] }, { account: 'a', tier: 'pro', scopes: null, tools: 'x__*' }, { account: 'a', tier: 'pro', scopes: null, tools: [1] }, 'acme']) {
         const { fleet } = fleetWith({ authenticate: () => bad as unknown as Principal });
         const response = await fleet.handle(new Request(`${ORIGIN}/v1/servers`));
         expect(response.status).toBe(500);

@@ -202,7 +202,9 @@ function isPrincipal(value: unknown): value is Principal {
     typeof p.account === 'string' &&
     p.account.length > 0 &&
     (TIERS as readonly unknown[]).includes(p.tier) &&
-    (p.scopes === null || (Array.isArray(p.scopes) && p.scopes.every((s) => (SCOPES as readonly unknown[]).includes(s))))
+    (p.scopes === null || (Array.isArray(p.scopes) && p.scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)))) &&
+    // `tools`: a list of glob strings, or null/absent for every tool; anything else is the embedder's bug, said at once.
+    (p.tools === undefined || p.tools === null || (Array.isArray(p.tools) && p.tools.every((t) => typeof t === 'string')))
   );
 }
 

@@ -6,6 +6,7 @@ import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import type { ListServersQuery } from '../registry/registry.js';
 import { toSummary } from '../registry/views.js';
 import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
+import type { InvokeOptions } from '../toolcalls/tool-service.js';
 import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
 
@@ -67,6 +68,9 @@ interface RouteSpec<A extends unknown[], T> {
 
 const id = ({ params }: OperationInput): Result<[string], FleetError> => ok([params.id as string]);
 const idAndBody = ({ params, body }: OperationInput): Result<[string, unknown], FleetError> => ok([params.id as string, body]);
+/** A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist. */
+const toolCall = ({ params, body, principal }: OperationInput): Result<[string, unknown, InvokeOptions], FleetError> =>
+  ok([params.id as string, body, { via: 'http', tools: principal.tools ?? null }]);
 const bodyOnly = ({ body }: OperationInput): Result<[unknown], FleetError> => ok([body]);
 const query =
   <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
@@ -98,7 +102,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
     route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', input: id, run: servers.healthHistory }),
     route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: id, run: tools.list }),
-    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: idAndBody, run: tools.invoke }),
+    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: toolCall, run: tools.invoke }),
     route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),
     route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', input: id, run: toolCalls.get }),
   ];

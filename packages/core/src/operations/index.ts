@@ -7,7 +7,7 @@ import type { ListServersQuery, ServerRegistry } from '../registry/registry.js';
 import type { ServerInput, ServerPatch } from '../registry/schema.js';
 import { type ServerDetail, type ServerSummary, toDetail, toSummary } from '../registry/views.js';
 import type { ListToolCallsQuery, ToolCallDetail, ToolCallLog, ToolCallRecord } from '../toolcalls/tool-call-log.js';
-import type { ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
+import type { InvokeOptions, ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
 import type { WebhookOperations } from '../webhooks/service.js';
 
@@ -41,7 +41,7 @@ export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' |
 
 export interface ToolOperations extends ToolsApi {
   /** A call from its `{ name, arguments? }` as received (a `tools/call` body or MCP params), validated here, once. */
-  invoke(account: string, serverId: string, params: unknown): ResultAsync<ToolCallOutcome, FleetError>;
+  invoke(account: string, serverId: string, params: unknown, options?: InvokeOptions): ResultAsync<ToolCallOutcome, FleetError>;
 }
 
 /** The servers of an account; answers never carry secrets. */
@@ -98,7 +98,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
-      invoke: (account, serverId, params) => tools.invoke(account, serverId, params),
+      invoke: (account, serverId, params, options) => tools.invoke(account, serverId, params, options),
       list: (account, serverId) => tools.list(account, serverId),
     },
     toolCalls: {

@@ -11,6 +11,10 @@ import { mergeTransactions } from '../storage/index-calls.js';
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 
+/** Which door a call came through: `POST /servers/{id}/tools/call`, the embedder's `fleet.tools.call`, or `/mcp`. */
+export const TOOL_CALL_VIAS = ['http', 'api', 'mcp'] as const;
+export type ToolCallVia = (typeof TOOL_CALL_VIAS)[number];
+
 /** One call of a tool through the service (docs/http-api.md "Tool calls"). */
 export interface ToolCallRecord {
   id: string;
@@ -21,6 +25,8 @@ export interface ToolCallRecord {
   duration_ms: number;
   attempts: number;
   error: { code: string; message: string } | null;
+  /** The door the call came through; records written before it existed have none. */
+  via?: ToolCallVia;
   created_at: string;
 }
 

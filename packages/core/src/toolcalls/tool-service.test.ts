@@ -45,7 +45,7 @@ describe.each([
     expect(tools.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'slow']);
 
     const ok = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'hello' }))._unsafeUnwrap();
-    expect(ok).toMatchObject({ server_id: id, tool: 'echo', status: 'success', attempts: 1, error: null });
+    expect(ok).toMatchObject({ server_id: id, tool: 'echo', status: 'success', attempts: 1, error: null, via: 'api' });
     expect(textOf(ok.result)).toBe('hello');
     expect(ok.id).toMatch(/^call_/);
 

@@ -1,5 +1,5 @@
 import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
-import { errAsync, ResultAsync } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
@@ -12,7 +12,8 @@ import { parse } from '../validation/parse.js';
 import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
 import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe, neverSent, type ToolHints } from './retry.js';
-import type { ToolCallLog, ToolCallRecord } from './tool-call-log.js';
+import type { ToolCallLog, ToolCallRecord, ToolCallVia } from './tool-call-log.js';
+import { namespacedTool, toolAllowed } from './tool-names.js';
 
 /** What `fleet.tools.call` answers: the record written, plus the MCP result when the tool answered. */
 export interface ToolCallOutcome extends ToolCallRecord {
@@ -42,6 +43,18 @@ export interface ToolServiceDeps {
   maxTotalMs?: number;
   /** Calls in flight at once per account (in this process); beyond, 429 with `scope: "concurrency"`. @default 32 */
   maxConcurrentPerAccount?: number;
+}
+
+/** How a call came in, and what its door wants to hear of it while it runs. */
+export interface InvokeOptions {
+  /** Recorded as the call's `via`. @default 'api' */
+  via?: ToolCallVia;
+  /**
+   * The caller's tool allowlist (`Principal.tools`), matched against the namespaced name (`toolcalls/tool-names.ts`).
+   * A tool outside it is refused before anything is sent or recorded: 403 `FORBIDDEN` with `details.tool`.
+   * `null` or absent: every tool.
+   */
+  tools?: readonly string[] | null;
 }
 
 const MAX_TOOL_NAME = 256;
@@ -79,7 +92,7 @@ export class ToolService {
 
   /** As {@link invoke}, for the embedder's typed `fleet.tools.call`. */
   call(account: string, serverId: string, name: string, args: Record<string, unknown>): ResultAsync<ToolCallOutcome, FleetError> {
-    return this.invoke(account, serverId, { name, arguments: args });
+    return this.invoke(account, serverId, { name, arguments: args }, { via: 'api' });
   }
 
   /**
@@ -88,28 +101,31 @@ export class ToolService {
    * TOOL_CALL_REJECTED for a JSON-RPC error, an upstream code otherwise) or `timeout`. Errors are the service's own:
    * unknown server, invalid input, storage.
    */
-  invoke(account: string, serverId: string, body: unknown): ResultAsync<ToolCallOutcome, FleetError> {
+  invoke(account: string, serverId: string, body: unknown, options: InvokeOptions = {}): ResultAsync<ToolCallOutcome, FleetError> {
     return parse(callInputSchema, body).asyncAndThen(({ name, arguments: args = {} }) =>
-      this.deps.registry.getRevealed(account, serverId).andThen((server) =>
-        this.counted(account, () => this.run(server, name, args)).andThen(({ record, result }) => {
-          const payload = {
-            ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
-            ...(this.deps.record?.results === true && result !== null ? { result } : {}),
-          };
-          return this.deps.log
-            .append(account, record, payload)
-            .andThen(() =>
-              this.deps.health.record(server.id, {
-                kind: 'call',
-                ok: record.status === 'success',
-                at: this.deps.now(),
-                responseTimeMs: record.duration_ms,
-                error: record.error,
-              }),
-            )
-            .map(() => ({ ...record, result }));
-        }),
-      ),
+      this.deps.registry
+        .getRevealed(account, serverId)
+        .andThen((server) => (toolAllowed(options.tools, namespacedTool({ id: server.id, name: server.config.name }, name)) ? okAsync(server) : errAsync(outsideAllowlist(name))))
+        .andThen((server) =>
+          this.counted(account, () => this.run(server, name, args, options.via ?? 'api')).andThen(({ record, result }) => {
+            const payload = {
+              ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
+              ...(this.deps.record?.results === true && result !== null ? { result } : {}),
+            };
+            return this.deps.log
+              .append(account, record, payload)
+              .andThen(() =>
+                this.deps.health.record(server.id, {
+                  kind: 'call',
+                  ok: record.status === 'success',
+                  at: this.deps.now(),
+                  responseTimeMs: record.duration_ms,
+                  error: record.error,
+                }),
+              )
+              .map(() => ({ ...record, result }));
+          }),
+        ),
     );
   }
 
@@ -200,7 +216,7 @@ export class ToolService {
     );
   }
 
-  private async run(server: ServerRecord, name: string, args: Record<string, unknown>): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
+  private async run(server: ServerRecord, name: string, args: Record<string, unknown>, via: ToolCallVia): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
     const started = performance.now();
     const createdAt = new Date(this.deps.now()).toISOString();
     const retry = server.config.retry;
@@ -225,6 +241,7 @@ export class ToolService {
       tool: name,
       duration_ms: Math.round(performance.now() - started),
       attempts,
+      via,
       created_at: createdAt,
     };
     if (outcome.ok) {
@@ -296,6 +313,13 @@ export class ToolService {
     return this.deps.pool.acquire(server, timeoutMs);
   }
 }
+
+/** A tool outside the key's allowlist (`tools` globs over namespaced names): nothing is sent, nothing recorded. */
+const outsideAllowlist = (tool: string) =>
+  new FleetError('FORBIDDEN', {
+    message: "This API key's tool allowlist (its `tools` patterns) does not include this tool; use a key whose `tools` match it, or one without a list.",
+    details: { tool },
+  });
 
 /** The refusal of a tool the server's `tools/list` does not offer (recorded as TOOL_CALL_REJECTED; nothing was sent). */
 const unlisted = () =>

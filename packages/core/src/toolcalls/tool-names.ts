@@ -1,0 +1,58 @@
+/**
+ * How the tools of many servers share one namespace (CONTRACT "The MCP endpoint"): `{prefix}__{tool}`, where the
+ * prefix is the server's name when it is a usable identifier, else its id; and how an API key's `tools` globs decide
+ * which of those names exist for it. The MCP endpoint and the REST call route judge a call by the same rule.
+ */
+
+export { MAX_TOOL_PATTERN_LENGTH, MAX_TOOL_PATTERNS } from '../auth/tool-patterns.js';
+
+const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const NAMESPACE_SEPARATOR = '__';
+
+/** A server's prefix: its name if it matches `^[A-Za-z0-9_-]{1,64}$`, else its id. */
+export function toolPrefix(server: { id: string; name: string }): string {
+  return PREFIX_PATTERN.test(server.name) ? server.name : server.id;
+}
+
+/** `{prefix}__{tool}`. */
+export function namespacedTool(server: { id: string; name: string }, tool: string): string {
+  return `${toolPrefix(server)}${NAMESPACE_SEPARATOR}${tool}`;
+}
+
+/**
+ * A glob where `*` matches any run of characters (also none) and every other character stands for itself. Matched
+ * without a regular expression: tool names come from tenants' servers, and `^a.*a.*a.*…b$` backtracks for as long as
+ * the name is long to the power of the stars; this walk is at most pattern length × name length steps.
+ */
+function globMatches(pattern: string, name: string): boolean {
+  let p = 0;
+  let n = 0;
+  // The last `*` seen, and the name position it currently swallows up to: on a mismatch it takes one more character.
+  let star = -1;
+  let resume = 0;
+  while (n < name.length) {
+    if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = n;
+    } else if (p < pattern.length && pattern[p] === name[n]) {
+      p++;
+      n++;
+    } else if (star !== -1) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && pattern[p] === '*') p++;
+  return p === pattern.length;
+}
+
+/**
+ * Whether a key's allowlist lets it see and call the namespaced tool `name`. `null` or `undefined`: no list, every
+ * tool. An empty list allows nothing.
+ */
+export function toolAllowed(patterns: readonly string[] | null | undefined, name: string): boolean {
+  if (patterns === null || patterns === undefined) return true;
+  return patterns.some((pattern) => globMatches(pattern, name));
+}
