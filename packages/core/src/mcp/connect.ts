@@ -12,7 +12,7 @@ import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServer
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
-import { ClientCredentialsSource, MemoryTokenCache, type TokenCache, withScopeStepUp } from './oauth.js';
+import { ClientCredentialsSource, MemoryTokenCache, stepUp, type TokenCache, withScopeStepUp } from './oauth.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
 
 /**
@@ -85,7 +85,8 @@ function tokenSource(config: HttpServerConfig | WebSocketServerConfig, deps: Mcp
  *
  * - bearer: `Authorization: Bearer <token>` on every request (http: `requestInit.headers`; websocket: handshake headers).
  * - oauth2: a client-credentials token, cached until shortly before it expires and fetched again after a 401
- *   (http: as the transport's `authProvider`, which retries once after `onUnauthorized`; websocket: the handshake retries once).
+ *   (http: as the transport's `authProvider`, which retries once after `onUnauthorized`; websocket: the handshake retries once),
+ *   and with the challenged scope after a 403 `insufficient_scope`, once (http: per request; websocket: per handshake).
  */
 export function openTransport(
   config: HttpServerConfig | WebSocketServerConfig,
@@ -127,7 +128,14 @@ export function openTransport(
   } else {
     transport = new WebSocketClientTransport(url, {
       headers: async () => (source === undefined ? (bearer ?? {}) : { Authorization: `Bearer ${await source.token()}` }),
-      ...(source === undefined ? {} : { onUnauthorized: () => source.invalidate() }),
+      ...(source === undefined
+        ? {}
+        : {
+            onUnauthorized: () => source.invalidate(),
+            // One step-up, as over HTTP: a 403 insufficient_scope handshake is tried once more with a token for that scope.
+            onForbidden: (challenge: string | undefined) =>
+              challenge !== undefined && stepUp(source, new Response(null, { status: 403, headers: { 'www-authenticate': challenge } })),
+          }),
       ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),

@@ -127,6 +127,31 @@ describe('oauth2 client credentials', () => {
     expect(auth.requests).toHaveLength(4);
   });
 
+  it('steps up once on a 403 insufficient_scope WebSocket handshake too; a second refusal is final', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const scopeOf = (header: string | undefined) => {
+      const issued = Number(header?.replace('Bearer fixture-token-', ''));
+      return auth.requests[issued - 1]?.params.get('scope')?.split(' ') ?? [];
+    };
+    const ws = (url: string): WebSocketServerConfig => ({
+      name: 'oauth-ws-scope',
+      type: 'websocket',
+      endpoint: url,
+      timeout: 3000,
+      authentication: { type: 'oauth2', client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret, token_url: auth.tokenUrl, scope: 'mcp:read' },
+    });
+    const server = await started(
+      startWsServer({ authorize: (header) => auth.accepts(header), missingScope: (header) => (scopeOf(header).includes('mcp:write') ? undefined : 'mcp:write') }),
+    );
+    await expect(probeServer(ws(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests.map((request) => request.params.get('scope'))).toEqual(['mcp:read', 'mcp:read mcp:write']);
+
+    const stubborn = await started(startWsServer({ authorize: (header) => auth.accepts(header), missingScope: () => 'mcp:admin' }));
+    const refused = await probeServer(ws(stubborn.url), { tokens: new MemoryTokenCache() });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(auth.requests).toHaveLength(4);
+  });
+
   it('fetches a new token shortly before the cached one expires', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
     const { server, seen } = await protectedServer(auth);

@@ -271,17 +271,26 @@ function unionOfScopes(...lists: (string | undefined)[]): string | undefined {
 }
 
 /**
+ * Whether a 403 is an `insufficient_scope` challenge (RFC 6750) naming a scope; if so `source` records it, so the
+ * next token asks for that scope too.
+ */
+export function stepUp(source: ClientCredentialsSource, response: Response): boolean {
+  if (response.status !== 403) return false;
+  const { error, scope } = extractWWWAuthenticateParams(response);
+  if (error !== 'insufficient_scope' || scope === undefined) return false;
+  source.challenged(response);
+  return true;
+}
+
+/**
  * fetch that answers a 403 `insufficient_scope` (RFC 6750) once per request: a token with the scope the challenge
  * names is fetched and the request sent again with it; a second refusal is the answer (no step-up loop).
  */
 export function withScopeStepUp(fetch: FetchLike, source: ClientCredentialsSource): FetchLike {
   return async (url, init) => {
     const response = await fetch(url, init);
-    if (response.status !== 403) return response;
-    const { error, scope } = extractWWWAuthenticateParams(response);
-    if (error !== 'insufficient_scope' || scope === undefined) return response;
+    if (!stepUp(source, response)) return response;
     await response.body?.cancel().catch(() => {});
-    source.challenged(response);
     const headers = new Headers(init?.headers);
     headers.set('Authorization', `Bearer ${await source.token()}`);
     return fetch(url, { ...init, headers });
