@@ -4,7 +4,7 @@
  * test's prefix), never contains a secret; the secrets still work (probes, tool calls, stdio env, webhook signatures);
  * rotation moves everything to a new key; a wrong key fails at start; plaintext from before stays readable.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -242,6 +242,22 @@ describe.each(STORES)('secrets at rest ($name store)', (kind) => {
     await expectSignedDelivery(later.id, webhook.secret);
     await rotated.close();
     expectNoSecrets(await kind.dump(), secrets);
+  });
+
+  it.skipIf(kind.skip)("an oauth2 private_key (private_key_jwt) is sealed like a client secret", { timeout: 30_000 }, async () => {
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    // K2: the key the test above leaves the store under.
+    const sealed = await start(kind, { encryptionKey: K2 });
+    await sealed.fleet.ready();
+    const authentication = { type: 'oauth2' as const, client_id: 'jwt-client', private_key: pem, token_url: upstreams.auth.tokenUrl };
+    const server = (await sealed.fleet.servers.create(ACCOUNT, { name: `jwt-${randomBytes(3).toString('hex')}`, type: 'http', endpoint: upstreams.oauth.url, authentication }))._unsafeUnwrap();
+    await sealed.close();
+    const dump = await kind.dump();
+    // Every line of the key's body, as stored text may escape the line breaks.
+    for (const line of pem.split('\n').filter((text) => text !== '' && !text.startsWith('-----'))) expect(dump).not.toContain(line);
+    const again = await start(kind, { encryptionKey: K2 });
+    expect((await again.fleet.servers.get(ACCOUNT, server.id))._unsafeUnwrap().authentication).toMatchObject({ type: 'oauth2', client_id: 'jwt-client' });
+    await again.close();
   });
 });
 

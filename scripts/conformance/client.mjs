@@ -23,6 +23,14 @@ const TOOL = { name: 'add_numbers', arguments: { a: 2, b: 3 }, expected: 'The su
 /** Scenarios that pass when the client refuses to authenticate: their metadata names another resource or issuer. */
 const REFUSALS = new Set(['auth/resource-mismatch', 'auth/metadata-issuer-mismatch']);
 
+/**
+ * Scenarios whose server never accepts a client-credentials token: their token endpoint grants scopes only to an
+ * authorization-code client, so the fleet's tokens have none and every request is refused (401, or 403
+ * `insufficient_scope`). The fleet must ask once for the challenged scope, step up once, then stop: unhealthy,
+ * UPSTREAM_AUTH_FAILED. run.mjs counts the token requests.
+ */
+const SCOPE_REFUSED = new Set(['auth/scope-from-www-authenticate', 'auth/scope-step-up', 'auth/scope-retry-limit']);
+
 const serverUrl = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 
@@ -31,7 +39,7 @@ function fail(message) {
   process.exitCode = 1;
 }
 
-/** The context the suite hands over as JSON: `{ client_id, client_secret }` for client credentials. */
+/** The context the suite hands over as JSON: `{ client_id, client_secret }` or `{ client_id, private_key_pem, signing_algorithm }` for client credentials. */
 function context() {
   const raw = process.env.MCP_CONFORMANCE_CONTEXT;
   if (raw === undefined || raw === '') return {};
@@ -43,9 +51,17 @@ function serverInput() {
   const input = { name: 'conformance-server', type: 'http', endpoint: serverUrl, timeout: 10_000 };
   // Any scenario that hands over a client id and secret gets them as oauth2 client credentials; those that test what
   // the client refuses before it authenticates get credentials of our own (they must never reach a token endpoint).
-  const { client_id, client_secret } = context();
+  const { client_id, client_secret, private_key_pem, signing_algorithm } = context();
   if (typeof client_id === 'string' && typeof client_secret === 'string') input.authentication = { type: 'oauth2', client_id, client_secret };
-  else if (REFUSALS.has(scenario)) input.authentication = { type: 'oauth2', client_id: 'mcp-fleet-conformance', client_secret: 'not-a-secret' };
+  // private_key_jwt (auth/client-credentials-jwt): the key and its algorithm as the fleet's oauth2 private_key.
+  else if (typeof client_id === 'string' && typeof private_key_pem === 'string') {
+    input.authentication = { type: 'oauth2', client_id, private_key: private_key_pem, ...(typeof signing_algorithm === 'string' && { algorithm: signing_algorithm }) };
+  }
+  // The other auth scenarios hand nothing: their authorization servers expect a client that registers itself and asks
+  // a user (authorization code); the fleet is a machine client, so it comes with client credentials of its own.
+  else if (scenario.startsWith('auth/') && !scenario.startsWith('auth/client-credentials')) {
+    input.authentication = { type: 'oauth2', client_id: 'mcp-fleet-conformance', client_secret: 'not-a-secret' };
+  }
   else if (scenario.startsWith('auth/client-credentials')) throw new Error('MCP_CONFORMANCE_CONTEXT has no client credentials this client supports');
   return input;
 }
@@ -64,7 +80,7 @@ async function checkRefused(fleet, serverId) {
   if (health.value.status === 'healthy' || health.value.error?.code !== 'UPSTREAM_AUTH_FAILED') {
     return fail(`expected a refusal (UPSTREAM_AUTH_FAILED), got ${health.value.status} ${health.value.error?.code ?? ''}`);
   }
-  console.log('the fleet refused to authenticate, as the scenario expects');
+  console.log(SCOPE_REFUSED.has(scenario) ? 'the server refused every token the fleet could get, as expected of a client-credentials client' : 'the fleet refused to authenticate, as the scenario expects');
 }
 
 /**
@@ -128,6 +144,26 @@ async function listAndCallAll(fleet, serverId) {
   return listed.value;
 }
 
+/**
+ * `sep-2322-client-request-state` (2026-07-28 multi round-trip requests): the fleet answers no input request, so a
+ * tool that answers `input_required` must end as UPSTREAM_INPUT_REQUIRED after one request, and one whose result has
+ * no `resultType` must be read as complete; a tool called in between carries nothing of another call.
+ */
+async function inputRequired(fleet, serverId) {
+  const listed = await fleet.tools.list(ACCOUNT, serverId);
+  if (listed.isErr()) return fail(`tools/list failed: ${listed.error.code}`);
+  for (const name of ['test_mrtr_echo_state', 'test_mrtr_unrelated', 'test_mrtr_no_state', 'test_mrtr_no_result_type']) {
+    const called = await fleet.tools.call(ACCOUNT, serverId, name, {});
+    if (called.isErr()) return fail(`tools/call ${name} failed: ${called.error.code}`);
+    const { status, error, attempts } = called.value;
+    const asksInput = name === 'test_mrtr_echo_state' || name === 'test_mrtr_no_state';
+    if (asksInput ? error?.code !== 'UPSTREAM_INPUT_REQUIRED' || attempts !== 1 : status !== 'success') {
+      return fail(`tools/call ${name}: ${status} ${error?.code ?? ''} (${attempts} attempts)`);
+    }
+    console.log(`tools/call ${name}: ${status} ${error?.code ?? ''}`);
+  }
+}
+
 /** `json-schema-2020-12-preservation`: the focal tool's inputSchema, as the fleet lists it, echoed back verbatim. */
 async function echoSchema(fleet, serverId) {
   const listed = await fleet.tools.list(ACCOUNT, serverId);
@@ -148,7 +184,7 @@ async function main() {
     const serverId = created.value.id;
     const given = context().toolCalls;
     if (Array.isArray(given)) return await callGiven(fleet, serverId, given);
-    if (REFUSALS.has(scenario)) return await checkRefused(fleet, serverId);
+    if (REFUSALS.has(scenario) || SCOPE_REFUSED.has(scenario)) return await checkRefused(fleet, serverId);
     if (scenario === 'initialize' || scenario.startsWith('auth/')) return await checkHealth(fleet, serverId);
     switch (scenario) {
       case 'tools_call':
@@ -160,6 +196,8 @@ async function main() {
       }
       case 'json-schema-2020-12-preservation':
         return await echoSchema(fleet, serverId);
+      case 'sep-2322-client-request-state':
+        return await inputRequired(fleet, serverId);
       case 'http-standard-headers':
       case 'http-invalid-tool-headers':
       case 'request-metadata':

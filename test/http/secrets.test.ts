@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import {
@@ -18,7 +19,12 @@ const CLIENT_SECRET = 'SeCrEt-client-secret-c0ffee';
 const ENV_VALUE = 'SeCrEt-env-value-5ad1e';
 const ENV_VALUE_2 = 'SeCrEt-env-other-77b2';
 const NEW_TOKEN = 'SeCrEt-rotated-token-0a0a';
-const SECRETS = [TOKEN, CLIENT_SECRET, ENV_VALUE, ENV_VALUE_2, NEW_TOKEN];
+const EC_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+/** A private_key_jwt key (write-only like client_secret): a PEM, and the private part `d` of the same key as a JWK. */
+const PRIVATE_KEY_PEM = EC_KEY.export({ format: 'pem', type: 'pkcs8' }).toString();
+const PRIVATE_KEY_D = EC_KEY.export({ format: 'jwk' }).d as string;
+const PEM_BODY = PRIVATE_KEY_PEM.split('\n')[1] as string;
+const SECRETS = [TOKEN, CLIENT_SECRET, ENV_VALUE, ENV_VALUE_2, NEW_TOKEN, PEM_BODY, PRIVATE_KEY_D];
 
 /** No response text, and no header, carries any of the secrets (nor their common encodings). */
 function expectNoSecrets(responses: readonly ApiResponse[]): void {
@@ -47,6 +53,11 @@ describe.each(ADAPTERS)('secrets never leave ($name)', (adapter) => {
       201,
     );
     const stdio = expectSuccess(keep(await client.post('/servers', stdioServer({ env: { ZETA_KEY: ENV_VALUE, ALPHA_KEY: ENV_VALUE_2 } }))), 201);
+    const jwtAuth = { type: 'oauth2', client_id: 'jwt-client', private_key: PRIVATE_KEY_PEM, key_id: 'k-1', algorithm: 'ES256' };
+    const jwt = expectSuccess(keep(await client.post('/servers', httpServer({ name: 'jwt-server', authentication: jwtAuth }))), 201);
+    expect(expectSuccess(keep(await client.get(`/servers/${jwt.id}`)), 200).authentication).toEqual({ type: 'oauth2', client_id: 'jwt-client', key_id: 'k-1', algorithm: 'ES256' });
+    const jwk = JSON.stringify({ ...EC_KEY.export({ format: 'jwk' }), kid: 'k-2' });
+    expectSuccess(keep(await client.put(`/servers/${jwt.id}`, { authentication: { type: 'oauth2', client_id: 'jwt-client', private_key: jwk } })), 200);
 
     expect(expectSuccess(keep(await client.get(`/servers/${http.id}`)), 200).authentication).toEqual({ type: 'bearer' });
     expect(expectSuccess(keep(await client.get(`/servers/${ws.id}`)), 200).authentication).toEqual({ type: 'oauth2', client_id: 'my-client' });
@@ -63,7 +74,7 @@ describe.each(ADAPTERS)('secrets never leave ($name)', (adapter) => {
     expectSuccess(keep(await client.delete(`/servers/${ws.id}`)), 200);
 
     expectNoSecrets(seen);
-    expect(seen).toHaveLength(13);
+    expect(seen).toHaveLength(16);
   });
 
   it('errors show no secrets: 400 on another field, 409, 400 on the secret itself, malformed JSON, 415, 405', async () => {
@@ -83,6 +94,12 @@ describe.each(ADAPTERS)('secrets never leave ($name)', (adapter) => {
     // 400 on the secret fields themselves: the secret of the wrong shape, too long, in a wrong place
     expectInvalid(keep(await client.post('/servers', httpServer({ authentication: { type: 'bearer', token: TOKEN.repeat(400) } }))), 'authentication.token');
     expectInvalid(keep(await client.post('/servers', httpServer({ authentication: { type: 'oauth2', client_id: TOKEN } }))), 'authentication.client_secret');
+    const both = { type: 'oauth2', client_id: 'c', client_secret: CLIENT_SECRET, private_key: PRIVATE_KEY_PEM };
+    expectInvalid(keep(await client.post('/servers', httpServer({ authentication: both }))), 'authentication.private_key');
+    const mismatch = { type: 'oauth2', client_id: 'c', private_key: PRIVATE_KEY_PEM, algorithm: 'RS256' };
+    expectInvalid(keep(await client.post('/servers', httpServer({ authentication: mismatch }))), 'authentication.algorithm');
+    const broken = { type: 'oauth2', client_id: 'c', private_key: PRIVATE_KEY_PEM.replace(PEM_BODY, PEM_BODY.slice(0, -4)) };
+    expectInvalid(keep(await client.post('/servers', httpServer({ authentication: broken }))), 'authentication.private_key');
     expectInvalid(keep(await client.post('/servers', httpServer({ authentication: { type: TOKEN } }))), 'authentication.type');
     expectInvalid(keep(await client.post('/servers', httpServer({ authentication: { type: 'bearer', token: TOKEN, x: CLIENT_SECRET } }))), 'authentication.x');
     expectInvalid(keep(await client.post('/servers', stdioServer({ env: { NODE_OPTIONS: ENV_VALUE, OK: ENV_VALUE_2 } }))), 'env.NODE_OPTIONS');

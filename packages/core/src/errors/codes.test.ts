@@ -26,6 +26,8 @@ const CONTRACT_TABLE: [string, number][] = [
   ['UPSTREAM_TIMEOUT', 504],
   // Second wave, "Hardening": an upstream answer past maxUpstreamBytes.
   ['UPSTREAM_RESPONSE_TOO_LARGE', 502],
+  // Issue 14: a 2026-07-28 server answered input_required, which the fleet cannot fulfil.
+  ['UPSTREAM_INPUT_REQUIRED', 502],
 ];
 
 const ERRORS_DOC = fileURLToPath(new URL('../../../../docs/errors.md', import.meta.url));

@@ -30,6 +30,12 @@ export const ERROR_CODES = {
     category: 'upstream',
     message: 'The upstream answered with something that is not the expected protocol.',
   },
+  UPSTREAM_INPUT_REQUIRED: {
+    status: 502,
+    category: 'upstream',
+    message:
+      'The server asked for input (an input_required result: elicitation, sampling or roots) before it would answer; the fleet cannot answer input requests, so the request ended there.',
+  },
   UPSTREAM_RESPONSE_TOO_LARGE: {
     status: 502,
     category: 'upstream',

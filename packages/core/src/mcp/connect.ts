@@ -12,7 +12,7 @@ import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServer
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
-import { ClientCredentialsSource, MemoryTokenCache, type TokenCache, withScopeStepUp } from './oauth.js';
+import { ClientCredentialsSource, MemoryTokenCache, stepUp, type TokenCache, withScopeStepUp } from './oauth.js';
 import { WebSocketClientTransport } from './websocket-transport.js';
 
 /**
@@ -85,7 +85,8 @@ function tokenSource(config: HttpServerConfig | WebSocketServerConfig, deps: Mcp
  *
  * - bearer: `Authorization: Bearer <token>` on every request (http: `requestInit.headers`; websocket: handshake headers).
  * - oauth2: a client-credentials token, cached until shortly before it expires and fetched again after a 401
- *   (http: as the transport's `authProvider`, which retries once after `onUnauthorized`; websocket: the handshake retries once).
+ *   (http: as the transport's `authProvider`, which retries once after `onUnauthorized`; websocket: the handshake retries once),
+ *   and with the challenged scope after a 403 `insufficient_scope`, once (http: per request; websocket: per handshake).
  */
 export function openTransport(
   config: HttpServerConfig | WebSocketServerConfig,
@@ -127,7 +128,14 @@ export function openTransport(
   } else {
     transport = new WebSocketClientTransport(url, {
       headers: async () => (source === undefined ? (bearer ?? {}) : { Authorization: `Bearer ${await source.token()}` }),
-      ...(source === undefined ? {} : { onUnauthorized: () => source.invalidate() }),
+      ...(source === undefined
+        ? {}
+        : {
+            onUnauthorized: () => source.invalidate(),
+            // One step-up, as over HTTP: a 403 insufficient_scope handshake is tried once more with a token for that scope.
+            onForbidden: (challenge: string | undefined) =>
+              challenge !== undefined && stepUp(source, new Response(null, { status: 403, headers: { 'www-authenticate': challenge } })),
+          }),
       ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
@@ -201,11 +209,42 @@ async function createTransport(config: ServerConfig, deps: McpClientDeps, signal
   return deps.stdioTransport(config, { signal });
 }
 
+/**
+ * The fleet answers no input request (elicitation, sampling, roots: there is no user or model behind it), so an
+ * `input_required` result is not fulfilled; the SDK fails it, and `toUpstreamError` says so (UPSTREAM_INPUT_REQUIRED).
+ */
+const NO_INPUT: ClientOptions = { inputRequired: { autoFulfill: false } };
+
 function clientOptions(attempt: Attempt, kind: ServerConfig['type'], remainingMs: number): ClientOptions {
-  if (attempt === 'modern') return { versionNegotiation: { mode: { pin: '2026-07-28' } } };
-  if (attempt === 'legacy' || attempt === 'sse') return {};
+  if (attempt === 'modern') return { ...NO_INPUT, versionNegotiation: { mode: { pin: '2026-07-28' } } };
+  if (attempt === 'legacy' || attempt === 'sse') return NO_INPUT;
   // Off HTTP a discover that goes unanswered is followed by `initialize`, so it may use only half the time.
-  return { versionNegotiation: { mode: 'auto', ...(kind === 'http' ? {} : { probe: { timeoutMs: Math.max(1, Math.floor(remainingMs / 2)) } }) } };
+  return { ...NO_INPUT, versionNegotiation: { mode: 'auto', ...(kind === 'http' ? {} : { probe: { timeoutMs: Math.max(1, Math.floor(remainingMs / 2)) } }) } };
+}
+
+/**
+ * A result without `resultType` is complete: 2026-07-28 says "the client MUST treat the absent field as complete",
+ * while the SDK's codec of that revision refuses it as invalid. The field is added to every JSON-RPC result as it
+ * arrives, before the SDK reads it; the 2025 codec drops the field again, so earlier eras see no change.
+ */
+export function completeByDefault(transport: Transport): Transport {
+  let handler: Transport['onmessage'];
+  Object.defineProperty(transport, 'onmessage', {
+    configurable: true,
+    enumerable: true,
+    get: () => handler,
+    set: (next: Transport['onmessage']) => {
+      handler = next === undefined ? undefined : (message, extra) => next(withResultType(message), extra);
+    },
+  });
+  return transport;
+}
+
+function withResultType<T>(message: T): T {
+  if (typeof message !== 'object' || message === null || !('result' in message) || 'method' in message) return message;
+  const { result } = message as { result: unknown };
+  if (typeof result !== 'object' || result === null || Array.isArray(result) || 'resultType' in result) return message;
+  return { ...message, result: { ...result, resultType: 'complete' } };
 }
 
 /** Rejects when `signal` aborts, whatever `promise` does; `promise`'s own later rejection is absorbed. */
@@ -255,7 +294,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
           if (signal.aborted) void late.close().catch(() => {});
         })
         .catch(() => {});
-      transport = await bounded(creating, signal, timedOut);
+      transport = completeByDefault(await bounded(creating, signal, timedOut));
       const connected = new Client(CLIENT_INFO, clientOptions(attempt, config.type, remaining()));
       client = connected;
       const opened = transport;

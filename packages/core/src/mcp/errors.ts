@@ -102,6 +102,9 @@ export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamErro
 
   for (const item of chain) {
     if (item instanceof SdkError) {
+      if (item.code === SdkErrorCode.UnsupportedResultType && (item.data as { resultType?: unknown } | undefined)?.resultType === 'input_required') {
+        return failure('UPSTREAM_INPUT_REQUIRED', ERROR_CODES.UPSTREAM_INPUT_REQUIRED.message, error);
+      }
       if (item.code === SdkErrorCode.RequestTimeout) return new FleetError('UPSTREAM_TIMEOUT', { message: timeoutError(timeoutMs).message, cause: error });
       if (item.code === SdkErrorCode.ClientHttpUnexpectedContent) {
         const type = mediaType((item.data as { contentType?: unknown } | undefined)?.contentType);

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpServerConfig, WebSocketServerConfig } from '../registry/schema.js';
 import { closedAfterEach } from './fixtures/listen.js';
@@ -126,6 +127,31 @@ describe('oauth2 client credentials', () => {
     expect(auth.requests).toHaveLength(4);
   });
 
+  it('steps up once on a 403 insufficient_scope WebSocket handshake too; a second refusal is final', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600 }));
+    const scopeOf = (header: string | undefined) => {
+      const issued = Number(header?.replace('Bearer fixture-token-', ''));
+      return auth.requests[issued - 1]?.params.get('scope')?.split(' ') ?? [];
+    };
+    const ws = (url: string): WebSocketServerConfig => ({
+      name: 'oauth-ws-scope',
+      type: 'websocket',
+      endpoint: url,
+      timeout: 3000,
+      authentication: { type: 'oauth2', client_id: CLIENT.clientId, client_secret: CLIENT.clientSecret, token_url: auth.tokenUrl, scope: 'mcp:read' },
+    });
+    const server = await started(
+      startWsServer({ authorize: (header) => auth.accepts(header), missingScope: (header) => (scopeOf(header).includes('mcp:write') ? undefined : 'mcp:write') }),
+    );
+    await expect(probeServer(ws(server.url), { tokens: new MemoryTokenCache() })).resolves.toMatchObject({ ok: true });
+    expect(auth.requests.map((request) => request.params.get('scope'))).toEqual(['mcp:read', 'mcp:read mcp:write']);
+
+    const stubborn = await started(startWsServer({ authorize: (header) => auth.accepts(header), missingScope: () => 'mcp:admin' }));
+    const refused = await probeServer(ws(stubborn.url), { tokens: new MemoryTokenCache() });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    expect(auth.requests).toHaveLength(4);
+  });
+
   it('fetches a new token shortly before the cached one expires', async () => {
     const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 10 }));
     const { server, seen } = await protectedServer(auth);
@@ -214,5 +240,46 @@ describe('oauth2 client credentials', () => {
     auth.revokeAll();
     await expect(probeServer(config, { tokens })).resolves.toMatchObject({ ok: true });
     expect(auth.requests).toHaveLength(2);
+  });
+});
+
+describe('oauth2 private_key_jwt (RFC 7523)', () => {
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const ed = generateKeyPairSync('ed25519');
+  const pkcs8 = (key: typeof rsa.privateKey) => key.export({ format: 'pem', type: 'pkcs8' }).toString();
+  const jwk = (key: typeof rsa.privateKey, kid: string) => JSON.stringify({ ...key.export({ format: 'jwk' }), kid });
+
+  function jwtConfig(endpoint: string, authentication: Record<string, unknown>): HttpServerConfig {
+    return { name: 'jwt-test', type: 'http', endpoint, timeout: 3000, authentication: { type: 'oauth2', client_id: CLIENT.clientId, ...authentication } as never };
+  }
+
+  it.each([
+    ['an RSA key in PKCS#8 PEM: RS256 by default, the configured key_id', rsa.publicKey, { private_key: pkcs8(rsa.privateKey), key_id: 'rsa-1' }, 'RS256', 'rsa-1'],
+    ['an RSA key in PKCS#1 PEM, PS256 asked for', rsa.publicKey, { private_key: rsa.privateKey.export({ format: 'pem', type: 'pkcs1' }).toString(), algorithm: 'PS256' }, 'PS256', undefined],
+    ['an EC P-256 key as a JWK: ES256, the JWK kid', ec.publicKey, { private_key: jwk(ec.privateKey, 'ec-jwk') }, 'ES256', 'ec-jwk'],
+    ['an Ed25519 key in PEM: EdDSA', ed.publicKey, { private_key: pkcs8(ed.privateKey) }, 'EdDSA', undefined],
+  ])('signs the client assertion with %s', async (_name, publicKey, authentication, alg, kid) => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600, publicKey }));
+    const { server, seen } = await protectedServer(auth, { discoverable: true });
+    const result = await probeServer(jwtConfig(server.url, authentication), { tokens: new MemoryTokenCache() });
+    expect(result).toMatchObject({ ok: true });
+    expect(auth.assertions).toHaveLength(1);
+    expect(auth.assertions[0]?.header).toEqual({ alg, typ: 'JWT', ...(kid === undefined ? {} : { kid }) });
+    expect(auth.assertions[0]?.claims).toMatchObject({ iss: CLIENT.clientId, sub: CLIENT.clientId, aud: auth.origin });
+    expect(auth.requests[0]?.params.get('client_secret')).toBeNull();
+    expect(auth.requests[0]?.authorization).toBeUndefined();
+    expect(seen.at(-1)).toBe('Bearer fixture-token-1');
+  });
+
+  it('a key the authorization server does not know is UPSTREAM_AUTH_FAILED, and the message quotes no key', async () => {
+    const auth = await started(startAuthServer({ ...CLIENT, expiresIn: 3600, publicKey: rsa.publicKey }));
+    const { server } = await protectedServer(auth, { discoverable: true });
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const privateKey = pkcs8(other.privateKey);
+    const result = await probeServer(jwtConfig(server.url, { private_key: privateKey }), { tokens: new MemoryTokenCache() });
+    expect(result).toMatchObject({ ok: false, error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    if (!result.ok) expect(result.error.message).not.toContain(privateKey.split('\n')[1]?.slice(0, 20));
+    expect(auth.assertions).toHaveLength(0);
   });
 });

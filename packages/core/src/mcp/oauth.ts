@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { constants, createHash, type KeyObject, randomUUID, sign } from 'node:crypto';
 import {
   ClientCredentialsProvider,
+  PrivateKeyJwtProvider,
   discoverOAuthServerInfo,
   extractWWWAuthenticateParams,
   fetchToken,
@@ -13,14 +14,21 @@ import {
   type OAuthProtectedResourceMetadata,
 } from '@modelcontextprotocol/client';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
+import { algorithmsFor, jwkKeyId, type JwtAlgorithm, readPrivateKey } from '../registry/private-key.js';
 import { networkFailure } from './errors.js';
 
-/** The oauth2 authentication of a server configuration (docs/http-api.md "Server"). */
+/** The oauth2 authentication of a server configuration (docs/http-api.md "Server"): a client secret or a private key. */
 export interface OAuth2Credentials {
   client_id: string;
-  client_secret: string;
-  token_url?: string;
-  scope?: string;
+  client_secret?: string | undefined;
+  /** `private_key_jwt` (RFC 7523): a PEM or JWK private key that signs the client assertion. */
+  private_key?: string | undefined;
+  /** The `kid` of the assertion's header. @default the JWK's `kid`, else none */
+  key_id?: string | undefined;
+  /** @default by the key: RS256 (RSA), ES256/ES384/ES512 (EC by curve), EdDSA (Ed25519) */
+  algorithm?: JwtAlgorithm | undefined;
+  token_url?: string | undefined;
+  scope?: string | undefined;
 }
 
 /** An access token as cached: `expiresAt` is Unix ms, absent when the token endpoint gave no `expires_in`. */
@@ -105,7 +113,18 @@ export class ClientCredentialsSource {
   constructor(private readonly options: ClientCredentialsOptions) {
     const { endpoint, credentials } = options;
     this.key = createHash('sha256')
-      .update(JSON.stringify([endpoint, credentials.token_url ?? '', credentials.client_id, credentials.client_secret, credentials.scope ?? '']))
+      .update(
+        JSON.stringify([
+          endpoint,
+          credentials.token_url ?? '',
+          credentials.client_id,
+          credentials.client_secret ?? '',
+          credentials.private_key ?? '',
+          credentials.key_id ?? '',
+          credentials.algorithm ?? '',
+          credentials.scope ?? '',
+        ]),
+      )
       .digest('base64url');
     this.now = options.now ?? Date.now;
   }
@@ -174,14 +193,7 @@ export class ClientCredentialsSource {
       const { authorizationServerUrl, metadata, resourceMetadata } = endpoint;
       // The configured scope with the one the server's challenge asked for, else every scope its metadata supports.
       const scope = unionOfScopes(credentials.scope, this.challenge?.scope) ?? resourceMetadata?.scopes_supported?.join(' ');
-      const provider = new ClientCredentialsProvider({
-        clientId: credentials.client_id,
-        clientSecret: credentials.client_secret,
-        clientName: 'mcp-fleet',
-        ...(scope === undefined ? {} : { scope }),
-        // The issuer fetchToken checks the credentials against: the one just discovered or configured.
-        expectedIssuer: metadata.issuer,
-      });
+      const provider = clientProvider(credentials, scope, metadata.issuer);
       // The RFC 8707 resource: the protected-resource metadata's, once the SDK has checked it names this server, sent as
       // that metadata writes it (a URL object would add a `/` to a resource without a path).
       const selected = await selectResourceURL(serverUrl, provider, resourceMetadata);
@@ -200,10 +212,74 @@ export class ClientCredentialsSource {
   }
 }
 
+/**
+ * The SDK's client-credentials provider for the configured client authentication: `ClientCredentialsProvider`
+ * (client_secret_basic or _post, as the server's metadata supports), or `PrivateKeyJwtProvider` (private_key_jwt)
+ * whose assertion `signAssertion` makes. `expectedIssuer` is the issuer fetchToken checks the credentials against:
+ * the one just discovered or configured.
+ */
+function clientProvider(credentials: OAuth2Credentials, scope: string | undefined, expectedIssuer: string) {
+  const common = { clientId: credentials.client_id, clientName: 'mcp-fleet', expectedIssuer, ...(scope === undefined ? {} : { scope }) };
+  if (credentials.private_key === undefined) return new ClientCredentialsProvider({ ...common, clientSecret: credentials.client_secret ?? '' });
+  const key = readPrivateKey(credentials.private_key);
+  if (key === undefined) throw new FleetError('UPSTREAM_AUTH_FAILED', { message: 'The private_key of this server cannot be read as a PEM or JWK private key; set it again.' });
+  const algorithm = credentials.algorithm ?? algorithmsFor(key)[0];
+  if (algorithm === undefined) throw new FleetError('UPSTREAM_AUTH_FAILED', { message: 'The private_key of this server is of a type no JWT algorithm signs with; use an RSA, EC or Ed25519 key.' });
+  const keyId = credentials.key_id ?? jwkKeyId(credentials.private_key);
+  const provider = new PrivateKeyJwtProvider({ ...common, privateKey: credentials.private_key, algorithm });
+  // The SDK's signer (jose) sets no `kid` and reads PKCS#8 PEM only; node:crypto signs with any PEM or JWK, with the kid.
+  provider.addClientAuthentication = async (_headers, params, url, metadata) => {
+    const audience = metadata?.issuer ?? String(url);
+    params.set('client_assertion', signAssertion({ clientId: credentials.client_id, audience, key, algorithm, ...(keyId === undefined ? {} : { keyId }) }));
+    params.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+  };
+  return provider;
+}
+
+/** Lifetime of a client assertion (RFC 7523: short; the SDK's default). */
+const ASSERTION_LIFETIME_S = 300;
+
+const base64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+
+const HASH_OF: Readonly<Record<string, string>> = { '256': 'sha256', '384': 'sha384', '512': 'sha512' };
+
+/**
+ * A JWT client assertion (RFC 7523 section 2.2): `iss` and `sub` the client id, `aud` the authorization server's
+ * issuer, a `jti` of its own, five minutes of life; signed as JWS `algorithm` with `key`, `kid` in the header when known.
+ */
+export function signAssertion(options: { clientId: string; audience: string; key: KeyObject; algorithm: JwtAlgorithm; keyId?: string; now?: number }): string {
+  const { clientId, audience, key, algorithm, keyId } = options;
+  const issuedAt = Math.floor((options.now ?? Date.now()) / 1000);
+  const header = { alg: algorithm, typ: 'JWT', ...(keyId === undefined ? {} : { kid: keyId }) };
+  const claims = { iss: clientId, sub: clientId, aud: audience, iat: issuedAt, exp: issuedAt + ASSERTION_LIFETIME_S, jti: randomUUID() };
+  const input = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
+  let signature: Buffer;
+  if (algorithm === 'EdDSA') signature = sign(null, Buffer.from(input), key);
+  else {
+    const hash = HASH_OF[algorithm.slice(2)] as string;
+    if (algorithm.startsWith('PS')) signature = sign(hash, Buffer.from(input), { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST });
+    else if (algorithm.startsWith('ES')) signature = sign(hash, Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' });
+    else signature = sign(hash, Buffer.from(input), key);
+  }
+  return `${input}.${base64url(signature)}`;
+}
+
 /** Space-separated scopes of both, each once; undefined when neither names any. */
 function unionOfScopes(...lists: (string | undefined)[]): string | undefined {
   const scopes = new Set(lists.flatMap((list) => list?.split(' ').filter((scope) => scope !== '') ?? []));
   return scopes.size === 0 ? undefined : [...scopes].join(' ');
+}
+
+/**
+ * Whether a 403 is an `insufficient_scope` challenge (RFC 6750) naming a scope; if so `source` records it, so the
+ * next token asks for that scope too.
+ */
+export function stepUp(source: ClientCredentialsSource, response: Response): boolean {
+  if (response.status !== 403) return false;
+  const { error, scope } = extractWWWAuthenticateParams(response);
+  if (error !== 'insufficient_scope' || scope === undefined) return false;
+  source.challenged(response);
+  return true;
 }
 
 /**
@@ -213,11 +289,8 @@ function unionOfScopes(...lists: (string | undefined)[]): string | undefined {
 export function withScopeStepUp(fetch: FetchLike, source: ClientCredentialsSource): FetchLike {
   return async (url, init) => {
     const response = await fetch(url, init);
-    if (response.status !== 403) return response;
-    const { error, scope } = extractWWWAuthenticateParams(response);
-    if (error !== 'insufficient_scope' || scope === undefined) return response;
+    if (!stepUp(source, response)) return response;
     await response.body?.cancel().catch(() => {});
-    source.challenged(response);
     const headers = new Headers(init?.headers);
     headers.set('Authorization', `Bearer ${await source.token()}`);
     return fetch(url, { ...init, headers });

@@ -24,6 +24,12 @@ export interface WebSocketClientTransportOptions {
    * @default undefined
    */
   onUnauthorized?: () => Promise<void> | void;
+  /**
+   * Called once when the handshake is answered 403, with its `WWW-Authenticate`; when it resolves `true` (a
+   * token with the scope an `insufficient_scope` challenge names was made ready) the connection is tried once more.
+   * Without it a 403 fails at once. @default undefined
+   */
+  onForbidden?: (wwwAuthenticate: string | undefined) => Promise<boolean> | boolean;
   /** The undici dispatcher the handshake goes through: the guarded Agent of `net/`. @default one undici 7 Agent shared by these transports */
   dispatcher?: Dispatcher;
   /** How long the handshake may take. @default 30_000 */
@@ -46,6 +52,8 @@ function defaultDispatcher(): Dispatcher {
 /** What the handshake's HTTP exchange showed: undici's WebSocket reports neither the status nor the cause. */
 interface HandshakeObservation {
   status?: number;
+  /** The `WWW-Authenticate` of a refused handshake. */
+  challenge?: string;
   error?: unknown;
 }
 
@@ -63,6 +71,8 @@ function observing(dispatcher: Dispatcher, seen: HandshakeObservation): Dispatch
       },
       onResponseStart: (controller, statusCode, headers, statusMessage) => {
         seen.status = statusCode;
+        const challenge = headers['www-authenticate'];
+        if (challenge !== undefined) seen.challenge = Array.isArray(challenge) ? challenge.join(', ') : String(challenge);
         handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
       },
       onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
@@ -118,7 +128,7 @@ export class WebSocketClientTransport implements Transport {
     this.started = true;
     this.options.signal?.addEventListener('abort', this.onAbort, { once: true });
     try {
-      this.socket = await this.connect(true);
+      this.socket = await this.connect({ unauthorized: true, forbidden: true });
     } catch (error) {
       this.finish();
       throw error;
@@ -131,7 +141,8 @@ export class WebSocketClientTransport implements Transport {
     this.socket.addEventListener('error', () => this.onerror?.(new Error('WebSocket connection error')));
   }
 
-  private async connect(mayRetry: boolean): Promise<WebSocket> {
+  /** One handshake; `mayRetry`: which refusals may still be answered with one more (each once per start). */
+  private async connect(mayRetry: { unauthorized: boolean; forbidden: boolean }): Promise<WebSocket> {
     if (this.options.signal?.aborted === true || this.closed) {
       throw upstream('UPSTREAM_TIMEOUT', 'The WebSocket connection was aborted before it opened.');
     }
@@ -180,9 +191,12 @@ export class WebSocketClientTransport implements Transport {
         this.options.signal?.addEventListener('abort', onAbort, { once: true });
       });
     } catch (error) {
-      if (mayRetry && seen.status === 401 && this.options.onUnauthorized !== undefined) {
+      if (mayRetry.unauthorized && seen.status === 401 && this.options.onUnauthorized !== undefined) {
         await this.options.onUnauthorized();
-        return this.connect(false);
+        return this.connect({ ...mayRetry, unauthorized: false });
+      }
+      if (mayRetry.forbidden && seen.status === 403 && this.options.onForbidden !== undefined && (await this.options.onForbidden(seen.challenge))) {
+        return this.connect({ ...mayRetry, forbidden: false });
       }
       throw error;
     }

@@ -16,7 +16,16 @@ const withCode = (code: string, message = code) => Object.assign(new Error(messa
 describe('upstream errors', () => {
   it('has exactly the upstream codes of docs/http-api.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
     expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
-      ['DESTINATION_NOT_ALLOWED', 'UPSTREAM_AUTH_FAILED', 'UPSTREAM_PROTOCOL_ERROR', 'UPSTREAM_RESPONSE_TOO_LARGE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_UNREACHABLE'].sort(),
+      // UPSTREAM_INPUT_REQUIRED (issue 14): a 2026-07-28 input_required answer, which the fleet cannot fulfil.
+      [
+        'DESTINATION_NOT_ALLOWED',
+        'UPSTREAM_AUTH_FAILED',
+        'UPSTREAM_INPUT_REQUIRED',
+        'UPSTREAM_PROTOCOL_ERROR',
+        'UPSTREAM_RESPONSE_TOO_LARGE',
+        'UPSTREAM_TIMEOUT',
+        'UPSTREAM_UNREACHABLE',
+      ].sort(),
     );
     for (const code of Object.keys(UPSTREAM_ERROR_CODES)) {
       expect(isUpstreamErrorCode(code)).toBe(true);

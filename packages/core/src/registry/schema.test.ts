@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Result } from 'neverthrow';
 import { ERROR_HINTS } from '../errors/codes.js';
@@ -224,9 +225,43 @@ describe('ServerValidator.config', () => {
       expect(valid(validator.config({ ...ws, authentication: full }))).toMatchObject({ authentication: full });
       const missing = validator.config({ ...http, authentication: { type: 'oauth2' } });
       expect(issueOf(missing, 'authentication.client_id')).toBe('is required');
-      expect(issueOf(missing, 'authentication.client_secret')).toBe('is required');
+      const noSecret = validator.config({ ...http, authentication: { type: 'oauth2', client_id: 'id' } });
+      expect(issueOf(noSecret, 'authentication.client_secret')).toBe('is required (or private_key, for private_key_jwt)');
       const badUrl = validator.config({ ...http, authentication: { type: 'oauth2', client_id: 'i', client_secret: 's', token_url: 'ftp://x' } });
       expect(issueOf(badUrl, 'authentication.token_url')).toBe('must use the http or https scheme');
+    });
+
+    describe('oauth2 private_key_jwt: exactly one of client_secret and private_key', () => {
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+      const pem = rsa.export({ format: 'pem', type: 'pkcs8' }).toString();
+      const ecJwk = JSON.stringify({ ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), kid: 'k1' });
+      const oauth = (extra: Record<string, unknown>) => ({ ...http, authentication: { type: 'oauth2', client_id: 'id', ...extra } });
+
+      it('takes a PEM or JWK private key with an optional key_id and algorithm', () => {
+        expect(valid(validator.config(oauth({ private_key: pem })))).toMatchObject({ authentication: { type: 'oauth2', client_id: 'id', private_key: pem } });
+        const full = { type: 'oauth2', client_id: 'id', private_key: ecJwk, key_id: 'k1', algorithm: 'ES256', token_url: 'https://auth.example/token' };
+        expect(valid(validator.config({ ...ws, authentication: full }))).toMatchObject({ authentication: full });
+      });
+
+      it('refuses both, a key that is not a private key, an algorithm that does not fit it, key options without a key', () => {
+        expect(issueOf(validator.config(oauth({ client_secret: 's', private_key: pem })), 'authentication.private_key')).toBe(
+          'must not be set together with client_secret: give one of them',
+        );
+        const notKey = 'must be a private key in PEM (PKCS#8, PKCS#1 or SEC1) or a JWK as a JSON string';
+        expect(issueOf(validator.config(oauth({ private_key: 'not a key' })), 'authentication.private_key')).toBe(notKey);
+        const publicOnly = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'pem', type: 'spki' }).toString();
+        expect(issueOf(validator.config(oauth({ private_key: publicOnly })), 'authentication.private_key')).toBe(notKey);
+        expect(issueOf(validator.config(oauth({ private_key: ecJwk, algorithm: 'RS256' })), 'authentication.algorithm')).toBe('does not fit this key: use ES256');
+        expect(issueOf(validator.config(oauth({ private_key: pem, algorithm: 'HS256' })), 'authentication.algorithm')).toMatch(/^must be "RS256" or /);
+        expect(issueOf(validator.config(oauth({ client_secret: 's', key_id: 'k' })), 'authentication.key_id')).toBe('applies only with private_key');
+      });
+
+      it('never echoes the key in an issue', () => {
+        const broken = pem.replace('PRIVATE KEY-----\n', 'PRIVATE KEY-----\nBROKEN');
+        const result = validator.config(oauth({ private_key: broken, algorithm: 'ES256' }));
+        expect(JSON.stringify(issues(result))).not.toContain('BROKEN');
+        expect(JSON.stringify(issues(result))).not.toContain(pem.split('\n')[1]);
+      });
     });
 
     it('refuses an unknown type, fields of the other type and unknown fields', () => {
@@ -333,6 +368,9 @@ describe('ServerValidator.config', () => {
       ['as a too long bearer token', { ...http, authentication: { type: 'bearer', token: SECRET.repeat(1000) } }],
       ['as a bearer token beside an unknown field', { ...http, authentication: { type: 'bearer', token: SECRET, extra: 1 } }],
       ['as a client_secret of the wrong type', oauth({ client_secret: [SECRET] })],
+      ['as a private_key that is no key', oauth({ client_secret: undefined, private_key: `-----BEGIN PRIVATE KEY-----\n${SECRET}\n-----END PRIVATE KEY-----` })],
+      ['as a private_key beside a client_secret', oauth({ private_key: SECRET })],
+      ['as an algorithm', oauth({ client_secret: undefined, private_key: SECRET, algorithm: SECRET })],
       ['as a client_id with a control character', oauth({ client_id: `${SECRET}\u0000` })],
       ['as a token_url', oauth({ token_url: SECRET })],
       ['as a token_url with credentials', oauth({ token_url: `https://a:${SECRET}@auth.example` })],

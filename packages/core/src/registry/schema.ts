@@ -4,6 +4,7 @@ import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { type FieldRules, fieldIssues, objectBody, parse } from '../validation/parse.js';
 import { isPlainObject } from '../validation/zod-issues.js';
+import { algorithmsFor, JWT_ALGORITHMS, readPrivateKey } from './private-key.js';
 import { commandIssue, envNameIssue, type StdioCommandRule } from './stdio-policy.js';
 
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
@@ -78,13 +79,34 @@ const heartbeatSchema = z.strictObject({
 
 const authenticationSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('bearer'), token: z.string().min(1).max(8192) }),
-  z.strictObject({
-    type: z.literal('oauth2'),
-    client_id: text(1024),
-    client_secret: z.string().min(1).max(8192),
-    token_url: urlField(['http:', 'https:']).optional(),
-    scope: text(1024).optional(),
-  }),
+  z
+    .strictObject({
+      type: z.literal('oauth2'),
+      client_id: text(1024),
+      // Exactly one of the two client authentications: a secret (client_secret_basic/post), or a private key that
+      // signs a JWT assertion (private_key_jwt, RFC 7523). Both are secrets: write-only, never in a response.
+      client_secret: z.string().min(1).max(8192).optional(),
+      private_key: z.string().min(1).max(16_384).optional(),
+      key_id: text(256).optional(),
+      algorithm: z.enum(JWT_ALGORITHMS).optional(),
+      token_url: urlField(['http:', 'https:']).optional(),
+      scope: text(1024).optional(),
+    })
+    .superRefine((auth, ctx) => {
+      const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+      if (auth.client_secret === undefined && auth.private_key === undefined) return issue('client_secret', 'is required (or private_key, for private_key_jwt)');
+      if (auth.client_secret !== undefined && auth.private_key !== undefined) return issue('private_key', 'must not be set together with client_secret: give one of them');
+      if (auth.private_key === undefined) {
+        if (auth.key_id !== undefined) issue('key_id', 'applies only with private_key');
+        if (auth.algorithm !== undefined) issue('algorithm', 'applies only with private_key');
+        return;
+      }
+      const key = readPrivateKey(auth.private_key);
+      if (key === undefined) return issue('private_key', 'must be a private key in PEM (PKCS#8, PKCS#1 or SEC1) or a JWK as a JSON string');
+      const usable = algorithmsFor(key);
+      if (usable.length === 0) return issue('private_key', 'must be an RSA, EC (P-256, P-384, P-521) or Ed25519 key');
+      if (auth.algorithm !== undefined && !usable.includes(auth.algorithm)) issue('algorithm', `does not fit this key: use ${usable.join(', ')}`);
+    }),
 ]);
 
 function envSchema(envAllow: readonly string[] | undefined) {

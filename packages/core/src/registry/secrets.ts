@@ -4,8 +4,8 @@ import type { SecretBox } from '../util/secret-box.js';
 import type { ServerConfig } from './schema.js';
 
 /**
- * The secrets of a server configuration, field by field: `authentication.token`, `authentication.client_secret`
- * and each `env` value. The rest of the record (names, `env` names, endpoints) stays readable, so listings and
+ * The secrets of a server configuration, field by field: `authentication.token`, `authentication.client_secret`,
+ * `authentication.private_key` and each `env` value. The rest of the record (names, `env` names, endpoints) stays readable, so listings and
  * views never need a key. Each value is bound to its server and field (`server:<id>:env:<NAME>`).
  */
 type Transform = (value: string, place: string) => ResultAsync<string, FleetError>;
@@ -24,7 +24,11 @@ function mapSecrets(id: string, config: ServerConfig, transform: Transform): Res
   const auth = config.authentication;
   if (auth === undefined) return okAsync(config);
   if (auth.type === 'bearer') return transform(auth.token, place('token')).map((token) => ({ ...config, authentication: { ...auth, token } }));
-  return transform(auth.client_secret, place('client_secret')).map((client_secret) => ({ ...config, authentication: { ...auth, client_secret } }));
+  // oauth2 carries exactly one of `client_secret` and `private_key`.
+  const { client_secret: secret, private_key: key } = auth;
+  if (secret !== undefined) return transform(secret, place('client_secret')).map((client_secret) => ({ ...config, authentication: { ...auth, client_secret } }));
+  if (key !== undefined) return transform(key, place('private_key')).map((private_key) => ({ ...config, authentication: { ...auth, private_key } }));
+  return okAsync(config);
 }
 
 /** The configuration as stored: its secrets sealed under the current key (as they are without one). */
@@ -42,5 +46,6 @@ export function hasStaleSecrets(box: SecretBox, config: ServerConfig): boolean {
   if (config.type === 'stdio') return Object.values(config.env ?? {}).some((value) => box.isStale(value));
   const auth = config.authentication;
   if (auth === undefined) return false;
-  return box.isStale(auth.type === 'bearer' ? auth.token : auth.client_secret);
+  const secrets = auth.type === 'bearer' ? [auth.token] : [auth.client_secret, auth.private_key];
+  return secrets.some((value) => value !== undefined && box.isStale(value));
 }

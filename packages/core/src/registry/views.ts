@@ -23,10 +23,10 @@ export interface ServerSummary {
   updated_at: string;
 }
 
-/** `authentication` as responses show it: never `token` nor `client_secret`. */
+/** `authentication` as responses show it: never `token`, `client_secret` nor `private_key`. */
 export type RedactedAuthentication =
   | { type: 'bearer' }
-  | { type: 'oauth2'; client_id: string; token_url?: string; scope?: string };
+  | { type: 'oauth2'; client_id: string; key_id?: string; algorithm?: string; token_url?: string; scope?: string };
 
 /** Get and update responses: the summary plus the configuration, secrets replaced by their shape. */
 export interface ServerDetail extends ServerSummary {
@@ -70,8 +70,15 @@ export function toSummary(server: ServerRecord | ServerDetail): ServerSummary {
 
 export function redactAuthentication(auth: ServerAuthentication): RedactedAuthentication {
   if (auth.type === 'bearer') return { type: 'bearer' };
-  const { client_id, token_url, scope } = auth;
-  return { type: 'oauth2', client_id, ...(token_url !== undefined && { token_url }), ...(scope !== undefined && { scope }) };
+  const { client_id, key_id, algorithm, token_url, scope } = auth;
+  return {
+    type: 'oauth2',
+    client_id,
+    ...(key_id !== undefined && { key_id }),
+    ...(algorithm !== undefined && { algorithm }),
+    ...(token_url !== undefined && { token_url }),
+    ...(scope !== undefined && { scope }),
+  };
 }
 
 export function toDetail(record: ServerRecord): ServerDetail {

@@ -7,6 +7,7 @@ import type { FleetEventMap } from '../events/catalog.js';
 import type { ServerInput } from '../registry/schema.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
+import { startModernServer } from '../mcp/fixtures/modern-server.js';
 import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
 import { startWsServer } from '../mcp/fixtures/ws-server.js';
 import { fixture, NODE } from '../stdio/test-helpers.js';
@@ -217,6 +218,31 @@ describe('session and era of kept connections', () => {
     expect(server.methods).not.toContain('tools/call');
     expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).not.toContain('bad');
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'still' }))._unsafeUnwrap().status).toBe('success');
+  });
+});
+
+describe('2026-07-28 result types (a hand-written server of the revision)', () => {
+  it('reads a listing and a tools/call result without resultType as complete', async () => {
+    const server = await started(startModernServer({ tools: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    expect((await f.tools.list(ACCOUNT, id))._unsafeUnwrap().map((t) => t.name)).toEqual(['plain', 'ask']);
+    const outcome = (await f.tools.call(ACCOUNT, id, 'plain', {}))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'success', attempts: 1, error: null });
+    expect(textOf(outcome.result)).toBe('plain answer');
+  });
+
+  it('an input_required result is UPSTREAM_INPUT_REQUIRED, said as such, sent once even with retry on', async () => {
+    const server = await started(startModernServer({ tools: true }));
+    const f = fleet();
+    const id = await serverOf(f, { type: 'http', endpoint: server.url, retry: { enabled: true, max_attempts: 3 } });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'ask', {}))._unsafeUnwrap();
+    expect(outcome).toMatchObject({ status: 'error', attempts: 1, result: null, error: { code: 'UPSTREAM_INPUT_REQUIRED' } });
+    expect(outcome.error?.message).toMatch(/asked for input/);
+    expect(outcome.error?.message).toMatch(/cannot answer input requests/);
+    expect(server.requests.filter((r) => r.method === 'tools/call')).toHaveLength(1);
+    // The connection stays usable: the next call is answered.
+    expect((await f.tools.call(ACCOUNT, id, 'plain', {}))._unsafeUnwrap().status).toBe('success');
   });
 });
 

@@ -294,7 +294,8 @@ export class ToolService {
         const retryAfterMs = lease.takeRetryAfter();
         const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
         const rejected = isJsonRpcRejection(error);
-        if (rejected) {
+        // The server answered (a JSON-RPC error, or input_required the fleet cannot fulfil): the connection stays good.
+        if (rejected || failure.code === 'UPSTREAM_INPUT_REQUIRED') {
           lease.release();
           return { ok: false, rejected, failure: { error: failure, status } };
         }
