@@ -29,9 +29,10 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startAuthProxy } from './auth-proxy.mjs';
 import { countChecks, NODE22, node22, readChecks, ROOT, run, seconds, stripAnsi, SUITE, suiteVersion, verdictOf } from './suite.mjs';
 
 const EVERYTHING = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
@@ -128,30 +129,6 @@ function cleanEnv(extra) {
   return { ...env, ...extra };
 }
 
-/**
- * A forwarding proxy on 127.0.0.1 that adds `Authorization: Bearer <key>` to every request and relays it to
- * `origin` (same path, method, headers and body, streamed), and the answer back as it comes (SSE included).
- */
-async function startAuthProxy(origin, key) {
-  const upstream = new URL(origin);
-  const server = createServer((req, res) => {
-    const headers = { ...req.headers, host: upstream.host, authorization: `Bearer ${key}` };
-    const outgoing = httpRequest({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    outgoing.on('error', () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    // The suite closing its side (an SSE stream it is done with) closes ours.
-    res.on('close', () => outgoing.destroy());
-    req.pipe(outgoing);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { origin: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
-}
-
 /** The status of an `initialize` POST to `url` (404: the endpoint is not there). */
 async function probeStatus(url) {
   const response = await fetch(url, {
@@ -165,6 +142,9 @@ async function probeStatus(url) {
     }),
   });
   await response.body?.cancel();
+  // A 2025 session the probe opened is closed again.
+  const session = response.headers.get('mcp-session-id');
+  if (session !== null) await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': session } }).then((answer) => answer.body?.cancel());
   return response.status;
 }
 
