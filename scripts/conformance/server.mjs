@@ -8,8 +8,9 @@
  *   npm run conformance:server -- --no-build        uses the dist/ already built
  *   npm run conformance:server -- --target servers  only /v1/servers/{id}/mcp (one server, tools unprefixed)
  *   npm run conformance:server -- --target mcp      only /v1/mcp (the account's aggregate, `{prefix}__` names)
- *   npm run conformance:server -- --direct          no fleet: server-everything's own URL (the expected set),
- *                                                   still through the header-adding proxy below
+ *   npm run conformance:server -- --direct          no fleet: server-everything's own URL for the 2025 runs, a v2-SDK
+ *                                                   stand-in (stand-in.mjs) for the 2026-07-28 ones (the expected
+ *                                                   set), still through the header-adding proxy
  *   npm run conformance:server -- --require-endpoint  a target answering 404 fails the run instead of skipping it
  *   npm run conformance:server -- --verbose         prints the suite's output of passing scenarios too
  *
@@ -33,6 +34,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAuthProxy } from './auth-proxy.mjs';
+import { startStandIn } from './stand-in.mjs';
 import { countChecks, NODE22, node22, readChecks, ROOT, run, seconds, stripAnsi, SUITE, suiteVersion, verdictOf } from './suite.mjs';
 
 const EVERYTHING = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
@@ -43,33 +45,35 @@ const PREFIX = 'everything';
 
 /**
  * The server scenarios that apply to the endpoint (docs/conformance.md says why the others do not).
- *   direct: also run with --direct against server-everything itself. server-everything is a v1-SDK server of the
- *           2025 revisions, so 2026-07-28 runs apply to the endpoint only (it serves both eras whatever the era of
- *           the servers behind it), as does a check server-everything itself fails (see `note`).
- *   gate:   false for runs printed for information: they fail for want of the suite's own diagnostic tools,
- *           which server-everything does not have, whatever the endpoint does.
+ *   direct: what --direct runs the scenario against. 'everything': server-everything itself, a v1-SDK server of the
+ *           2025 revisions. 'stand-in': scripts/conformance/stand-in.mjs, a v2-SDK server (server-everything does
+ *           not speak 2026-07-28; the endpoint serves both eras whatever the era of the servers behind it).
+ *           false: neither can pass it for reasons of their own (see `note`); the endpoint's to pass.
+ *   gate:   false for runs printed for information: they fail for want of the suite's own diagnostic tools, which
+ *           server-everything does not have, or ask for what the contract leaves open.
  */
 const RUNS = [
-  { scenario: 'server-initialize', specVersion: '2025-06-18', direct: true, gate: true },
-  { scenario: 'server-initialize', direct: true, gate: true },
-  { scenario: 'ping', specVersion: '2025-06-18', direct: true, gate: true },
-  { scenario: 'ping', direct: true, gate: true },
-  { scenario: 'tools-list', specVersion: '2025-06-18', direct: true, gate: true },
-  { scenario: 'tools-list', direct: true, gate: true },
-  { scenario: 'tools-list', specVersion: '2026-07-28', direct: false, gate: true },
-  { scenario: 'prompts-list', specVersion: '2025-06-18', direct: true, gate: true },
-  { scenario: 'prompts-list', direct: true, gate: true },
-  { scenario: 'prompts-list', specVersion: '2026-07-28', direct: false, gate: true },
-  { scenario: 'resources-list', specVersion: '2025-06-18', direct: true, gate: true },
-  { scenario: 'resources-list', direct: true, gate: true },
-  { scenario: 'resources-list', specVersion: '2026-07-28', direct: false, gate: true },
-  { scenario: 'server-sse-multiple-streams', direct: true, gate: true },
-  { scenario: 'server-sse-multiple-streams', specVersion: '2026-07-28', direct: false, gate: true },
-  // server-everything answers 400 to a request on a terminated session; the suite wants 404, as the SDK v2 server does.
-  { scenario: 'server-session-lifecycle', direct: false, gate: true, note: 'server-everything answers 400 on a terminated session' },
-  { scenario: 'server-stateless', specVersion: '2026-07-28', direct: false, gate: false, note: 'needs the suite tools test_missing_capability, test_streaming_elicitation, test_logging_tool' },
-  { scenario: 'caching', specVersion: '2026-07-28', direct: false, gate: false, note: 'ttlMs/cacheScope checks; resources/read of a listed resource' },
-  { scenario: 'http-header-validation', specVersion: '2026-07-28', direct: false, gate: false, note: 'Mcp-Name header validation on tools/call' },
+  { scenario: 'server-initialize', specVersion: '2025-06-18', direct: 'everything', gate: true },
+  { scenario: 'server-initialize', direct: 'everything', gate: true },
+  { scenario: 'ping', specVersion: '2025-06-18', direct: 'everything', gate: true },
+  { scenario: 'ping', direct: 'everything', gate: true },
+  { scenario: 'tools-list', specVersion: '2025-06-18', direct: 'everything', gate: true },
+  { scenario: 'tools-list', direct: 'everything', gate: true },
+  { scenario: 'tools-list', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  { scenario: 'prompts-list', specVersion: '2025-06-18', direct: 'everything', gate: true },
+  { scenario: 'prompts-list', direct: 'everything', gate: true },
+  { scenario: 'prompts-list', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  { scenario: 'resources-list', specVersion: '2025-06-18', direct: 'everything', gate: true },
+  { scenario: 'resources-list', direct: 'everything', gate: true },
+  { scenario: 'resources-list', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  { scenario: 'server-sse-multiple-streams', direct: 'everything', gate: true },
+  { scenario: 'server-sse-multiple-streams', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  // server-everything answers 400 on a terminated session (the suite wants 404); the stand-in issues no session (0 checks).
+  { scenario: 'server-session-lifecycle', direct: false, gate: true, note: 'server-everything answers 400 on a terminated session; the stand-in has no sessions' },
+  { scenario: 'server-stateless', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: '4 checks need the suite tools test_missing_capability, test_streaming_elicitation, test_logging_tool' },
+  { scenario: 'caching', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: 'ttlMs/cacheScope of the list answers: left open by the contract' },
+  { scenario: 'http-header-validation', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: 'Mcp-Name header validation, then a call of a listed tool with no arguments' },
+  { scenario: 'sep-2164-resource-not-found', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: '-32602 with data.uri for an unknown resource: left open by the contract' },
 ];
 
 const argv = process.argv.slice(2);
@@ -201,10 +205,18 @@ async function main() {
     let targets;
     const key = `mcpf_${randomBytes(30).toString('base64url').replace(/[^0-9A-Za-z]/g, '0').slice(0, 40)}`;
     if (direct) {
-      // Through the same forwarding proxy (server-everything ignores the header), so --direct checks the proxy too.
+      // Through the same forwarding proxy (neither server reads the header), so --direct checks the proxy too.
       const proxy = await startAuthProxy(`http://127.0.0.1:${everythingPort}`, key);
       cleanup.push(() => proxy.close());
-      targets = [{ name: undefined, url: `${proxy.origin}/mcp` }];
+      const standIn = await startStandIn();
+      cleanup.push(() => standIn.close());
+      const standInProxy = await startAuthProxy(standIn.origin, key);
+      cleanup.push(() => standInProxy.close());
+      console.log(`2026-07-28 stand-in (v2 SDK createMcpHandler) at ${standIn.origin}/mcp`);
+      targets = [
+        { name: 'everything', url: `${proxy.origin}/mcp` },
+        { name: 'stand-in', url: `${standInProxy.origin}/mcp` },
+      ];
     } else {
       const reference = await startProcess(
         'the reference server',
@@ -251,13 +263,13 @@ async function main() {
     const verdicts = [];
     for (const target of targets) {
       for (const entry of RUNS) {
-        if (direct && !entry.direct) continue;
+        if (direct && entry.direct !== target.name) continue;
         verdicts.push(await runScenario(node, target.url, target.name, entry));
       }
     }
     if (direct) {
-      const left = RUNS.filter((entry) => !entry.direct).map((entry) => (entry.specVersion === undefined ? entry.scenario : `${entry.scenario} @ ${entry.specVersion}`));
-      console.log(`\nnot run with --direct (the endpoint's own, server-everything is 2025-only or fails them itself): ${left.join(', ')}`);
+      const left = RUNS.filter((entry) => !entry.direct).map((entry) => `${entry.specVersion === undefined ? entry.scenario : `${entry.scenario} @ ${entry.specVersion}`} (${entry.note})`);
+      console.log(`\nnot run with --direct: ${left.join(', ')}`);
     }
     const gating = verdicts.filter((verdict) => verdict !== 'INFORMATION');
     const passed = gating.filter((verdict) => verdict === 'PASSED').length;
