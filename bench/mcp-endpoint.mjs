@@ -8,7 +8,7 @@
 //            `bench-v1__ping` / `bench-v2__ping` (the `{prefix}__{tool}` name)
 // Added latency: median of the paired differences (mcp − direct, call i of each, made back to back) and p99 of mcp
 // minus p99 of direct. Target: ≤ 0.5 ms median added. Then `tools/list` of another account that has the 20 × 20
-// servers, after one list that fills the cache: ms per list (400 tools each).
+// servers, after the lists that fill the cache: ms per list (400 tools each).
 // Until /v1/mcp exists (it answers 404), the section prints one line saying so, times the direct calls alone (so
 // that half stays checked) and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs`.
 import { fork } from 'node:child_process';
@@ -133,8 +133,11 @@ export async function runMcpEndpointBench() {
     const { secret: listSecret } = (await fleet.keys.create({ account: 'bench-list', tier: 'pro' }))._unsafeUnwrap();
     for (const [s, url] of urls.many.entries()) await register('bench-list', `many${String(s).padStart(2, '0')}`, url);
     const lister = await kept(endpoint, listSecret);
-    const first = await lister.listTools();
-    if (first.tools.length !== 400) throw new Error(`tools/list over 20 × 20 answered ${first.tools.length} tools, expected 400`);
+    // The first lists fill the per-server caches; a server that is slow to answer its first tools/list is left out of
+    // that answer (contract: 5 s), so up to 5 lists are made until all 400 tools are there.
+    let count = 0;
+    for (let attempt = 0; attempt < 5 && count !== 400; attempt++) count = (await lister.listTools()).tools.length;
+    if (count !== 400) throw new Error(`tools/list over 20 × 20 answered ${count} tools after 5 lists, expected 400`);
     const times = [];
     for (let i = 0; i < LISTS; i++) {
       const start = performance.now();
@@ -143,7 +146,7 @@ export async function runMcpEndpointBench() {
       if (tools.length !== 400) throw new Error(`tools/list answered ${tools.length} tools, expected 400`);
     }
     result.list = { ms: median(times), p99: quantile(times, 0.99) };
-    console.log(`\n6c. tools/list on /v1/mcp, 20 servers × 20 tools, from the cache (${LISTS} lists after one that fills it)`);
+    console.log(`\n6c. tools/list on /v1/mcp, 20 servers × 20 tools, from the cache (${LISTS} lists after those that fill it)`);
     console.log(`  ${pad('ms per list (400 tools)', 56)} ${padLeft(fmtMs(result.list.ms), 10)} ${padLeft(fmtMs(result.list.p99), 8)}  (median, p99)`);
   }
 
