@@ -25,6 +25,7 @@ const http = await section('./http.mjs');
 const probe = await section('./probe.mjs', ['--expose-gc']);
 const toolCalls = await section('./toolcall.mjs', ['--expose-gc']);
 const webhooks = await section('./webhooks.mjs');
+const mcpEndpoint = await section('./mcp-endpoint.mjs', ['--expose-gc']);
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each ratio compares two variants measured alternately in this run; medians of per-round ratios)');
@@ -54,4 +55,18 @@ for (const [name, r] of [
 }
 line('5 webhooks: deliveries/s, worker / plain undici requests', webhooks.ratio, `${Math.round(webhooks.workerPerSecond)}/s vs ${Math.round(webhooks.plainPerSecond)}/s (information)`);
 console.log(`  ${pad('5 webhooks: delivery lag, change → receiver', 67)} p50 ${fmtMs(webhooks.lagP50)} ms, p90 ${fmtMs(webhooks.lagP90)} ms (information)`);
+if (mcpEndpoint.skipped) {
+  console.log(`  ${pad('6 MCP endpoint', 67)} skipped: /v1/mcp answers 404 (not there yet)`);
+} else {
+  for (const [name, r] of [
+    ['6a MCP endpoint, 2025-era upstream', mcpEndpoint.legacy],
+    ['6b MCP endpoint, 2026-07-28 upstream', mcpEndpoint.modern],
+  ]) {
+    const mark = r.addedMs <= mcpEndpoint.targetAddedMs ? 'meets' : 'MISSES';
+    console.log(
+      `  ${pad(`${name}: /v1/mcp callTool − direct callTool`, 67)} median ${fmtAddedMs(r.addedMs)} ms, p99 ${fmtAddedMs(r.addedP99)} ms (${mark} target ≤ ${mcpEndpoint.targetAddedMs} ms median)`,
+    );
+  }
+  console.log(`  ${pad('6c MCP endpoint: tools/list, 20 servers × 20 tools, from cache', 67)} p50 ${fmtMs(mcpEndpoint.list.ms)} ms, p99 ${fmtMs(mcpEndpoint.list.p99)} ms per list (information)`);
+}
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s`);

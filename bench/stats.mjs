@@ -6,6 +6,12 @@ export function median(values) {
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** The `q` quantile (0..1) of `values`, nearest rank: quantile(xs, 0.99) is the p99. */
+export function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
 export const min = (values) => Math.min(...values);
 export const max = (values) => Math.max(...values);
 

@@ -1,6 +1,8 @@
 // The two MCP servers of the "tool calls" section, each with one tool `ping` that answers "pong", in their own
 // process (as bench/probe-server.mjs): v1 is the 2025-era v1 SDK over its sessionful Streamable HTTP transport, v2 the
 // v2 SDK's createMcpHandler (2026-07-28). Sends { type: 'ready', v1, v2 } (the /mcp URLs); exits on { type: 'exit' }.
+// With the argument `many` (the "MCP endpoint" section, bench/mcp-endpoint.mjs) also 20 v2-SDK servers of 20 tools
+// each (tool_00..tool_19) on one port, at /s00/mcp../s19/mcp, sent as `many` (their URLs).
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -60,7 +62,33 @@ const handler = createMcpHandler(() => {
 const node = toNodeHandler(handler);
 const v2 = await listen(async (req, res) => node(req, res, req.method === 'POST' ? await readJson(req) : undefined));
 
+let many;
+if (process.argv.includes('many')) {
+  const nodes = Array.from({ length: 20 }, (_, s) =>
+    toNodeHandler(
+      createMcpHandler(() => {
+        const server = new McpServerV2({ name: `bench-many-${s}`, version: '1.0.0' });
+        for (let t = 0; t < 20; t++) {
+          server.registerTool(`tool_${String(t).padStart(2, '0')}`, { description: `Tool ${t} of server ${s}: answers pong` }, pong);
+        }
+        return server;
+      }),
+    ),
+  );
+  const url = await listen(async (req, res) => {
+    const at = /^\/s(\d\d)\/mcp/.exec(req.url ?? '');
+    const node = at === null ? undefined : nodes[Number(at[1])];
+    if (node === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    await node(req, res, req.method === 'POST' ? await readJson(req) : undefined);
+  });
+  const origin = new URL(url).origin;
+  many = nodes.map((_, s) => `${origin}/s${String(s).padStart(2, '0')}/mcp`);
+}
+
 process.on('message', (message) => {
   if (message.type === 'exit') process.exit(0);
 });
-process.send({ type: 'ready', v1, v2 });
+process.send({ type: 'ready', v1, v2, many });

@@ -14,17 +14,12 @@
  * Exits 1 when any scenario fails or is skipped as a whole (a skip would mean the suite no longer runs what we claim
  * it runs); single optional checks may be skipped.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { NODE22, node22, readChecks, ROOT, run, seconds, stripAnsi, SUITE, suiteVersion } from './suite.mjs';
 
-/** The Node the suite runs on: the `node` npm package at this exact version. */
-const NODE22 = '22.23.3';
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SUITE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const CLIENT = join(ROOT, 'scripts', 'conformance', 'client.mjs');
 
 /**
@@ -98,41 +93,8 @@ const RUNS = [
 const args = new Set(process.argv.slice(2));
 const verbose = args.has('--verbose');
 
-/** Runs a command; resolves with its exit code and, unless `inherit`, its combined output. */
-function run(command, commandArgs, { inherit = false, env = process.env } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, commandArgs, { cwd: ROOT, env, stdio: inherit ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout?.on('data', (chunk) => (output += chunk));
-    child.stderr?.on('data', (chunk) => (output += chunk));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal === null ? 1 : 128), output }));
-  });
-}
-
 /** A word for a POSIX shell: the suite hands its client command to `sh -c`. */
 const shellQuote = (word) => `'${word.replaceAll("'", `'\\''`)}'`;
-
-const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
-
-const stripAnsi = (text) => text.replace(/\u001b\[[0-9;]*m/g, '');
-
-/** The absolute path of the Node 22 binary npx provides (downloaded once, then from npm's cache). */
-async function node22() {
-  const { code, output } = await run('npx', ['--yes', '--prefer-offline', '--package', `node@${NODE22}`, '--', 'node', '-p', 'process.version + "\\n" + process.execPath']);
-  const lines = output.split('\n').map((line) => line.trim());
-  const at = lines.indexOf(`v${NODE22}`);
-  if (code !== 0 || at === -1 || !lines[at + 1]) throw new Error(`could not get Node ${NODE22} through npx:\n${output}`);
-  return lines[at + 1];
-}
-
-/** Every checks.json the suite wrote under `dir` (one per scenario run; auth scenarios nest a folder deeper). */
-async function readChecks(dir) {
-  const entries = await readdir(dir, { recursive: true });
-  const files = entries.filter((entry) => entry.endsWith('checks.json'));
-  const lists = await Promise.all(files.map(async (file) => JSON.parse(await readFile(join(dir, file), 'utf8'))));
-  return lists.flat();
-}
 
 async function runScenario(node, { scenario, specVersion, outOfScope = [], tokenRequests }) {
   const label = specVersion === undefined ? scenario : `${scenario} @ ${specVersion}`;
@@ -181,10 +143,10 @@ async function main() {
   }
   if (!existsSync(join(ROOT, 'packages', 'core', 'dist', 'index.js'))) throw new Error('packages/core/dist is missing: run npm run build');
   if (!existsSync(SUITE)) throw new Error('@modelcontextprotocol/conformance is not installed: run npm ci');
-  const suiteVersion = JSON.parse(await readFile(join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'package.json'), 'utf8')).version;
+  const version = await suiteVersion();
   const fetching = performance.now();
   const node = await node22();
-  console.log(`conformance ${suiteVersion} on Node ${NODE22} (npx: ${seconds(fetching)}s); client under test on Node ${process.versions.node} (${process.execPath})`);
+  console.log(`conformance ${version} on Node ${NODE22} (npx: ${seconds(fetching)}s); client under test on Node ${process.versions.node} (${process.execPath})`);
 
   const verdicts = [];
   for (const entry of RUNS) verdicts.push(await runScenario(node, entry));
