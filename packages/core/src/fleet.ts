@@ -65,7 +65,7 @@ export function createFleet(options: FleetOptions & { webhooks: false }): Fleet<
 export function createFleet(options?: FleetOptions & { webhooks?: WebhooksOptions }): Fleet<WebhooksApi>;
 export function createFleet(options?: FleetOptions): Fleet;
 export function createFleet(options: FleetOptions = {}): Fleet {
-  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions } = resolveOptions(options);
+  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions, quotas } = resolveOptions(options);
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
@@ -80,12 +80,20 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     options.webhooks === false
       ? undefined
       : createWebhooks(
-          { records, index, agent: outbound.dispatcher, allowPrivateNetworks, now, onError: background('WEBHOOKS', 'A webhook delivery round failed.') },
+          {
+            records,
+            index,
+            agent: outbound.dispatcher,
+            allowPrivateNetworks,
+            now,
+            onError: background('WEBHOOKS', 'A webhook delivery round failed.'),
+            maxPerAccount: quotas.webhooksPerAccount,
+          },
           options.webhooks,
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes });
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, maxPerAccount: quotas.serversPerAccount });
 
   const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
   const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });

@@ -6,6 +6,7 @@ import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
 import type { DashboardOptions } from './http/dashboard.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
+import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
 import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
@@ -13,6 +14,7 @@ import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import type { Logger } from './util/logger.js';
 import { checkOption, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
+import { MAX_WEBHOOKS_PER_ACCOUNT } from './webhooks/subscriptions.js';
 
 export interface FleetOptions {
   /**
@@ -102,12 +104,24 @@ export interface FleetOptions {
   /** Tool calls through the service (`POST /servers/{id}/tools/call`, `fleet.tools`). */
   toolCalls?: ToolCallsOptions;
   /**
+   * How many of each resource an account may hold; beyond, a create answers 409 `QUOTA_EXCEEDED`. Held by the store's
+   * atomic commit, so across every process sharing `storage` and `index`.
+   */
+  quotas?: QuotasOptions;
+  /**
    * Serves the web dashboard (docs/dashboard.md) at `/dashboard/` below the mount (`/v1/dashboard/`): static files
    * that sign in with an API key and use this HTTP API. `true` for the files shipped in the package. @default false
    */
   dashboard?: boolean | DashboardOptions;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
+}
+
+export interface QuotasOptions {
+  /** Servers per account. @default 1000 */
+  serversPerAccount?: number;
+  /** Webhooks per account; every event's fan-out reads them all. @default 100 */
+  webhooksPerAccount?: number;
 }
 
 export interface ToolCallsOptions {
@@ -135,6 +149,7 @@ export interface ResolvedOptions {
   stdioUser: { uid: number; gid: number } | undefined;
   allowPrivateNetworks: boolean | readonly string[];
   monitor: HealthMonitorOptions | undefined;
+  quotas: Required<QuotasOptions>;
 }
 
 /**
@@ -172,6 +187,10 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     stdioUser: resolveStdioUser(options.stdio?.user ?? 'nobody'),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
+    quotas: {
+      serversPerAccount: checkOption('quotas.serversPerAccount', options.quotas?.serversPerAccount ?? DEFAULT_SERVERS_PER_ACCOUNT, positiveInteger),
+      webhooksPerAccount: checkOption('quotas.webhooksPerAccount', options.quotas?.webhooksPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT, positiveInteger),
+    },
   };
 }
 

@@ -73,6 +73,8 @@ export interface WebhooksDeps {
   allowPrivateNetworks: boolean | readonly string[];
   now: () => number;
   onError: (cause: unknown) => void;
+  /** Webhooks per account (`quotas.webhooksPerAccount`). @default MAX_WEBHOOKS_PER_ACCOUNT */
+  maxPerAccount?: number;
 }
 
 /** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
@@ -85,7 +87,8 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
   const graceMs = checkOption('webhooks.recoveryGraceMs', options.recoveryGraceMs ?? 60_000, positiveNumber);
   const retentionMs = checkOption('webhooks.retentionMs', options.retentionMs ?? 30 * 86_400_000, positiveNumber);
   const { records, index, now } = deps;
-  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now });
+  const validator = new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks });
+  const webhooks = new WebhookStore({ records, index, validator, now, maxPerAccount: deps.maxPerAccount });
   const deliveries = new DeliveryLog(records, index, retentionMs);
   let worker: DeliveryWorker | undefined;
   const recipients = webhookRecipients(webhooks, deliveries);
