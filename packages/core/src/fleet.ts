@@ -100,7 +100,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const pool = new ConnectionPool(
-    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
+    { fetch: outbound, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });

@@ -37,6 +37,8 @@ export interface McpClientDeps {
   stdioTransport?: StdioTransportFactory;
   /** Clock of token expiry. @default Date.now */
   now?: () => number;
+  /** Largest WebSocket message read (`maxUpstreamBytes`). @default 4194304 (4 MiB) */
+  maxMessageBytes?: number;
 }
 
 export interface OpenTransportOptions {
@@ -129,6 +131,7 @@ export function openTransport(
       headers: async () => (source === undefined ? (bearer ?? {}) : { Authorization: `Bearer ${await source.token()}` }),
       ...(source === undefined ? {} : { onUnauthorized: () => source.invalidate() }),
       ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
+      ...(deps.maxMessageBytes === undefined ? {} : { maxMessageBytes: deps.maxMessageBytes }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
