@@ -23,7 +23,9 @@ import { IndexCalls } from './storage/index-calls.js';
 import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
+import { ToolCallExpiry } from './toolcalls/tool-call-expiry.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
+import { checkOption, positiveNumber } from './util/options.js';
 import { ToolService } from './toolcalls/tool-service.js';
 import { createWebhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
@@ -109,8 +111,17 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   pool.follow(events);
   stopWithServers(supervisor, events);
 
-  const toolCallLog = new ToolCallLog(records, index, changes);
-  const { record, backoff, maxTotalMs, maxConcurrentPerAccount } = options.toolCalls ?? {};
+  const { record, backoff, maxTotalMs, maxConcurrentPerAccount, retentionDays = 30, expirySweepMs = 60_000 } = options.toolCalls ?? {};
+  checkOption('toolCalls.retentionDays', retentionDays, positiveNumber);
+  checkOption('toolCalls.expirySweepMs', expirySweepMs, positiveNumber);
+  const toolCallLog = new ToolCallLog(records, index, changes, { retentionMs: retentionDays * 86_400_000, now });
+  const expiry = new ToolCallExpiry(toolCallLog, {
+    intervalMs: expirySweepMs,
+    batch: 200,
+    maxBatches: 10,
+    onError: background('TOOL_CALLS', 'A sweep of expired tool calls failed.'),
+  });
+  expiry.start();
   const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
@@ -137,6 +148,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
 
   let closing: Promise<void> | undefined;
   const close = async () => {
+    await expiry.stop();
     await monitor?.stop();
     // Deliveries not yet sent stay in the outbox for the next start.
     await webhooks?.close();

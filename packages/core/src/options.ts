@@ -135,6 +135,13 @@ export interface ToolCallsOptions {
   maxTotalMs?: number;
   /** Tool calls in flight at once per account in this process; beyond, 429 `RATE_LIMITED` with `scope: "concurrency"`. @default 32 */
   maxConcurrentPerAccount?: number;
+  /**
+   * Days a tool-call record is kept (fractions allowed): older ones are removed with their listing entries by a
+   * background sweep, so `GET /tool-calls` totals stay exact. @default 30
+   */
+  retentionDays?: number;
+  /** How often the expiry sweep runs, in ms. @default 60000 */
+  expirySweepMs?: number;
 }
 
 /** The options `createFleet` checked, with their defaults filled in. Misconfiguration throws here, at start. */
