@@ -153,3 +153,31 @@ describe.each(ADAPTERS)('tool call rate limits ($name)', (adapter) => {
     expectSuccess(await client.get(`/servers/${created.id}/tools`), 200);
   });
 });
+
+describe.each(ADAPTERS)('tool-call records expire after toolCalls.retentionDays ($name)', (adapter) => {
+  let clock = T0;
+  // A quarter of a day, swept every 20 ms against the test's clock.
+  const suite = serveForSuite(adapter, { now: () => clock, allowPrivateNetworks: true, onError: () => {}, toolCalls: { retentionDays: 0.25, expirySweepMs: 20 } });
+
+  it('old records vanish from GET /tool-calls, its filtered listings and their totals; newer ones stay', async () => {
+    const client = await freshClient(suite.served);
+    const server = await createServer(client, { name: uniqueName('expiry'), type: 'http', endpoint: upstream.url, authentication: { type: 'bearer', token: 'upstream-secret' } });
+    const call = async (name: string) => {
+      clock += 1000;
+      return expectSuccess(await client.post(`/servers/${server.id}/tools/call`, { name, arguments: { text: 'x' } }), 200);
+    };
+    const old = [await call('echo'), await call('echo'), await call('fail')];
+    clock += 7 * 3_600_000; // 7 hours: the three are past 6 hours old
+    const fresh = [await call('echo'), await call('fail')];
+    const totalOf = async (query = '') => (await client.get(`/tool-calls?limit=100${query}`)).body.pagination.total;
+    await expect.poll(() => totalOf(), { timeout: 5000 }).toBe(2);
+    const listed = (await client.get('/tool-calls?limit=100')).body.data.map((c: Json) => c.id);
+    expect(listed).toEqual([fresh[1].id, fresh[0].id]);
+    expect(await totalOf('&status=success')).toBe(1);
+    expect(await totalOf('&status=error')).toBe(1);
+    expect(await totalOf(`&server_id=${server.id}&tool=echo`)).toBe(1);
+    expect(await totalOf(`&server_id=${server.id}&status=error&tool=fail`)).toBe(1);
+    for (const gone of old) expectError(await client.get(`/tool-calls/${gone.id}`), 404, 'NOT_FOUND');
+    expectSuccess(await client.get(`/tool-calls/${fresh[0].id}`), 200);
+  });
+});

@@ -25,7 +25,9 @@ import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
 import { SecretBox } from './util/secret-box.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
+import { ToolCallExpiry } from './toolcalls/tool-call-expiry.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
+import { checkOption, positiveNumber } from './util/options.js';
 import { ToolService } from './toolcalls/tool-service.js';
 import { createWebhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
@@ -75,7 +77,7 @@ export function createFleet(options: FleetOptions & { webhooks: false }): Fleet<
 export function createFleet(options?: FleetOptions & { webhooks?: WebhooksOptions }): Fleet<WebhooksApi>;
 export function createFleet(options?: FleetOptions): Fleet;
 export function createFleet(options: FleetOptions = {}): Fleet {
-  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions } = resolveOptions(options);
+  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions, quotas } = resolveOptions(options);
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
@@ -93,12 +95,21 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     options.webhooks === false
       ? undefined
       : createWebhooks(
-          { records, index, agent: outbound.dispatcher, allowPrivateNetworks, now, onError: background('WEBHOOKS', 'A webhook delivery round failed.'), secrets: secretBox },
+          {
+            records,
+            index,
+            agent: outbound.dispatcher,
+            allowPrivateNetworks,
+            now,
+            onError: background('WEBHOOKS', 'A webhook delivery round failed.'),
+            maxPerAccount: quotas.webhooksPerAccount,
+            secrets: secretBox,
+          },
           options.webhooks,
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox });
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox, maxPerAccount: quotas.serversPerAccount });
   const secrets = createSecrets({ records, box: secretBox, registry, webhooks });
 
   const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
@@ -106,7 +117,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const pool = new ConnectionPool(
-    { fetch: outbound, dispatcher: outbound.dispatcher, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
+    { fetch: outbound, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
     options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
   );
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
@@ -115,8 +126,17 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   pool.follow(events);
   stopWithServers(supervisor, events);
 
-  const toolCallLog = new ToolCallLog(records, index, changes);
-  const { record, backoff, maxTotalMs, maxConcurrentPerAccount } = options.toolCalls ?? {};
+  const { record, backoff, maxTotalMs, maxConcurrentPerAccount, retentionDays = 30, expirySweepMs = 60_000 } = options.toolCalls ?? {};
+  checkOption('toolCalls.retentionDays', retentionDays, positiveNumber);
+  checkOption('toolCalls.expirySweepMs', expirySweepMs, positiveNumber);
+  const toolCallLog = new ToolCallLog(records, index, changes, { retentionMs: retentionDays * 86_400_000, now });
+  const expiry = new ToolCallExpiry(toolCallLog, {
+    intervalMs: expirySweepMs,
+    batch: 200,
+    maxBatches: 10,
+    onError: background('TOOL_CALLS', 'A sweep of expired tool calls failed.'),
+  });
+  expiry.start();
   const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
@@ -143,6 +163,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
 
   let closing: Promise<void> | undefined;
   const close = async () => {
+    await expiry.stop();
     await monitor?.stop();
     // Deliveries not yet sent stay in the outbox for the next start.
     await webhooks?.close();

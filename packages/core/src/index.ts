@@ -3,7 +3,7 @@
 // adapters: `@mcp-fleet/core/node`; store authors: `@mcp-fleet/core/testing`. See docs/architecture.md.
 
 export { createFleet, type Fleet } from './fleet.js';
-export type { FleetOptions, ToolCallsOptions } from './options.js';
+export type { FleetOptions, QuotasOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
 export type { RotationCounts, SecretsApi } from './operations/secrets.js';

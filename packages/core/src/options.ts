@@ -6,6 +6,7 @@ import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
 import type { DashboardOptions } from './http/dashboard.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
+import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
 import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
@@ -13,6 +14,7 @@ import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import type { Logger } from './util/logger.js';
 import { checkOption, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
+import { MAX_WEBHOOKS_PER_ACCOUNT } from './webhooks/subscriptions.js';
 
 export interface FleetOptions {
   /**
@@ -102,6 +104,11 @@ export interface FleetOptions {
   /** Tool calls through the service (`POST /servers/{id}/tools/call`, `fleet.tools`). */
   toolCalls?: ToolCallsOptions;
   /**
+   * How many of each resource an account may hold; beyond, a create answers 409 `QUOTA_EXCEEDED`. Held by the store's
+   * atomic commit, so across every process sharing `storage` and `index`.
+   */
+  quotas?: QuotasOptions;
+  /**
    * Serves the web dashboard (docs/dashboard.md) at `/dashboard/` below the mount (`/v1/dashboard/`): static files
    * that sign in with an API key and use this HTTP API. `true` for the files shipped in the package. @default false
    */
@@ -123,6 +130,13 @@ export interface FleetOptions {
   now?: () => number;
 }
 
+export interface QuotasOptions {
+  /** Servers per account. @default 1000 */
+  serversPerAccount?: number;
+  /** Webhooks per account; every event's fan-out reads them all. @default 100 */
+  webhooksPerAccount?: number;
+}
+
 export interface ToolCallsOptions {
   /** Keep the calls' `arguments` and/or MCP results with their records (`GET /tool-calls/{id}`). @default { arguments: false, results: false } */
   record?: ToolCallRecording;
@@ -134,6 +148,13 @@ export interface ToolCallsOptions {
   maxTotalMs?: number;
   /** Tool calls in flight at once per account in this process; beyond, 429 `RATE_LIMITED` with `scope: "concurrency"`. @default 32 */
   maxConcurrentPerAccount?: number;
+  /**
+   * Days a tool-call record is kept (fractions allowed): older ones are removed with their listing entries by a
+   * background sweep, so `GET /tool-calls` totals stay exact. @default 30
+   */
+  retentionDays?: number;
+  /** How often the expiry sweep runs, in ms. @default 60000 */
+  expirySweepMs?: number;
 }
 
 /** The options `createFleet` checked, with their defaults filled in. Misconfiguration throws here, at start. */
@@ -148,6 +169,7 @@ export interface ResolvedOptions {
   stdioUser: { uid: number; gid: number } | undefined;
   allowPrivateNetworks: boolean | readonly string[];
   monitor: HealthMonitorOptions | undefined;
+  quotas: Required<QuotasOptions>;
 }
 
 /**
@@ -185,6 +207,10 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     stdioUser: resolveStdioUser(options.stdio?.user ?? 'nobody'),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
+    quotas: {
+      serversPerAccount: checkOption('quotas.serversPerAccount', options.quotas?.serversPerAccount ?? DEFAULT_SERVERS_PER_ACCOUNT, positiveInteger),
+      webhooksPerAccount: checkOption('quotas.webhooksPerAccount', options.quotas?.webhooksPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT, positiveInteger),
+    },
   };
 }
 

@@ -42,7 +42,7 @@ describe.skipIf(skip)('RedisIndexStore on a real Redis', () => {
       await deleteKeys(current);
       current = prefix('contract');
     },
-    { durable: true },
+    { durable: true, shared: true },
   );
 
   describe('beyond the contract', () => {

@@ -5,15 +5,17 @@ import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, LuaScript, type R
  * One commit, all-or-nothing: Redis runs a script without interleaving any other command, and the script checks
  * every claim before it writes anything, so a conflict leaves no trace.
  *
- * KEYS: the claim keys, then the released claim keys, then the sets to remove from, then the sets to add to.
- * ARGV: since, the four counts, then per claim owner / has-replacing ('1' or '0') / replacing,
- *       per release owner, per removal member, per addition score / member.
- * Returns {} on success, or {position of the conflicting claim (1-based), its owner, its since}.
+ * KEYS: the claim keys, then the released claim keys, then the sets to remove from, then the sets to add to, then
+ *       the limited sets.
+ * ARGV: since, the five counts, then per claim owner / has-replacing ('1' or '0') / replacing,
+ *       per release owner, per removal member, per addition score / member, per limit its max.
+ * Returns {} on success, {position of the conflicting claim (1-based), its owner, its since}, or {0, position of the
+ * full limit (1-based)}.
  */
 const COMMIT = new LuaScript(`
 local since = ARGV[1]
-local claims, releases, removals, additions = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local arg = 6
+local claims, releases, removals, additions, limits = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local arg = 7
 for i = 1, claims do
   local owner = ARGV[arg]
   local replacing = false
@@ -24,12 +26,19 @@ for i = 1, claims do
   end
   arg = arg + 3
 end
+local limitKey = claims + releases + removals + additions
+local limitArg = #ARGV - limits
+for j = 1, limits do
+  if redis.call('ZCARD', KEYS[limitKey + j]) >= tonumber(ARGV[limitArg + j]) then
+    return { 0, j }
+  end
+end
 local key = claims
 for i = 1, releases do
   if redis.call('HGET', KEYS[key + i], 'owner') == ARGV[arg] then redis.call('DEL', KEYS[key + i]) end
   arg = arg + 1
 end
-local claimArg = 6
+local claimArg = 7
 for i = 1, claims do
   if redis.call('HGET', KEYS[i], 'owner') ~= ARGV[claimArg] then
     redis.call('HSET', KEYS[i], 'owner', ARGV[claimArg], 'since', since)
@@ -68,6 +77,12 @@ function scoreArgument(score: number): string {
   return String(score);
 }
 
+/** A limit as the script compares it: a count is below `max` exactly when it is below `ceil(max)`. */
+function limitArgument(max: number): string {
+  if (Number.isNaN(max)) throw new TypeError('a limit must be a number, not NaN');
+  return String(Math.max(0, Math.ceil(max)));
+}
+
 /** A Redis index position: an integer no larger than Redis accepts and no longer than `String()` keeps exact. */
 function position(value: number): number {
   return Math.min(Math.max(0, Math.floor(value)), Number.MAX_SAFE_INTEGER);
@@ -97,7 +112,9 @@ export class RedisIndexStore implements IndexStore {
     const releases = tx.releases ?? [];
     const removals = tx.remove ?? [];
     const additions = tx.add ?? [];
-    if (claims.length + releases.length + removals.length + additions.length === 0) return { ok: true };
+    // No set is ever that large; a limit of Infinity is no limit at all.
+    const limits = (tx.limits ?? []).filter(({ max }) => max !== Infinity);
+    if (claims.length + releases.length + removals.length + additions.length + limits.length === 0) return { ok: true };
     // Checked before the script runs: a score Redis refuses would fail the script halfway, after some writes.
     const scores = additions.map(({ score }) => scoreArgument(score));
     const keys = [
@@ -105,6 +122,7 @@ export class RedisIndexStore implements IndexStore {
       ...releases.map(({ key }) => this.claimKey(key)),
       ...removals.map(({ set }) => this.setKey(set)),
       ...additions.map(({ set }) => this.setKey(set)),
+      ...limits.map(({ set }) => this.setKey(set)),
     ];
     const args = [
       String(this.now()),
@@ -112,13 +130,20 @@ export class RedisIndexStore implements IndexStore {
       String(releases.length),
       String(removals.length),
       String(additions.length),
+      String(limits.length),
       ...claims.flatMap(({ owner, replacing }) => [owner, replacing === undefined ? '0' : '1', replacing ?? '']),
       ...releases.map(({ owner }) => owner),
       ...removals.map(({ member }) => member),
       ...additions.flatMap(({ member }, i) => [scores[i] as string, member]),
+      ...limits.map(({ max }) => limitArgument(max)),
     ];
     const reply = (await this.call('a commit', () => COMMIT.run(this.client, keys, args))) as unknown[];
     if (reply.length === 0) return { ok: true };
+    if (reply[0] === 0) {
+      const limit = limits[(reply[1] as number) - 1];
+      if (limit === undefined) throw new Error('the commit script named a limit that was not in the transaction');
+      return { ok: false, full: { set: limit.set, max: limit.max } };
+    }
     const [at, owner, since] = reply as [number, string, string];
     const claim = claims[at - 1];
     if (claim === undefined) throw new Error('the commit script named a claim that was not in the transaction');

@@ -40,7 +40,7 @@ indexStoreContract(
     await rm(`${current}-shm`, { force: true });
     current = freshFile();
   },
-  { durable: true },
+  { durable: true, shared: true },
 );
 
 indexStoreContract('SqliteIndexStore (:memory:)', async ({ now }) => SqliteIndexStore.open({ path: ':memory:', now }));

@@ -86,6 +86,13 @@ export class SqliteIndexStore implements IndexStore {
             return { ok: false, conflict: { key, owner: held.owner, since: held.since } };
           }
         }
+        for (const { set, max } of tx.limits ?? []) {
+          const [row] = await this.conn.all<{ n: number }>(`SELECT COUNT(*) AS n FROM ${this.sets} WHERE set_key = ?`, set);
+          if ((row?.n ?? 0) >= max) {
+            await this.conn.run('ROLLBACK');
+            return { ok: false, full: { set, max } };
+          }
+        }
         for (const { key, owner } of tx.releases ?? []) {
           await this.conn.run(`DELETE FROM ${this.claims} WHERE key = ? AND owner = ?`, key, owner);
         }

@@ -13,6 +13,8 @@ const CONTRACT_TABLE: [string, number][] = [
   ['NOT_FOUND', 404],
   ['METHOD_NOT_ALLOWED', 405],
   ['SERVER_NAME_EXISTS', 409],
+  // Second wave, "Hardening": servers or webhooks per account beyond the quota.
+  ['QUOTA_EXCEEDED', 409],
   ['PAYLOAD_TOO_LARGE', 413],
   ['UNSUPPORTED_MEDIA_TYPE', 415],
   ['RATE_LIMITED', 429],

@@ -12,6 +12,11 @@ export const ERROR_CODES = {
   INVALID_REQUEST: { status: 400, category: 'request', message: 'The request is invalid.' },
   SERVER_NOT_FOUND: { status: 404, category: 'request', message: 'No server with this id exists.' },
   SERVER_NAME_EXISTS: { status: 409, category: 'request', message: 'A server with this name already exists.' },
+  QUOTA_EXCEEDED: {
+    status: 409,
+    category: 'request',
+    message: 'The account already has as many of these as allowed: delete some, or raise the quota (the quotas option).',
+  },
   UNAUTHORIZED: { status: 401, category: 'request', message: 'A valid API key is required: send "Authorization: Bearer <API key>".' },
   FORBIDDEN: { status: 403, category: 'request', message: 'This API key lacks the scope this operation needs.' },
   NOT_FOUND: { status: 404, category: 'request', message: 'Not found.' },

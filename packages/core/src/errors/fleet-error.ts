@@ -121,6 +121,15 @@ export function serverNotFound(id: string): FleetError {
   return new FleetError('SERVER_NOT_FOUND', { details: { server_id: id } });
 }
 
+/** The account already holds `limit` of `resource`: the quota, the same in every process sharing the storage. */
+export function quotaExceeded(resource: 'servers' | 'webhooks', limit: number): FleetError {
+  const option = resource === 'servers' ? 'serversPerAccount' : 'webhooksPerAccount';
+  return new FleetError('QUOTA_EXCEEDED', {
+    message: `This account already has ${limit} ${resource}, the most allowed: delete some, or raise the quotas.${option} option.`,
+    details: { resource, limit },
+  });
+}
+
 /** An unknown id of another kind (tool call, webhook), or one of another account. */
 export function notFound(what: string, id: string): FleetError {
   return new FleetError('NOT_FOUND', { message: `No ${what} with this id exists.`, details: { id } });

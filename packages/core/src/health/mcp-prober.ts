@@ -36,6 +36,7 @@ export function createMcpProber(deps: McpProberDeps): Prober {
             {
               fetch: deps.fetch,
               dispatcher: deps.fetch.dispatcher,
+              maxMessageBytes: deps.fetch.maxResponseBytes,
               tokens: deps.tokens,
               now: deps.now,
               stdioTransport: stdioTransportFor(deps.supervisor, server),

@@ -37,6 +37,8 @@ export interface McpClientDeps {
   stdioTransport?: StdioTransportFactory;
   /** Clock of token expiry. @default Date.now */
   now?: () => number;
+  /** Largest WebSocket message read (`maxUpstreamBytes`). @default 4194304 (4 MiB) */
+  maxMessageBytes?: number;
 }
 
 export interface OpenTransportOptions {
@@ -137,6 +139,7 @@ export function openTransport(
               challenge !== undefined && stepUp(source, new Response(null, { status: 403, headers: { 'www-authenticate': challenge } })),
           }),
       ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
+      ...(deps.maxMessageBytes === undefined ? {} : { maxMessageBytes: deps.maxMessageBytes }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });

@@ -74,7 +74,11 @@ const failure = (code: UpstreamErrorCode, message: string, cause: unknown) => ne
  * only: the SDK's own messages can quote the response body (`Error POSTing to endpoint: <body>`), so none is
  * passed on. `timeoutMs` is the bound the exchange ran under, for the timeout message.
  */
-export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamError {
+export function toUpstreamError(error: unknown, timeoutMs: number, transport?: unknown): UpstreamError {
+  // A transport that ended the connection itself says why (a WebSocket message past maxUpstreamBytes); the SDK
+  // then fails what was in flight with a bare "Connection closed".
+  const ended = closedBy(transport);
+  if (ended !== undefined) return ended;
   const chain = errorChain(error);
 
   // Classified where it happened (WebSocket handshake, token endpoint, redirect, the guard): the most specific.
@@ -128,6 +132,12 @@ export function toUpstreamError(error: unknown, timeoutMs: number): UpstreamErro
     }
   }
   return failure('UPSTREAM_PROTOCOL_ERROR', 'The exchange with the server failed; its reply is not MCP.', error);
+}
+
+/** Why a transport ended its connection itself (`WebSocketClientTransport.failure`), if it did. */
+export function closedBy(transport: unknown): UpstreamError | undefined {
+  const failure = typeof transport === 'object' && transport !== null ? (transport as { failure?: unknown }).failure : undefined;
+  return isUpstreamError(failure) ? failure : undefined;
 }
 
 /** The HTTP status found on the cause chain of `error` (the SDK's `SdkHttpError`), if any. */

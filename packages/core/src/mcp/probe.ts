@@ -41,7 +41,7 @@ export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}
     if (era !== '2026-07-28') await client.ping({ timeout: Math.max(1, Math.round(timeoutMs - (performance.now() - started))), signal });
     return { ok: true, era, responseTimeMs: elapsed() };
   } catch (error) {
-    const failure = signal.aborted ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
+    const failure = signal.aborted ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs, transport);
     return { ok: false, error: failure.toJSON(), responseTimeMs: elapsed() };
   } finally {
     // Deleting a 2025 session may use what is left of the timeout, never more.
@@ -54,7 +54,7 @@ export async function probeServer(config: ServerConfig, deps: McpClientDeps = {}
  * Probes over a connection that is already open (a stdio server's one client, kept by the connection pool): `ping` in
  * the 2025 era (and legacy HTTP+SSE), `server/discover` in 2026-07-28, which has no ping. Never throws.
  */
-export async function probeConnected(connected: Pick<ConnectedClient, 'client' | 'era'>, timeoutMs: number): Promise<ProbeResult> {
+export async function probeConnected(connected: Pick<ConnectedClient, 'client' | 'era'> & { transport?: unknown }, timeoutMs: number): Promise<ProbeResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {
@@ -62,6 +62,6 @@ export async function probeConnected(connected: Pick<ConnectedClient, 'client' |
     else await connected.client.discover({ timeout: timeoutMs });
     return { ok: true, era: connected.era, responseTimeMs: elapsed() };
   } catch (error) {
-    return { ok: false, error: toUpstreamError(error, timeoutMs).toJSON(), responseTimeMs: elapsed() };
+    return { ok: false, error: toUpstreamError(error, timeoutMs, connected.transport).toJSON(), responseTimeMs: elapsed() };
   }
 }

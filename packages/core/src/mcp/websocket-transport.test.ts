@@ -5,7 +5,7 @@ import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { closedAfterEach, listen } from './fixtures/listen.js';
 import { startSilentServer } from './fixtures/misc-servers.js';
 import { startWsServer } from './fixtures/ws-server.js';
-import { WebSocketClientTransport } from './websocket-transport.js';
+import { frameBound, WebSocketClientTransport } from './websocket-transport.js';
 
 const started = closedAfterEach();
 
@@ -154,5 +154,100 @@ describe('WebSocketClientTransport', () => {
     await transport.start();
     await expect(transport.start()).rejects.toThrow(/already started/);
     await transport.close();
+  });
+});
+
+describe('WebSocketClientTransport: bounded messages (maxMessageBytes)', () => {
+  const MiB = 1024 * 1024;
+
+  /** Waits for the transport to close and collects what it reported on the way. */
+  function watch(transport: WebSocketClientTransport) {
+    const errors: unknown[] = [];
+    const messages: JSONRPCMessage[] = [];
+    transport.onerror = (error) => errors.push(error);
+    transport.onmessage = (message) => messages.push(message);
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = resolve;
+    });
+    return { errors, messages, closed };
+  }
+
+  const textOf = (bytes: number) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { data: 'x'.repeat(bytes) } });
+
+  it('passes a message under the bound; one frame past it fails with UPSTREAM_RESPONSE_TOO_LARGE and closes', async () => {
+    const server = await rawServer((socket) => {
+      socket.send(textOf(512 * 1024));
+      socket.send(textOf(2 * MiB));
+    });
+    const transport = new WebSocketClientTransport(server.url, { maxMessageBytes: MiB });
+    const seen = watch(transport);
+    await transport.start();
+    await seen.closed;
+    expect(seen.messages).toHaveLength(1);
+    expect(transport.failure).toMatchObject({ code: 'UPSTREAM_RESPONSE_TOO_LARGE', details: { limit_bytes: MiB } });
+    expect(transport.failure?.message).toContain('maxUpstreamBytes');
+    expect(seen.errors).toContain(transport.failure);
+  });
+
+  it('counts the fragments of one message together', async () => {
+    const server = await rawServer((socket) => {
+      const text = textOf(3 * 400 * 1024);
+      const third = Math.ceil(text.length / 3);
+      socket.send(text.slice(0, third), { fin: false });
+      socket.send(text.slice(third, 2 * third), { fin: false });
+      socket.send(text.slice(2 * third), { fin: true });
+    });
+    const transport = new WebSocketClientTransport(server.url, { maxMessageBytes: MiB });
+    const seen = watch(transport);
+    await transport.start();
+    await seen.closed;
+    expect(seen.messages).toHaveLength(0);
+    expect(transport.failure?.code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+  });
+
+  it('a frame announcing 120 MiB is refused at its header: memory stays bounded while the server streams 96 MiB', async () => {
+    let written = 0;
+    const server = await rawServer((socket) => {
+      const raw = (socket as unknown as { _socket: import('node:net').Socket })._socket;
+      const header = Buffer.alloc(10);
+      header[0] = 0x81; // FIN, text
+      header[1] = 127; // 64-bit length follows
+      header.writeBigUInt64BE(BigInt(120 * MiB), 2); // under undici's own 128 MiB default
+      raw.write(header);
+      const chunk = Buffer.alloc(MiB, 0x61);
+      const pump = () => {
+        while (written < 96 * MiB && !raw.destroyed && raw.writable) {
+          written += chunk.length;
+          if (!raw.write(chunk)) return void raw.once('drain', pump);
+        }
+      };
+      raw.on('error', () => {});
+      pump();
+    });
+    const before = process.memoryUsage();
+    const transport = new WebSocketClientTransport(server.url, { maxMessageBytes: 4 * MiB });
+    const seen = watch(transport);
+    await transport.start();
+    await seen.closed;
+    const after = process.memoryUsage();
+    expect(transport.failure?.code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    // undici without the bound buffers the payload as it comes (up to its 128 MiB default); with it nothing is kept.
+    expect(after.arrayBuffers - before.arrayBuffers).toBeLessThan(24 * MiB);
+    expect(written).toBeLessThan(96 * MiB);
+  });
+
+  it('frameBound reads headers split across chunks, 16- and 64-bit lengths, masks and control frames', () => {
+    const past = frameBound(1000);
+    // A 16-bit length of 900, its header split in three chunks, then its payload: under the bound.
+    expect(past(Buffer.from([0x81]))).toBe(-1);
+    expect(past(Buffer.from([126, 0x03]))).toBe(-1);
+    expect(past(Buffer.concat([Buffer.from([0x84]), Buffer.alloc(900)]))).toBe(-1);
+    // A ping (control, 125 bytes) between fragments does not count; fragments 600 + 600 do, found at the second's header.
+    expect(past(Buffer.concat([Buffer.from([0x01, 0x80 | 126, 0x02, 0x58, 1, 2, 3, 4]), Buffer.alloc(600)]))).toBe(-1);
+    expect(past(Buffer.concat([Buffer.from([0x89, 125]), Buffer.alloc(125), Buffer.from([0x80, 126, 0x02, 0x58])]))).toBe(127);
+    // A 64-bit length past the bound is seen from the header alone; a header begun in an earlier chunk answers 0.
+    const other = frameBound(1000);
+    expect(other(Buffer.from([0x82, 127, 0, 0, 0, 0, 0, 0, 0x03]))).toBe(-1);
+    expect(other(Buffer.from([0xe9]))).toBe(0);
   });
 });

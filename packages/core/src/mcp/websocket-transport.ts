@@ -2,7 +2,9 @@ import { parseJSONRPCMessage, type JSONRPCMessage, type Transport } from '@model
 import { Agent, WebSocket, type Dispatcher } from 'undici';
 import type { UpstreamErrorCode } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
+import type { Duplex } from 'node:stream';
 import { badPortRefusal } from '../net/bad-ports.js';
+import { DEFAULT_MAX_UPSTREAM_BYTES } from '../net/guarded-fetch.js';
 import { networkFailure } from './errors.js';
 
 const upstream = (code: UpstreamErrorCode, message: string, cause?: unknown) =>
@@ -36,6 +38,12 @@ export interface WebSocketClientTransportOptions {
   connectTimeoutMs?: number;
   /** Aborting it fails a pending handshake and closes an open connection. @default undefined */
   signal?: AbortSignal;
+  /**
+   * Largest message read from the server, in bytes (`maxUpstreamBytes`): a frame, or the fragments of one message,
+   * announcing more fails the connection with `UPSTREAM_RESPONSE_TOO_LARGE` before its payload is buffered.
+   * @default 4194304 (4 MiB)
+   */
+  maxMessageBytes?: number;
 }
 
 let defaultAgent: Agent | undefined;
@@ -55,18 +63,97 @@ interface HandshakeObservation {
   /** The `WWW-Authenticate` of a refused handshake. */
   challenge?: string;
   error?: unknown;
+  /** Set when the server announced a message larger than the bound (the connection is then destroyed). */
+  tooLarge?: boolean;
+}
+
+/**
+ * Reads the headers of the server's frames as they stream by (RFC 6455 §5.2: 2 bytes, then a 16- or 64-bit length,
+ * then a mask key if masked) and says, from a data frame's header alone, when a message (a frame, or the fragments
+ * of one) announces more than `limit` bytes: before undici's parser would buffer its payload. Control frames
+ * (opcode ≥ 8) are at most 125 bytes and do not count.
+ */
+export function frameBound(limit: number): (chunk: Buffer) => number {
+  const header: number[] = [];
+  let payloadLeft = 0;
+  let message = 0;
+  /** Where in the chunk the header being read started (negative: in an earlier chunk). */
+  let headerAt = 0;
+  return (chunk) => {
+    let at = 0;
+    while (at < chunk.length) {
+      if (payloadLeft > 0) {
+        const take = Math.min(payloadLeft, chunk.length - at);
+        payloadLeft -= take;
+        at += take;
+        continue;
+      }
+      if (header.length === 0) headerAt = at;
+      header.push(chunk[at] as number);
+      at += 1;
+      if (header.length < 2) continue;
+      const short = (header[1] as number) & 0x7f;
+      const needed = 2 + (short === 126 ? 2 : short === 127 ? 8 : 0) + ((header[1] as number) & 0x80 ? 4 : 0);
+      if (header.length < needed) continue;
+      let length = short;
+      if (short === 126) length = ((header[2] as number) << 8) | (header[3] as number);
+      if (short === 127) length = header.slice(2, 10).reduce((n, byte) => n * 256 + byte, 0);
+      const fin = ((header[0] as number) & 0x80) !== 0;
+      const opcode = (header[0] as number) & 0x0f;
+      header.length = 0;
+      payloadLeft = length;
+      if (opcode >= 8) continue;
+      message = opcode === 0 ? message + length : length;
+      if (message > limit) return Math.max(0, headerAt);
+      if (fin) message = 0;
+    }
+    headerAt = -1;
+    return -1;
+  };
+}
+
+/**
+ * Bounds what undici's WebSocket reads from `socket`: its `data` listener (added once the handshake is answered) is
+ * handed each chunk only after `frameBound` has read the frame headers in it; a message past `limit` destroys the
+ * socket instead, and `seen.tooLarge` says why. Wrapping the listener rather than adding one of our own leaves the
+ * socket paused until undici reads it, so no byte reaches one reader and not the other.
+ */
+function boundReads(socket: Duplex, limit: number, seen: HandshakeObservation): void {
+  const past = frameBound(limit);
+  const on = socket.on;
+  const wrap = (event: string | symbol, listener: (...args: unknown[]) => void) => {
+    if (event !== 'data') return listener;
+    return (chunk: unknown) => {
+      if (seen.tooLarge === true) return;
+      const at = Buffer.isBuffer(chunk) ? past(chunk) : -1;
+      if (at >= 0) {
+        seen.tooLarge = true;
+        // The messages before the offending frame are whole: undici still reads them.
+        if (at > 0) listener((chunk as Buffer).subarray(0, at));
+        socket.destroy();
+        return;
+      }
+      listener(chunk);
+    };
+  };
+  socket.on = socket.addListener = function (this: Duplex, event: string | symbol, listener: (...args: unknown[]) => void) {
+    return on.call(this, event, wrap(event, listener));
+  } as Duplex['on'];
 }
 
 /**
  * Wraps a dispatcher so the upgrade request's response status and network error are observed on their way to
- * undici's WebSocket, which turns every handshake failure into one bare `error` event.
+ * undici's WebSocket, which turns every handshake failure into one bare `error` event; the upgraded socket's reads
+ * are bounded (`boundReads`). undici's own `maxPayloadSize` is set to the same bound: it also holds a message that
+ * permessage-deflate inflates past it.
  */
-function observing(dispatcher: Dispatcher, seen: HandshakeObservation): Dispatcher {
-  return dispatcher.compose((dispatch) => (opts, handler) =>
+function observing(dispatcher: Dispatcher, seen: HandshakeObservation, maxMessageBytes: number): Dispatcher {
+  const composed = dispatcher.compose((dispatch) => (opts, handler) =>
     dispatch(opts, {
       onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
       onRequestUpgrade: (controller, statusCode, headers, socket) => {
         seen.status = statusCode;
+        boundReads(socket, maxMessageBytes, seen);
         handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
       },
       onResponseStart: (controller, statusCode, headers, statusMessage) => {
@@ -83,7 +170,17 @@ function observing(dispatcher: Dispatcher, seen: HandshakeObservation): Dispatch
       },
     }),
   );
+  // undici's WebSocket reads `webSocketOptions` from the dispatcher it was given.
+  const base = (dispatcher as { webSocketOptions?: { maxFragments?: number } }).webSocketOptions;
+  const webSocketOptions = { ...(base?.maxFragments === undefined ? {} : { maxFragments: base.maxFragments }), maxPayloadSize: maxMessageBytes };
+  return new Proxy(composed, { get: (target, key, receiver) => (key === 'webSocketOptions' ? webSocketOptions : Reflect.get(target, key, receiver)) });
 }
+
+const tooLarge = (limit: number) =>
+  new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', {
+    message: `The server sent a WebSocket message larger than ${limit} bytes (maxUpstreamBytes).`,
+    details: { limit_bytes: limit },
+  });
 
 function handshakeFailure(seen: HandshakeObservation): UpstreamError {
   const { status } = seen;
@@ -113,15 +210,23 @@ export class WebSocketClientTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
 
+  /** Why the connection ended, when the transport ended it: a message past `maxMessageBytes`. */
+  failure: UpstreamError | undefined;
   private socket: WebSocket | undefined;
+  private seen: HandshakeObservation = {};
   private started = false;
   private closed = false;
   private readonly onAbort = () => void this.close();
 
+  private readonly maxMessageBytes: number;
+
   constructor(
     private readonly url: URL,
     private readonly options: WebSocketClientTransportOptions = {},
-  ) {}
+  ) {
+    // Checked where it is given (`maxUpstreamBytes`, createGuardedFetch).
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_UPSTREAM_BYTES;
+  }
 
   async start(): Promise<void> {
     if (this.started) throw new Error('WebSocketClientTransport already started');
@@ -137,7 +242,13 @@ export class WebSocketClientTransport implements Transport {
       this.socket.close(1000);
       throw upstream('UPSTREAM_UNREACHABLE', 'The WebSocket connection was closed while it opened.');
     }
-    this.socket.addEventListener('close', () => this.finish());
+    this.socket.addEventListener('close', () => {
+      if (this.seen.tooLarge === true) {
+        this.failure = tooLarge(this.maxMessageBytes);
+        this.onerror?.(this.failure);
+      }
+      this.finish();
+    });
     this.socket.addEventListener('error', () => this.onerror?.(new Error('WebSocket connection error')));
   }
 
@@ -149,10 +260,11 @@ export class WebSocketClientTransport implements Transport {
     const refused = await badPortRefusal(this.options.dispatcher, this.url);
     if (refused !== undefined) throw refused;
     const seen: HandshakeObservation = {};
+    this.seen = seen;
     const headers = (await this.options.headers?.()) ?? {};
     const socket = new WebSocket(this.url, {
       protocols: [MCP_SUBPROTOCOL],
-      dispatcher: observing(this.options.dispatcher ?? defaultDispatcher(), seen),
+      dispatcher: observing(this.options.dispatcher ?? defaultDispatcher(), seen, this.maxMessageBytes),
       headers,
     });
     // Held at once so that `close()` can end a handshake in progress.
@@ -180,7 +292,13 @@ export class WebSocketClientTransport implements Transport {
           else resolve();
         };
         const onClose = () =>
-          fail(this.closed ? upstream('UPSTREAM_UNREACHABLE', 'The WebSocket connection was closed while it opened.') : handshakeFailure(seen));
+          fail(
+            seen.tooLarge === true
+              ? tooLarge(this.maxMessageBytes)
+              : this.closed
+                ? upstream('UPSTREAM_UNREACHABLE', 'The WebSocket connection was closed while it opened.')
+                : handshakeFailure(seen),
+          );
         const onAbort = () => fail(upstream('UPSTREAM_TIMEOUT', 'The WebSocket handshake was aborted.'));
         const timer = setTimeout(
           () => fail(upstream('UPSTREAM_TIMEOUT', `The WebSocket handshake did not complete within ${timeoutMs} ms.`)),

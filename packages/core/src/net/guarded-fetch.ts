@@ -12,6 +12,8 @@ import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './
 export interface GuardedFetch {
   (input: string | URL | Request, init?: RequestInit): Promise<Response>;
   readonly dispatcher: Agent;
+  /** The bound of every read from an upstream (`maxUpstreamBytes`): WebSocket messages are held to it too. */
+  readonly maxResponseBytes: number;
 }
 
 export interface GuardedFetchOptions extends GuardedAgentOptions {
@@ -98,5 +100,5 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
     // undici's Response is the same Fetch-standard class as the global one, from a newer copy of undici.
     return bounded(response as unknown as Response, maxResponseBytes);
   };
-  return Object.assign(guardedFetch, { dispatcher: agent });
+  return Object.assign(guardedFetch, { dispatcher: agent, maxResponseBytes });
 }

@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { FleetError, serverNotFound } from '../errors/fleet-error.js';
+import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
@@ -34,7 +34,12 @@ export interface RegistryDeps {
   changes: ChangeWriter;
   /** Seals the configuration's secrets before a record is written; opens them only where they are used. @default no key: stored as they are */
   secrets?: SecretBox;
+  /** Servers per account, held by the listing commit itself, so across processes sharing the storage. @default 1000 */
+  maxPerAccount?: number;
 }
+
+/** Servers per account unless `quotas.serversPerAccount` says otherwise. */
+export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 
 const recordKey = (id: string) => `server:${id}`;
 const nameKey = (account: string, name: string) => `name:${encodeURIComponent(account)}:${name}`;
@@ -106,13 +111,19 @@ export class ServerRegistry {
   }
 
   private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
-    const { records } = this.deps;
+    const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
     const { account, created_at: now } = record;
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
-    return this.deps.changes.write(event, ({ publish, abandon }) =>
+    const limit = { limits: [{ set: setKey(account, {}), max: maxPerAccount }] };
+    // A full account is refused before anything is written or staged; the limit in the listing commit holds the
+    // quota against creates racing in other processes.
+    return index
+      .count(setKey(account, {}))
+      .andThen((count) => (count >= maxPerAccount ? errAsync(quotaExceeded('servers', maxPerAccount)) : okAsync(undefined)))
+      .andThen(() => this.deps.changes.write(event, ({ publish, abandon }) =>
       records
         .set(recordKey(record.id), record)
-        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish)))
+        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish, limit)))
         .orElse((error) =>
           // The record was written but never listed or named: remove it so nothing half-made remains.
           records
@@ -121,7 +132,7 @@ export class ServerRegistry {
             .andThen(() => errAsync(error)),
         )
         .map(() => record),
-    );
+    ));
   }
 
   get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
@@ -289,14 +300,18 @@ export class ServerRegistry {
     const key = nameKey(record.account, record.config.name);
     const attempt = (replacing?: string) =>
       this.deps.index.commit({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] });
+    const refused = (full: { max: number }) => errAsync(quotaExceeded('servers', full.max));
     return attempt().andThen((result) => {
       if (result.ok) return okAsync(undefined);
+      if (result.full !== undefined) return refused(result.full);
       const { owner, since } = result.conflict;
       if (since > this.deps.now() - this.deps.claimGraceMs) return errAsync(nameExists(record.config.name));
       return this.deps.records.get<ServerRecord>(recordKey(owner)).andThen((holder) => {
         const live = holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
         if (live) return errAsync(nameExists(record.config.name));
-        return attempt(owner).andThen((retry) => (retry.ok ? okAsync(undefined) : errAsync(nameExists(record.config.name))));
+        return attempt(owner).andThen((retry) =>
+          retry.ok ? okAsync(undefined) : retry.full !== undefined ? refused(retry.full) : errAsync(nameExists(record.config.name)),
+        );
       });
     });
   }

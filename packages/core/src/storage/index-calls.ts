@@ -30,6 +30,7 @@ export function mergeTransactions(...parts: (IndexTransaction | undefined)[]): I
     releases: [],
     add: [],
     remove: [],
+    limits: [],
   };
   for (const part of parts) {
     if (part === undefined) continue;
@@ -37,6 +38,7 @@ export function mergeTransactions(...parts: (IndexTransaction | undefined)[]): I
     out.releases.push(...(part.releases ?? []));
     out.add.push(...(part.add ?? []));
     out.remove.push(...(part.remove ?? []));
+    out.limits.push(...(part.limits ?? []));
   }
   return out;
 }

@@ -7,7 +7,8 @@
  * - ordered sets: members ordered by a numeric score then by member, read one page at a time.
  *
  * `commit` applies a batch all-or-nothing: every claim must be free (or already the same owner's, or held by
- * `replacing`), else nothing is written and the first conflict is returned. Implementations: `MemoryIndexStore`
+ * `replacing`), else nothing is written and the first conflict is returned; then every limit must have room (its set
+ * holds fewer than `max` members), else nothing is written and the first full set is returned. Implementations: `MemoryIndexStore`
  * here, SQLite in `@mcp-fleet/sqlite`; each must pass `indexStoreContract` (`@mcp-fleet/core/testing`).
  */
 export interface IndexStore {
@@ -30,6 +31,12 @@ export interface IndexTransaction {
   add?: readonly { set: string; member: string; score: number }[];
   /** Members to remove from sets; absent members are ignored. */
   remove?: readonly { set: string; member: string }[];
+  /**
+   * Preconditions on the size of sets, checked in the same atomic step as the writes: the commit goes through only if
+   * each `set` holds fewer than `max` members before it. A quota that holds across processes: add the new member in
+   * the commit that names the limit.
+   */
+  limits?: readonly { set: string; max: number }[];
 }
 
 export interface Claim {
@@ -37,7 +44,11 @@ export interface Claim {
   since: number;
 }
 
-export type CommitResult = { ok: true } | { ok: false; conflict: { key: string } & Claim };
+/** A refused commit names why: the first claim held by another owner, or else the first set already full. */
+export type CommitResult =
+  | { ok: true }
+  | { ok: false; conflict: { key: string } & Claim; full?: undefined }
+  | { ok: false; full: { set: string; max: number }; conflict?: undefined };
 
 export interface RangeOptions {
   offset: number;

@@ -77,6 +77,9 @@ export class MemoryIndexStore implements IndexStore {
         return { ok: false, conflict: { key, ...held } };
       }
     }
+    for (const { set, max } of tx.limits ?? []) {
+      if ((this.sets.get(set)?.size ?? 0) >= max) return { ok: false, full: { set, max } };
+    }
     const since = this.now();
     for (const { key, owner } of tx.releases ?? []) {
       if (this.claims.get(key)?.owner === owner) this.claims.delete(key);

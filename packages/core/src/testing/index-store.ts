@@ -13,6 +13,12 @@ export interface IndexStoreContractOptions {
    * @default false
    */
   durable?: boolean;
+  /**
+   * Two stores open at once reach the same data (one file, one Redis), as two processes sharing storage do: the
+   * contract then races commits over two stores instead of one.
+   * @default false
+   */
+  shared?: boolean;
 }
 
 /**
@@ -111,7 +117,7 @@ export function indexStoreContract(
         await commitOk({ claims: [{ key: 'k1', owner: 'a' }, { key: 'k2', owner: 'a' }] });
         const result = await store.commit({ claims: [{ key: 'k0', owner: 'b' }, { key: 'k2', owner: 'b' }, { key: 'k1', owner: 'b' }] });
         expect(result.ok).toBe(false);
-        if (!result.ok) expect(result.conflict.key).toBe('k2');
+        if (!result.ok) expect(result.conflict?.key).toBe('k2');
       });
 
       it('the same owner may claim again; its since does not move', async () => {
@@ -292,7 +298,88 @@ export function indexStoreContract(
       });
     });
 
+    describe('limits', () => {
+      const fill = (set: string, n: number) => commitOk({ add: Array.from({ length: n }, (_, i) => ({ set, member: `m${i}`, score: i })) });
+
+      it('a commit goes through while its limited set holds fewer than max members', async () => {
+        await fill('quota', 2);
+        await commitOk({ limits: [{ set: 'quota', max: 3 }], add: [{ set: 'quota', member: 'new', score: 9 }] });
+        expect(await store.count('quota')).toBe(3);
+      });
+
+      it('a full set refuses the commit, names the set and its max, and nothing of the commit is written', async () => {
+        await fill('quota', 3);
+        await commitOk({ claims: [{ key: 'mine', owner: 'c' }] });
+        const result = await store.commit({
+          limits: [{ set: 'quota', max: 3 }],
+          claims: [{ key: 'free', owner: 'b' }],
+          releases: [{ key: 'mine', owner: 'c' }],
+          add: [{ set: 'quota', member: 'new', score: 9 }, { set: 'other', member: 'x', score: 1 }],
+          remove: [{ set: 'quota', member: 'm0' }],
+        });
+        expect(result).toEqual({ ok: false, full: { set: 'quota', max: 3 } });
+        expect(await store.claimOf('free')).toBeUndefined();
+        expect(await store.claimOf('mine')).toMatchObject({ owner: 'c' });
+        expect(await all('quota')).toEqual(['m0', 'm1', 'm2']);
+        expect(await store.count('other')).toBe(0);
+      });
+
+      it('counts the set before the commit: a set over its max (a lowered quota) refuses every commit naming the limit', async () => {
+        await fill('quota', 5);
+        expect(await store.commit({ limits: [{ set: 'quota', max: 2 }], add: [{ set: 'quota', member: 'new', score: 9 }] })).toEqual({
+          ok: false,
+          full: { set: 'quota', max: 2 },
+        });
+        expect((await store.commit({ limits: [{ set: 'quota', max: 2 }], remove: [{ set: 'quota', member: 'm0' }] })).ok).toBe(false);
+        expect(await store.count('quota')).toBe(5);
+      });
+
+      it('a max of 0 refuses always; an empty or unknown set has room for a max of 1', async () => {
+        expect((await store.commit({ limits: [{ set: 'none', max: 0 }], add: [{ set: 'none', member: 'a', score: 1 }] })).ok).toBe(false);
+        await commitOk({ limits: [{ set: 'none', max: 1 }], add: [{ set: 'none', member: 'a', score: 1 }] });
+        expect((await store.commit({ limits: [{ set: 'none', max: 1 }], add: [{ set: 'none', member: 'b', score: 1 }] })).ok).toBe(false);
+        expect(await all('none')).toEqual(['a']);
+      });
+
+      it('several limits: the first full one in the order given is named', async () => {
+        await fill('a', 1);
+        await fill('b', 1);
+        const result = await store.commit({ limits: [{ set: 'roomy', max: 5 }, { set: 'b', max: 1 }, { set: 'a', max: 1 }] });
+        expect(result).toEqual({ ok: false, full: { set: 'b', max: 1 } });
+      });
+
+      it('a held claim is reported before a full set', async () => {
+        await fill('quota', 1);
+        await commitOk({ claims: [{ key: 'k', owner: 'a' }] });
+        const result = await store.commit({ claims: [{ key: 'k', owner: 'b' }], limits: [{ set: 'quota', max: 1 }] });
+        expect(result).toMatchObject({ ok: false, conflict: { key: 'k', owner: 'a' } });
+      });
+
+      it('a removal in the same commit does not make room: the count is taken before the commit', async () => {
+        await fill('quota', 2);
+        const result = await store.commit({ limits: [{ set: 'quota', max: 2 }], remove: [{ set: 'quota', member: 'm0' }], add: [{ set: 'quota', member: 'n', score: 1 }] });
+        expect(result.ok).toBe(false);
+        expect(await store.count('quota')).toBe(2);
+      });
+    });
+
     describe('concurrency', () => {
+      it(`of 60 concurrent commits adding to a set limited to 25, exactly 25 land${options.shared === true ? ' (over two stores on the same data)' : ''}`, async () => {
+        const stores = options.shared === true ? [store, await openStore()] : [store];
+        const results = await Promise.all(
+          Array.from({ length: 60 }, (_, i) =>
+            (stores[i % stores.length] as IndexStore).commit({
+              limits: [{ set: 'quota', max: 25 }],
+              add: [{ set: 'quota', member: `m${String(i).padStart(2, '0')}`, score: i }, { set: 'by-type', member: `m${i}`, score: i }],
+            }),
+          ),
+        );
+        expect(results.filter((r) => r.ok)).toHaveLength(25);
+        for (const r of results) if (!r.ok) expect(r.full).toEqual({ set: 'quota', max: 25 });
+        expect(await store.count('quota')).toBe(25);
+        expect(await store.count('by-type')).toBe(25);
+      });
+
       it('of 100 concurrent commits claiming one key exactly one succeeds, and only its writes land', async () => {
         const results = await Promise.all(
           Array.from({ length: 100 }, (_, i) =>

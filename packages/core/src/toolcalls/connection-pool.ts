@@ -1,4 +1,4 @@
-import type { Client, FetchLike } from '@modelcontextprotocol/client';
+import type { Client, FetchLike, Transport } from '@modelcontextprotocol/client';
 import {
   closeClient,
   connectClient,
@@ -29,6 +29,8 @@ export interface ConnectionPoolOptions {
 /** A connection lent to one call; give it back with `release`, or `discard` it when it proved dead. */
 export interface Lease {
   client: Client;
+  /** The connection's transport: `toUpstreamError` asks it whether it ended the connection itself, and why. */
+  transport: Transport;
   era: McpEra;
   /** Whether the connection served an earlier call (a failure may then mean it died in between). */
   reused: boolean;
@@ -107,6 +109,7 @@ export class ConnectionPool {
     let settled = false;
     return {
       client: connected.client,
+      transport: connected.transport,
       era: connected.era,
       reused,
       takeRetryAfter: () => {

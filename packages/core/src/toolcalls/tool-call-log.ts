@@ -72,7 +72,7 @@ function listingOf(account: string, filters: ToolCallFilters): string {
 }
 
 /** Every listing a record belongs to: one per subset of its filter values (8). */
-function listingsOf(account: string, call: ToolCallRecord): string[] {
+function listingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): string[] {
   const sets: string[] = [];
   for (let mask = 0; mask < 1 << FILTERS.length; mask++) {
     const filters: ToolCallFilters = {};
@@ -84,6 +84,36 @@ function listingsOf(account: string, call: ToolCallRecord): string[] {
   return sets;
 }
 
+/**
+ * Every call of every account, oldest first, for expiry: a member carries what finds the call's listings without its
+ * record (`[created ms, account, id, server_id, status, tool]` as JSON), so a record already gone still leaves no entry.
+ */
+const EXPIRY_SET = 'toolcalls-expiry';
+
+type ExpiryEntry = [number, string, string, string, ToolCallStatus, string];
+
+function expiryMember(account: string, call: ToolCallRecord): string {
+  const entry: ExpiryEntry = [Date.parse(call.created_at), account, call.id, call.server_id, call.status, call.tool];
+  return JSON.stringify(entry);
+}
+
+function parseExpiry(member: string): ExpiryEntry | undefined {
+  try {
+    const entry = JSON.parse(member) as unknown;
+    return Array.isArray(entry) && entry.length === 6 && typeof entry[0] === 'number' ? (entry as ExpiryEntry) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long records are kept; the record store's TTL is a day longer, a safety net should sweeps stop. */
+export interface ToolCallRetention {
+  retentionMs: number;
+  now: () => number;
+}
+
+const DAY_MS = 86_400_000;
+
 /** The durable log of tool calls, listed newest first. */
 export class ToolCallLog {
   constructor(
@@ -91,7 +121,39 @@ export class ToolCallLog {
     private readonly index: IndexCalls,
     /** Where a failed call's `tool_call.failed` goes, written with the call. */
     private readonly changes: ChangeWriter,
+    /** Absent: records are kept forever (tests of other things). */
+    private readonly retention?: ToolCallRetention,
   ) {}
+
+  /**
+   * Removes the calls older than the retention, at most `batch` of them: their listing entries (all 8 and the
+   * expiry entry) in one commit, then their records, so a listed call always has its record and totals stay exact.
+   * Answers how many were removed; `batch` of them means more may be due.
+   */
+  sweep(batch: number): ResultAsync<number, FleetError> {
+    if (this.retention === undefined) return okAsync(0);
+    const cutoff = this.retention.now() - this.retention.retentionMs;
+    return this.index.range(EXPIRY_SET, { offset: 0, limit: batch }).andThen((members) => {
+      const due: { member: string; entry: ExpiryEntry | undefined }[] = [];
+      for (const member of members) {
+        const entry = parseExpiry(member);
+        if (entry !== undefined && entry[0] >= cutoff) break;
+        due.push({ member, entry });
+      }
+      if (due.length === 0) return okAsync(0);
+      const remove = due.flatMap(({ member, entry }) => {
+        const own = { set: EXPIRY_SET, member };
+        if (entry === undefined) return [own];
+        const [, account, id, server_id, status, tool] = entry;
+        return [own, ...listingsOf(account, { server_id, status, tool }).map((set) => ({ set, member: id }))];
+      });
+      const keys = due.flatMap(({ entry }) => (entry === undefined ? [] : [recordKey(entry[2])]));
+      return this.index
+        .commit({ remove })
+        .andThen(() => this.records.deleteMany(keys))
+        .map(() => due.length);
+    });
+  }
 
   /**
    * Appends a call in two steps: the record is written, then it is listed (every filter listing in one
@@ -109,10 +171,13 @@ export class ToolCallLog {
       call.status === 'success'
         ? undefined
         : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
+    const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
+    const listings = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
+    const expiry = this.retention === undefined ? [] : [{ set: EXPIRY_SET, member: expiryMember(account, call), score }];
     return this.changes.write(event, ({ publish }) =>
       this.records
-        .set(recordKey(call.id), stored)
-        .andThen(() => this.index.commit(mergeTransactions({ add: listingsOf(account, call).map((set) => ({ set, member: call.id, score })) }, publish)))
+        .set(recordKey(call.id), stored, ttlMs)
+        .andThen(() => this.index.commit(mergeTransactions({ add: [...listings, ...expiry] }, publish)))
         .map(() => call),
     );
   }

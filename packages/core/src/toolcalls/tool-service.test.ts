@@ -468,4 +468,15 @@ describe('bounded upstream answers', () => {
     // The connection is let go, and the next call works.
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
   });
+
+  it('a WebSocket message over maxUpstreamBytes fails the call with UPSTREAM_RESPONSE_TOO_LARGE, and the next call works', async () => {
+    const ws = await started(startWsServer());
+    const f = fleet({ maxUpstreamBytes: 64 * 1024 });
+    const id = await serverOf(f, { type: 'websocket', endpoint: ws.url });
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'x'.repeat(1000) }))._unsafeUnwrap().status).toBe('success');
+    const big = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'x'.repeat(200 * 1024) }))._unsafeUnwrap();
+    expect(big).toMatchObject({ status: 'error', error: { code: 'UPSTREAM_RESPONSE_TOO_LARGE' }, result: null });
+    expect(big.error?.message).toContain('maxUpstreamBytes');
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
+  });
 });

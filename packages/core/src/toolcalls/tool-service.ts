@@ -147,7 +147,7 @@ export class ToolService {
     } catch (error) {
       // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
       void lease.discard();
-      throw toUpstreamError(error, timeoutMs);
+      throw toUpstreamError(error, timeoutMs, lease.transport);
     }
   }
 
@@ -292,7 +292,7 @@ export class ToolService {
       } catch (error) {
         const status = httpStatusOf(error);
         const retryAfterMs = lease.takeRetryAfter();
-        const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs);
+        const failure = performance.now() >= deadline ? timeoutError(timeoutMs) : toUpstreamError(error, timeoutMs, lease.transport);
         const rejected = isJsonRpcRejection(error);
         // The server answered (a JSON-RPC error, or input_required the fleet cannot fulfil): the connection stays good.
         if (rejected || failure.code === 'UPSTREAM_INPUT_REQUIRED') {

@@ -78,6 +78,8 @@ export interface WebhooksDeps {
   onError: (cause: unknown) => void;
   /** Seals webhook secrets at rest. @default no key: stored as they are */
   secrets?: SecretBox;
+  /** Webhooks per account (`quotas.webhooksPerAccount`). @default MAX_WEBHOOKS_PER_ACCOUNT */
+  maxPerAccount?: number;
 }
 
 /** Subscriptions, the outbox, the delivery log and (unless turned off) the worker, over the fleet's storage. */
@@ -91,7 +93,8 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
   const retentionMs = checkOption('webhooks.retentionMs', options.retentionMs ?? 30 * 86_400_000, positiveNumber);
   const { records, index, now } = deps;
   const secrets = deps.secrets ?? new SecretBox();
-  const webhooks = new WebhookStore({ records, index, validator: new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks }), now, secrets });
+  const validator = new WebhookValidator({ allowPrivateNetworks: deps.allowPrivateNetworks });
+  const webhooks = new WebhookStore({ records, index, validator, now, secrets, maxPerAccount: deps.maxPerAccount });
   const deliveries = new DeliveryLog(records, index, retentionMs);
   let worker: DeliveryWorker | undefined;
   const recipients = webhookRecipients(webhooks, deliveries);

@@ -1,5 +1,5 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { FleetError, quotaExceeded } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { readPage, readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
@@ -32,7 +32,10 @@ export function toWebhookView({ account: _a, secret: _s, ...view }: WebhookRecor
   return view;
 }
 
-/** Webhooks per account: the fan-out of every event reads them all, so they are bounded. */
+/**
+ * Webhooks per account unless `quotas.webhooksPerAccount` says otherwise: the fan-out of every event reads them all,
+ * so they are bounded.
+ */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 100;
 
 export const webhookKey = (id: string) => `webhook:${id}`;
@@ -51,8 +54,20 @@ export class WebhookStore {
   private readonly mutex = new KeyedMutex();
 
   constructor(
-    private readonly deps: { records: RecordStore; index: IndexCalls; validator: WebhookValidator; now: () => number; secrets: SecretBox },
+    private readonly deps: {
+      records: RecordStore;
+      index: IndexCalls;
+      validator: WebhookValidator;
+      now: () => number;
+      secrets: SecretBox;
+      /** Webhooks per account, held by the listing commit itself. @default MAX_WEBHOOKS_PER_ACCOUNT */
+      maxPerAccount?: number;
+    },
   ) {}
+
+  private get maxPerAccount(): number {
+    return this.deps.maxPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT;
+  }
 
   create(account: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
     const validated = this.deps.validator.input(body);
@@ -71,28 +86,30 @@ export class WebhookStore {
       updated_at: now,
     };
     const { records, index } = this.deps;
-    // Serialized per account so that concurrent creates in one process cannot pass the cap together.
-    return this.mutex.exclusive(`account:${account}`, () =>
-      index
-        .count(accountSet(account))
-        .andThen((count) =>
-          count >= MAX_WEBHOOKS_PER_ACCOUNT
-            ? errAsync(invalidRequest([{ field: 'body', issue: `an account may have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks` }]))
-            : okAsync(undefined),
-        )
-        // Stored sealed; the caller gets the plaintext once, to show it.
-        .andThen(() => this.deps.secrets.seal(record.secret, secretPlace(record.id)))
-        .andThen((secret) => records.set(webhookKey(record.id), { ...record, secret }))
-        .andThen(() =>
-          index.commit({
-            add: [
-              { set: accountSet(account), member: record.id, score: Date.parse(now) },
-              { set: ALL_WEBHOOKS, member: record.id, score: Date.parse(now) },
-            ],
-          }),
-        )
-        .map(() => record),
-    );
+    const max = this.maxPerAccount;
+    const set = accountSet(account);
+    // A full account is refused before anything is written; the limit in the listing commit holds the quota against
+    // creates racing in this or another process. A refused commit leaves a record nobody lists: it is deleted.
+    return index
+      .count(set)
+      .andThen((count) => (count >= max ? errAsync(quotaExceeded('webhooks', max)) : okAsync(undefined)))
+      // Stored sealed; the caller gets the plaintext once, to show it.
+      .andThen(() => this.deps.secrets.seal(record.secret, secretPlace(record.id)))
+      .andThen((secret) => records.set(webhookKey(record.id), { ...record, secret }))
+      .andThen(() =>
+        index.commit({
+          limits: [{ set, max }],
+          add: [
+            { set, member: record.id, score: Date.parse(now) },
+            { set: ALL_WEBHOOKS, member: record.id, score: Date.parse(now) },
+          ],
+        }),
+      )
+      .andThen((result) =>
+        result.ok
+          ? okAsync(record)
+          : records.delete(webhookKey(record.id)).andThen(() => errAsync(quotaExceeded('webhooks', max))),
+      );
   }
 
   get(account: string, id: string): ResultAsync<WebhookRecord, FleetError> {
@@ -191,9 +208,12 @@ export class WebhookStore {
     });
   }
 
-  /** The enabled webhooks of the account that subscribe to `type`: at most {@link MAX_WEBHOOKS_PER_ACCOUNT} reads. */
+  /**
+   * The enabled webhooks of the account that subscribe to `type`: at most the quota's number of reads (an account
+   * left above a lowered quota is served its oldest webhooks up to the quota).
+   */
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
-    return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: MAX_WEBHOOKS_PER_ACCOUNT }, webhookKey)
+    return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey)
       .map(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
   }
 }

@@ -312,7 +312,7 @@ export class DeliveryWorker {
     const { index } = this.deps;
     return index.commit({ claims: [{ key, owner }] }).andThen((result) => {
       if (result.ok) return okAsync(true);
-      if (result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
+      if (result.conflict === undefined || result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
       return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
     });
   }

@@ -1,0 +1,75 @@
+import Keyv from 'keyv';
+import { describe, expect, it } from 'vitest';
+import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
+import { IndexCalls } from '../storage/index-calls.js';
+import { MemoryIndexStore } from '../storage/memory-index-store.js';
+import { RecordStore } from '../storage/records.js';
+import { newId } from '../util/ids.js';
+import { ToolCallExpiry } from './tool-call-expiry.js';
+import { type ToolCallRecord, ToolCallLog } from './tool-call-log.js';
+
+const T0 = Date.parse('2026-11-22T10:00:00.000Z');
+const HOUR = 3_600_000;
+
+function setup() {
+  let clock = T0;
+  const store = new MemoryIndexStore();
+  const index = new IndexCalls(store);
+  const log = new ToolCallLog(new RecordStore(new Keyv({ throwOnErrors: true }), 'test:'), index, new ChangeWriter(new EventBus(() => {}), undefined), {
+    retentionMs: 24 * HOUR,
+    now: () => clock,
+  });
+  const append = async (account: string, at: number, status: ToolCallRecord['status'] = 'success') => {
+    const call: ToolCallRecord = {
+      id: newId('toolCall'),
+      server_id: 'srv_a',
+      server_name: 'a',
+      tool: 'echo',
+      status,
+      duration_ms: 1,
+      attempts: 1,
+      error: null,
+      created_at: new Date(at).toISOString(),
+    };
+    (await log.append(account, call))._unsafeUnwrap();
+    return call;
+  };
+  return { log, store, append, advance: (ms: number) => (clock += ms) };
+}
+
+const query = { page: 1, limit: 100 };
+
+describe('ToolCallLog expiry', () => {
+  it('a sweep removes at most its batch of the oldest due calls, of every account, with all their listing entries', async () => {
+    const { log, store, append, advance } = setup();
+    for (let i = 0; i < 5; i++) await append(i % 2 === 0 ? 'acme' : 'globex', T0 + i, i === 4 ? 'error' : 'success');
+    const kept = await append('acme', T0 + 20 * HOUR);
+    advance(25 * HOUR);
+    expect((await log.sweep(2))._unsafeUnwrap()).toBe(2);
+    expect((await log.sweep(2))._unsafeUnwrap()).toBe(2);
+    expect((await log.sweep(2))._unsafeUnwrap()).toBe(1);
+    expect((await log.sweep(2))._unsafeUnwrap()).toBe(0);
+    const acme = (await log.list('acme', query))._unsafeUnwrap();
+    expect(acme.data.map((c) => c.id)).toEqual([kept.id]);
+    expect(acme.pagination.total).toBe(1);
+    expect((await log.list('globex', query))._unsafeUnwrap().pagination.total).toBe(0);
+    expect((await log.list('acme', { ...query, status: 'error' }))._unsafeUnwrap().pagination.total).toBe(0);
+    expect((await log.list('acme', { ...query, server_id: 'srv_a', status: 'success', tool: 'echo' }))._unsafeUnwrap().pagination.total).toBe(1);
+    // Of acme's 8 listings only the kept call's entries remain, and one expiry entry.
+    expect(await store.count('toolcalls-expiry')).toBe(1);
+  });
+
+  it('ToolCallExpiry runs batches until one is not full, at most maxBatches a sweep', async () => {
+    const { log, append, advance } = setup();
+    for (let i = 0; i < 7; i++) await append('acme', T0 + i);
+    advance(25 * HOUR);
+    const expiry = new ToolCallExpiry(log, { intervalMs: 60_000, batch: 2, maxBatches: 2, onError: (e) => expect.fail(String(e)) });
+    await expiry.sweep();
+    expect((await log.list('acme', query))._unsafeUnwrap().pagination.total).toBe(3);
+    await expiry.sweep();
+    await expiry.sweep();
+    expect((await log.list('acme', query))._unsafeUnwrap().pagination.total).toBe(0);
+    await expiry.stop();
+  });
+});
