@@ -1,3 +1,4 @@
+import type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 import { readFileSync } from 'node:fs';
 import Keyv from 'keyv';
 import type { Authenticate, ErrorHook } from './http/handler.js';
@@ -106,6 +107,11 @@ export interface FleetOptions {
    * that sign in with an API key and use this HTTP API. `true` for the files shipped in the package. @default false
    */
   dashboard?: boolean | DashboardOptions;
+  /**
+   * The MCP endpoint (docs/mcp-endpoint.md): `/mcp` and `/servers/{id}/mcp` below the mount serve the account's
+   * servers as one Streamable HTTP MCP server. `false` turns it off (those paths answer 404). @default {}
+   */
+  mcp?: McpEndpointOptions | false;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }
