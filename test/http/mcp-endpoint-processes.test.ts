@@ -30,7 +30,15 @@ describe.skipIf(withoutRedis('MCP sessions across processes'))('MCP endpoint ses
     for (const adapter of ADAPTERS) {
       const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: prefix });
       stores.push(redis);
-      served.push(await serveFleet(adapter, { storage: redis.storage, index: redis.index, authenticate, allowPrivateNetworks: true, onError: () => {} }));
+      served.push(await serveFleet(adapter, {
+          storage: redis.storage,
+          index: redis.index,
+          authenticate,
+          allowPrivateNetworks: true,
+          onError: () => {},
+          // Read the session record on every request, so an end on one fleet shows on the other at once.
+          mcp: { sessionCheckMs: 0 },
+        }),);
     }
   });
   afterAll(async () => {
@@ -79,9 +87,10 @@ describe.skipIf(withoutRedis('MCP sessions across processes'))('MCP endpoint ses
       await res.text();
     }
 
-    // Ending it on B deletes its record: a process that never held it answers 404 from then on.
+    // Ending it on B deletes its record: both processes answer 404 from then on, A (which still held it) included.
     await transportB.terminateSession();
-    const after = await fetch(`${b.url}/mcp`, {
+    for (const fleet of served) {
+      const after = await fetch(`${fleet.url}/mcp`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${account}`,
@@ -90,9 +99,10 @@ describe.skipIf(withoutRedis('MCP sessions across processes'))('MCP endpoint ses
         'mcp-session-id': sessionId,
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
-    });
-    expect(after.status).toBe(404);
-    await after.text();
+      });
+      expect(after.status).toBe(404);
+      await after.text();
+    }
     await onA.close();
     await onB.close();
   });

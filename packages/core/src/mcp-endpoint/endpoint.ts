@@ -38,8 +38,13 @@ export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
 export interface McpEndpointOptions {
   /** A 2025 session unused this long is closed in this process (its record stays: it is rebuilt on its next request), in ms. @default 600000 */
   sessionIdleMs?: number;
-  /** How long a 2025 session's record is kept after its last rebuild or creation, in ms. @default 86400000 */
+  /** How long a 2025 session's record is kept after its creation, in ms. @default 86400000 */
   sessionTtlMs?: number;
+  /**
+   * A live session reads its record again at most this often, so that a session ended (DELETE) in another process
+   * ends here too, within this delay, in ms. `0`: on every request. @default 5000
+   */
+  sessionCheckMs?: number;
 }
 
 /** The session record in the fleet's storage: enough to rebuild the session in any process sharing it. */
@@ -61,6 +66,8 @@ interface LiveSession {
   /** The visible tool names last listed, to tell whether the union changed. */
   tools: string[] | undefined;
   lastUsed: number;
+  /** When its record was last found in storage. */
+  checkedAt: number;
 }
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
@@ -92,6 +99,7 @@ export class McpEndpoint {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly idleMs: number;
   private readonly ttlMs: number;
+  private readonly checkMs: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -101,6 +109,7 @@ export class McpEndpoint {
   ) {
     this.idleMs = options.sessionIdleMs ?? 600_000;
     this.ttlMs = options.sessionTtlMs ?? 86_400_000;
+    this.checkMs = options.sessionCheckMs ?? 5000;
     this.modern = createMcpHandler(() => this.newServer(), { legacy: 'reject', onerror: () => {} });
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
@@ -213,7 +222,19 @@ export class McpEndpoint {
   /** The live session, or one rebuilt from its record (made in another process, or closed here when idle). */
   private async find(id: string, scope: EndpointScope): Promise<LiveSession | undefined> {
     const live = this.sessions.get(id);
-    if (live !== undefined) return this.belongs(live.record, scope) ? live : undefined;
+    if (live !== undefined) {
+      if (!this.belongs(live.record, scope)) return undefined;
+      if (Date.now() - live.checkedAt < this.checkMs) return live;
+      const current = await this.deps.records.get<SessionRecord>(sessionKey(id));
+      // Storage down: the live session goes on; a missing record: ended elsewhere.
+      if (current.isOk() && current.value === undefined) {
+        this.sessions.delete(id);
+        void live.transport.close().catch(() => {});
+        return undefined;
+      }
+      live.checkedAt = Date.now();
+      return live;
+    }
     if (!/^[0-9a-f-]{36}$/.test(id)) return undefined;
     const stored = await this.deps.records.get<SessionRecord>(sessionKey(id));
     if (stored.isErr() || stored.value === undefined || !this.belongs(stored.value, scope)) return undefined;
@@ -255,7 +276,7 @@ export class McpEndpoint {
         if (deleted.isErr()) this.deps.onError(deleted.error);
       },
     });
-    const session: LiveSession = { record, transport, server, scope, tools: undefined, lastUsed: Date.now() };
+    const session: LiveSession = { record, transport, server, scope, tools: undefined, lastUsed: Date.now(), checkedAt: Date.now() };
     transport.onclose = () => {
       if (this.sessions.get(id) === session) this.sessions.delete(id);
     };
