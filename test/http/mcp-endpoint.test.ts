@@ -49,8 +49,11 @@ afterAll(async () => {
   await beta.close();
 });
 
+/** The v2 SDK client pinned to 2026-07-28 (its default negotiation is the 2025 handshake). */
+const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
+
 async function v2Client(url: string, token: string): Promise<V2Client> {
-  const client = new V2Client({ name: 'test-v2', version: '1.0.0' });
+  const client = new V2Client({ name: 'test-v2', version: '1.0.0' }, MODERN);
   await client.connect(new V2Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   return client;
 }
@@ -105,6 +108,7 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
   it('the v2 SDK client (2026-07-28) lists the namespaced union with schemas relayed unchanged, and calls through the tool-call service', async () => {
     const { account: name, rest, alphaId, betaId } = await account2();
     const client = await v2Client(mcpUrl(), name);
+    expect(client.getProtocolEra()).toBe('modern');
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['alpha__count', 'alpha__lookup', 'alpha__wait', 'beta__echo', 'beta__fail', 'beta__slow']);
     const lookup = tools.find((t) => t.name === 'alpha__lookup') as Json;
@@ -296,6 +300,31 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     } finally {
       await upstream.close();
     }
+  });
+
+  it('tells 2026-07-28 clients on subscriptions/listen when the tools of their account change, and no other account', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    await createServer(rest, { name: 'alpha', type: 'http', endpoint: alpha.url });
+    const connect = async (token: string, seen: string[][]) => {
+      const client = new V2Client(
+        { name: 'listener', version: '1.0.0' },
+        { ...MODERN, listChanged: { tools: { onChanged: (_error, tools) => seen.push((tools ?? []).map((t) => t.name).sort()) } } },
+      );
+      await client.connect(new V2Transport(new URL(mcpUrl()), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return client;
+    };
+    const mine: string[][] = [];
+    const theirs: string[][] = [];
+    const client = await connect(name, mine);
+    const other = await connect(account(), theirs);
+    expect(client.getProtocolEra()).toBe('modern');
+    // Let both listen streams open before anything changes.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    await expect.poll(() => mine.at(-1), { timeout: 5000 }).toContain('beta__echo');
+    expect(theirs).toEqual([]);
+    await Promise.all([client.close(), other.close()]);
   });
 
   it('serves server-everything (stdio) behind the gateway', async () => {

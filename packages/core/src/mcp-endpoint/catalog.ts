@@ -46,7 +46,9 @@ export class UpstreamCatalog {
   private readonly running = new Map<string, Promise<unknown>>();
   private readonly listTimeoutMs: number;
   private readonly defaultTtlMs: number;
-  private readonly watchers = new Set<(serverId: string, list: ListKind) => void>();
+  private readonly watchers = new Set<(serverId: string, list: ListKind, account: string | undefined) => void>();
+  /** The account of each server listed here, for telling a `list_changed` to the right account. */
+  private readonly accounts = new Map<string, string>();
   private readonly unwatch: () => void;
 
   constructor(private readonly deps: CatalogDeps) {
@@ -54,12 +56,12 @@ export class UpstreamCatalog {
     this.defaultTtlMs = deps.defaultTtlMs ?? 60_000;
     this.unwatch = deps.pool.onListChanged((serverId, list) => {
       this.cache.get(serverId)?.delete(list);
-      for (const watcher of this.watchers) watcher(serverId, list);
+      for (const watcher of this.watchers) watcher(serverId, list, this.accounts.get(serverId));
     });
   }
 
   /** Told after an upstream's `list_changed` emptied that list's cache entry. */
-  onChange(watcher: (serverId: string, list: ListKind) => void): () => void {
+  onChange(watcher: (serverId: string, list: ListKind, account: string | undefined) => void): () => void {
     this.watchers.add(watcher);
     return () => this.watchers.delete(watcher);
   }
@@ -67,12 +69,14 @@ export class UpstreamCatalog {
   /** Forgets what is cached of a server (changed or deleted). */
   forget(serverId: string): void {
     this.cache.delete(serverId);
+    this.accounts.delete(serverId);
   }
 
   close(): void {
     this.unwatch();
     this.watchers.clear();
     this.cache.clear();
+    this.accounts.clear();
   }
 
   /** The account's servers that may be listed (not `unhealthy`): every one, or only `serverId`. Throws a `FleetError`. */
@@ -95,6 +99,7 @@ export class UpstreamCatalog {
   /** `server`'s list of `kind`, or `undefined` when it is unhealthy, failed or was too slow for this answer. */
   list<K extends ListKind>(server: ServerRecord, kind: K): Promise<Lists[K] | undefined> {
     if (server.health === 'unhealthy') return Promise.resolve(undefined);
+    this.accounts.set(server.id, server.account);
     const cached = this.cache.get(server.id)?.get(kind);
     if (cached !== undefined && cached.key === keyOf(server) && cached.expires > this.deps.now()) return Promise.resolve(cached.value as Lists[K]);
     const fetching = this.fetch(server, kind);

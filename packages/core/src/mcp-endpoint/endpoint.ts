@@ -95,7 +95,11 @@ function requestsIn(body: unknown): JsonRpcRequestLike[] {
  * whose records live in the fleet's storage so that another process sharing it rebuilds a session it never saw.
  */
 export class McpEndpoint {
-  private readonly modern: McpHttpHandler;
+  /**
+   * The SDK's per-request handler for 2026-07-28, one per account that used it: its `subscriptions/listen` streams
+   * then hear only their own account's `list_changed` (the SDK's event bus is per handler).
+   */
+  private readonly modern = new Map<string, McpHttpHandler>();
   private readonly sessions = new Map<string, LiveSession>();
   private readonly idleMs: number;
   private readonly ttlMs: number;
@@ -110,16 +114,22 @@ export class McpEndpoint {
     this.idleMs = options.sessionIdleMs ?? 600_000;
     this.ttlMs = options.sessionTtlMs ?? 86_400_000;
     this.checkMs = options.sessionCheckMs ?? 5000;
-    this.modern = createMcpHandler(() => this.newServer(), { legacy: 'reject', onerror: () => {} });
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
     // The union a session sees changes with the account's servers and with the upstreams' own lists.
-    this.unsubscribe.push(deps.catalog.onChange((serverId, list) => list === 'tools' && this.toolsMayHaveChanged({ serverId })));
+    this.unsubscribe.push(
+      deps.catalog.onChange((serverId, list, account) => {
+        if (list !== 'tools') return;
+        this.toolsMayHaveChanged({ serverId });
+        if (account !== undefined) this.modern.get(account)?.notify.toolsChanged();
+      }),
+    );
     for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
       this.unsubscribe.push(
         deps.events.on(type, (event) => {
           if (type !== 'server.health_changed') deps.catalog.forget(event.server.id);
           this.toolsMayHaveChanged({ account: event.account });
+          this.modern.get(event.account)?.notify.toolsChanged();
         }),
       );
     }
@@ -153,14 +163,16 @@ export class McpEndpoint {
 
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
-    if (!legacy) return this.modern.fetch(request, { authInfo, ...body });
+    if (!legacy) return this.modernFor(exchange.principal.account).fetch(request, { authInfo, ...body });
     return this.legacy(request, scope, authInfo, parsedBody);
   }
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const off of this.unsubscribe) off();
-    await this.modern.close();
+    const handlers = [...this.modern.values()];
+    this.modern.clear();
+    await Promise.all(handlers.map((handler) => handler.close().catch(() => {})));
     const live = [...this.sessions.values()];
     this.sessions.clear();
     await Promise.all(live.map((session) => session.transport.close().catch(() => {})));
@@ -179,6 +191,15 @@ export class McpEndpoint {
   /** How many 2025 sessions this process holds (tests, metrics). */
   get liveSessions(): number {
     return this.sessions.size;
+  }
+
+  private modernFor(account: string): McpHttpHandler {
+    let handler = this.modern.get(account);
+    if (handler === undefined) {
+      handler = createMcpHandler(() => this.newServer(), { legacy: 'reject', onerror: () => {} });
+      this.modern.set(account, handler);
+    }
+    return handler;
   }
 
   private newServer(): Server {
