@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import type { Principal, Scope } from '@mcp-fleet/core';
@@ -12,6 +13,7 @@ import {
   startGatewayUpstream,
 } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
+import { startSilentServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
 import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
@@ -40,11 +42,23 @@ const account = () => `mcp-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
 
 let alpha: GatewayUpstream;
 let beta: ToolServer;
+/** server-everything over Streamable HTTP, a child process. */
+let everything: { process: ChildProcess; url: string };
 beforeAll(async () => {
   alpha = await startGatewayUpstream('alpha');
   beta = await startV2ToolServer();
+  const port = await refusedPort();
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('listening')) resolve();
+    });
+    child.once('exit', () => reject(new Error('server-everything exited')));
+  });
+  everything = { process: child, url: `http://127.0.0.1:${port}/mcp` };
 });
 afterAll(async () => {
+  everything.process.kill('SIGTERM');
   await alpha.close();
   await beta.close();
 });
@@ -326,6 +340,33 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     expect(theirs).toEqual([]);
     await Promise.all([client.close(), other.close()]);
   });
+
+  it('serves server-everything over Streamable HTTP behind the gateway, with the v1 client too', async () => {
+    const name = account();
+    await createServer(api(suite.served, name), { name: 'everything', type: 'http', endpoint: everything.url });
+    const { client, transport } = await v1Client(mcpUrl(), name);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('everything__echo');
+    const echoed = await client.callTool({ name: 'everything__echo', arguments: { message: 'over http' } });
+    expect(JSON.stringify(echoed.content)).toContain('over http');
+    expect((await client.listPrompts()).prompts.length).toBeGreaterThan(0);
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  it('leaves out a server that does not answer its listing within 5 s, and answers the others', async () => {
+    const { account: name, rest } = await account2();
+    const silent = await startSilentServer();
+    try {
+      await createServer(rest, { name: 'silent', type: 'http', endpoint: `${silent.origin}/mcp`, timeout: 20_000 });
+      const client = await v2Client(mcpUrl(), name);
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toHaveLength(6);
+      expect(names.some((n) => n.startsWith('silent__'))).toBe(false);
+      await client.close();
+    } finally {
+      await silent.close();
+    }
+  }, 30_000);
 
   it('serves server-everything (stdio) behind the gateway', async () => {
     const name = account();
