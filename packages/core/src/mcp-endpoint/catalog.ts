@@ -33,6 +33,9 @@ const MAX_PAGES = 100;
 /** The servers of one account read at most for one answer (pages of 100). */
 const MAX_SERVERS = 10_000;
 
+/** The longest an upstream's `ttlMs` keeps a listing. */
+const MAX_TTL_MS = 3_600_000;
+
 const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 
 /**
@@ -70,6 +73,11 @@ export class UpstreamCatalog {
   forget(serverId: string): void {
     this.cache.delete(serverId);
     this.accounts.delete(serverId);
+  }
+
+  /** Drops one cached list of a server, so the next `list` asks the upstream. */
+  forgetList(serverId: string, kind: ListKind): void {
+    this.cache.get(serverId)?.delete(kind);
   }
 
   close(): void {
@@ -110,6 +118,24 @@ export class UpstreamCatalog {
     return Promise.race([fetching.catch(() => undefined), late]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * The last listing of `kind` known for this configuration of `server`, however old: for a call, which only needs
+   * to know the tool exists (a tool missing from it is looked up again before the call is refused).
+   */
+  known<K extends ListKind>(server: ServerRecord, kind: K): Lists[K] | undefined {
+    const cached = this.cache.get(server.id)?.get(kind);
+    return cached !== undefined && cached.key === keyOf(server) ? (cached.value as Lists[K]) : undefined;
+  }
+
+  /**
+   * How long a listing is kept: the upstream's `ttlMs` when it gave a positive one (at most an hour), else the
+   * default. A `ttlMs` of 0 is what SDK servers send unless told otherwise; taken literally it would send every
+   * client's `tools/list` to every upstream, so it gets the default too, and `list_changed` still drops the entry.
+   */
+  private ttlOf(ttlMs: number | undefined): number {
+    return ttlMs !== undefined && ttlMs > 0 ? Math.min(ttlMs, MAX_TTL_MS) : this.defaultTtlMs;
+  }
+
   /** One listing per server and kind at a time; the answer fills the cache. */
   private fetch<K extends ListKind>(server: ServerRecord, kind: K): Promise<Lists[K]> {
     const runKey = `${keyOf(server)}:${kind}`;
@@ -119,7 +145,7 @@ export class UpstreamCatalog {
       ({ value, ttlMs }) => {
         let lists = this.cache.get(server.id);
         if (lists === undefined) this.cache.set(server.id, (lists = new Map()));
-        lists.set(kind, { key: keyOf(server), value, expires: this.deps.now() + (ttlMs ?? this.defaultTtlMs) });
+        lists.set(kind, { key: keyOf(server), value, expires: this.deps.now() + this.ttlOf(ttlMs) });
         return value;
       },
     );

@@ -161,8 +161,14 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     const { server: upstream } = target;
     // Hidden and unknown answer alike, so a key cannot learn which tools it is denied.
     if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, target.name))) throw unknownTool(name);
-    const listed = await catalog.list(upstream, 'tools');
-    if (listed !== undefined && !listed.some((tool) => tool.name === target.name)) throw unknownTool(name);
+    // The last listing known answers most calls without a round trip; a tool missing from it is looked up afresh.
+    const has = (tools: readonly Tool[] | undefined) => tools?.some((tool) => tool.name === target.name) === true;
+    if (!has(catalog.known(upstream, 'tools'))) {
+      catalog.forgetList(upstream.id, 'tools');
+      const listed = await catalog.list(upstream, 'tools');
+      // Not listed in time (down, slow): the call goes, and its failure is the answer.
+      if (listed !== undefined && !has(listed)) throw unknownTool(name);
+    }
 
     const progressToken = request.params._meta?.progressToken;
     const onprogress =
