@@ -412,5 +412,21 @@ describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) 
     expect(refused).toBe(true);
     await client.close();
   });
+
+  it('a POST of notifications alone counts once against the tier', async () => {
+    const name = account();
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${suite.served.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: i } }),
+      });
+      statuses.push(res.status);
+      await res.text();
+    }
+    expect(statuses.slice(0, 8).every((status) => status !== 429)).toBe(true);
+    expect(statuses[8]).toBe(429);
+  });
 });
 

@@ -149,8 +149,10 @@ export class McpEndpoint {
       } catch {
         return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON.');
       }
-      // Every JSON-RPC request counts against the tier; a call also against `tools.call`.
-      for (const message of requestsIn(parsedBody)) {
+      // Every JSON-RPC request counts against the tier; a call also against `tools.call`; a POST of notifications
+      // alone counts once, so that they cannot flood either.
+      const requests = requestsIn(parsedBody);
+      for (const message of requests.length === 0 ? [{ method: '', id: null }] : requests) {
         const decision = await exchange.admit(message.method === 'tools/call' ? 'tools.call' : undefined);
         if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`, message.id);
         if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
