@@ -184,3 +184,21 @@ describe('a client that goes away', () => {
     }
   });
 });
+
+describe('the MCP endpoint after express.json()', () => {
+  const suite = behind(express.json({ limit: '1mb' }));
+
+  it('an SDK client initializes, lists and pings over /mcp although the parser read every body first', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const client = new Client({ name: 'behind-parser', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${suite.app.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${suite.app.key}` } },
+    });
+    await client.connect(transport);
+    await client.ping();
+    expect((await client.listTools()).tools).toEqual([]);
+    await transport.terminateSession();
+    await client.close();
+  });
+});

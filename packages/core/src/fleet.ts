@@ -10,6 +10,9 @@ import { createDashboard } from './http/dashboard.js';
 import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
+import { UpstreamCatalog } from './mcp-endpoint/catalog.js';
+import { McpEndpoint } from './mcp-endpoint/endpoint.js';
+import { CLIENT_INFO } from './mcp/connect.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
 import { checkStoreKeys, createSecrets, type SecretsApi } from './operations/secrets.js';
@@ -159,12 +162,29 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
   const { logger } = options;
   const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now, dashboard });
+  const mcp =
+    options.mcp === false
+      ? undefined
+      : new McpEndpoint(
+          {
+            catalog: new UpstreamCatalog({ registry, tools, pool, now }),
+            operations,
+            tools,
+            version: CLIENT_INFO.version,
+            records,
+            events,
+            bodyLimit,
+            onError: (cause) => background('MCP', 'An MCP endpoint session record could not be written.')(cause),
+          },
+          options.mcp,
+        );
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now, dashboard, mcp });
 
   let closing: Promise<void> | undefined;
   const close = async () => {
     await expiry.stop();
     await monitor?.stop();
+    await mcp?.close();
     // Deliveries not yet sent stay in the outbox for the next start.
     await webhooks?.close();
     // Connections first: a stdio client detaches before the supervisor ends its process.

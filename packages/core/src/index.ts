@@ -5,6 +5,7 @@
 export { createFleet, type Fleet } from './fleet.js';
 export type { FleetOptions, QuotasOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
+export type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
 export type { RotationCounts, SecretsApi } from './operations/secrets.js';
 export type { Authenticate, ErrorHook, FleetHandler, RequestContext, RequestLogEntry } from './http/handler.js';

@@ -1,3 +1,4 @@
+import type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 import { readFileSync } from 'node:fs';
 import Keyv from 'keyv';
 import type { Authenticate, ErrorHook } from './http/handler.js';
@@ -126,6 +127,11 @@ export interface FleetOptions {
    * here and run `fleet.secrets.rotate()`; then it may go. @default []
    */
   previousKeys?: readonly (Uint8Array | string)[];
+  /**
+   * The MCP endpoint (docs/mcp-endpoint.md): `/mcp` and `/servers/{id}/mcp` below the mount serve the account's
+   * servers as one Streamable HTTP MCP server. `false` turns it off (those paths answer 404). @default {}
+   */
+  mcp?: McpEndpointOptions | false;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }

@@ -1,8 +1,9 @@
-import { err, ok, type Result } from 'neverthrow';
+import { err, ok, okAsync, type Result } from 'neverthrow';
 import type { ApiKeys } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
+import type { McpEndpoint } from '../mcp-endpoint/endpoint.js';
 import type { DashboardHandler } from './dashboard.js';
 import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
@@ -57,6 +58,8 @@ export interface HandlerDeps {
   now: () => number;
   /** Serves the dashboard's static files at `/dashboard/`; `undefined`: the dashboard is off. */
   dashboard?: DashboardHandler | undefined;
+  /** Serves `/mcp` and `/servers/{id}/mcp` (docs/mcp-endpoint.md); `undefined`: those paths are unknown. */
+  mcp?: McpEndpoint | undefined;
 }
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
@@ -132,6 +135,37 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       seen.account = principal.account;
 
       const segments = splitPath(path);
+      const mcpTarget = deps.mcp === undefined || segments.isErr() ? undefined : mcpPath(segments.value);
+      if (deps.mcp !== undefined && mcpTarget !== undefined) {
+        seen.route = mcpTarget.serverId === undefined ? '/mcp' : '/servers/:id/mcp';
+        if (mcpTarget.serverId !== undefined) {
+          const missing = await deps.mcp.missingServer(principal.account, mcpTarget.serverId);
+          if (missing !== undefined) return fail(missing);
+        }
+        const response = await deps.mcp.handle(
+          request,
+          {
+            principal,
+            serverId: mcpTarget.serverId,
+            admit: (operation) => (limiter === undefined ? okAsync(null) : limiter.admit(principal, operation)).map((decision) => {
+              limitHeaders = RateLimiter.headers(decision, deps.now());
+              return decision;
+            }),
+          },
+          (decision) => {
+            const refusal = RateLimiter.refusal(decision);
+            return Response.json(
+              { jsonrpc: '2.0', error: { code: -32000, message: `${refusal.code}: ${refusal.message}`, data: refusal.details }, id: null },
+              { status: 429, headers: { ...refusal.headers, ...limitHeaders } },
+            );
+          },
+        );
+        // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through.
+        const headers = new Headers(response.headers);
+        headers.set('x-request-id', requestId);
+        for (const [name, value] of Object.entries(limitHeaders)) headers.set(name, value);
+        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+      }
       const match = segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
       if (limiter !== undefined) {
         // Every authenticated request counts against its tier, and against its operation's limit when it has one.
@@ -206,6 +240,13 @@ function isPrincipal(value: unknown): value is Principal {
     // `tools`: a list of glob strings, or null/absent for every tool; anything else is the embedder's bug, said at once.
     (p.tools === undefined || p.tools === null || (Array.isArray(p.tools) && p.tools.every((t) => typeof t === 'string')))
   );
+}
+
+/** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one). */
+function mcpPath(segments: readonly string[]): { serverId?: string } | undefined {
+  if (segments.length === 1 && segments[0] === 'mcp') return {};
+  if (segments.length === 3 && segments[0] === 'servers' && segments[2] === 'mcp' && segments[1] !== undefined) return { serverId: segments[1] };
+  return undefined;
 }
 
 /** Decoded path segments; one trailing slash is forgiven. */

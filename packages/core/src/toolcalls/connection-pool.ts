@@ -26,6 +26,10 @@ export interface ConnectionPoolOptions {
   onHeartbeatFailure?: (serverId: string, error: unknown) => void;
 }
 
+/** Which of a server's lists an upstream `notifications/{list}/list_changed` said changed. */
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
+
 /** A connection lent to one call; give it back with `release`, or `discard` it when it proved dead. */
 export interface Lease {
   client: Client;
@@ -77,12 +81,20 @@ export class ConnectionPool {
   private readonly eras = new Map<string, { key: string; era: McpEra }>();
   private readonly idleMs: number;
   private closing = false;
+  /** Told when a kept connection's server says one of its lists changed (the MCP endpoint's caches listen). */
+  private readonly listWatchers = new Set<(serverId: string, list: ListKind) => void>();
 
   constructor(
     private readonly deps: ConnectionPoolDeps,
     private readonly options: ConnectionPoolOptions = {},
   ) {
     this.idleMs = options.idleMs ?? 60_000;
+  }
+
+  /** Calls `watcher` whenever an upstream says its tools, prompts or resources changed; returns the unsubscribe. */
+  onListChanged(watcher: (serverId: string, list: ListKind) => void): () => void {
+    this.listWatchers.add(watcher);
+    return () => this.listWatchers.delete(watcher);
   }
 
   /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an upstream `FleetError`. */
@@ -232,6 +244,11 @@ export class ConnectionPool {
           clearTimeout(entry.idle);
         };
         this.startHeartbeat(entry, server, connected);
+        for (const list of ['tools', 'prompts', 'resources'] as const) {
+          connected.client.setNotificationHandler(`notifications/${list}/list_changed`, () => {
+            for (const watcher of this.listWatchers) watcher(server.id, list);
+          });
+        }
         return connected;
       },
       (error: unknown) => {

@@ -1,4 +1,4 @@
-import { type CallToolResult, ProtocolError, type Tool } from '@modelcontextprotocol/client';
+import { type CallToolResult, type Client, type Progress, ProtocolError, type Tool } from '@modelcontextprotocol/client';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
@@ -55,6 +55,23 @@ export interface InvokeOptions {
    * `null` or absent: every tool.
    */
   tools?: readonly string[] | null;
+  /**
+   * Told of every `notifications/progress` the upstream sends for this call (the call always carries a
+   * `progressToken`), so a door can relay them to its own caller. @default none
+   */
+  onprogress?: (progress: Progress) => void;
+  /**
+   * Aborting it cancels the call: the SDK sends the upstream `notifications/cancelled` and the attempt ends; the
+   * record says `error`. @default none
+   */
+  signal?: AbortSignal;
+}
+
+/** A server's tools as its latest `tools/list` answered them, and how long that answer may be kept (`ttlMs`). */
+export interface ToolListing {
+  tools: Tool[];
+  /** The `ttlMs` the upstream's `tools/list` carried (2026-07-28), if any. */
+  ttlMs?: number;
 }
 
 const MAX_TOOL_NAME = 256;
@@ -107,7 +124,7 @@ export class ToolService {
         .getRevealed(account, serverId)
         .andThen((server) => (toolAllowed(options.tools, namespacedTool({ id: server.id, name: server.config.name }, name)) ? okAsync(server) : errAsync(outsideAllowlist(name))))
         .andThen((server) =>
-          this.counted(account, () => this.run(server, name, args, options.via ?? 'api')).andThen(({ record, result }) => {
+          this.counted(account, () => this.run(server, name, args, options)).andThen(({ record, result }) => {
             const payload = {
               ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
               ...(this.deps.record?.results === true && result !== null ? { result } : {}),
@@ -138,13 +155,30 @@ export class ToolService {
   }
 
   private async listTools(server: ServerRecord): Promise<Tool[]> {
-    const timeoutMs = server.config.timeout;
+    return (await this.listing(server, server.config.timeout)).tools;
+  }
+
+  /** Every page of the server's `tools/list` within `timeoutMs`, with its `ttlMs`. Throws an upstream `FleetError`. */
+  listing(server: ServerRecord, timeoutMs: number): Promise<ToolListing> {
+    return this.upstream(server, timeoutMs, (lease) => this.listOn(server, lease, timeoutMs));
+  }
+
+  /**
+   * Runs `use` over the server's kept connection (opened within `timeoutMs` when there is none): the MCP endpoint's
+   * prompts and resources. A failure discards the connection and throws an upstream `FleetError`; a JSON-RPC error
+   * answer of the server (`ProtocolError`) keeps it and is thrown as it came.
+   */
+  async upstream<T>(server: ServerRecord, timeoutMs: number, use: (lease: { client: Client } & Pick<Lease, 'markListed'>) => Promise<T>): Promise<T> {
     const lease = await this.acquire(server, timeoutMs);
     try {
-      const tools = await this.listOn(server, lease, timeoutMs);
+      const value = await use(lease);
       lease.release();
-      return tools;
+      return value;
     } catch (error) {
+      if (isJsonRpcRejection(error)) {
+        lease.release();
+        throw error;
+      }
       // Not awaited: ending a 2025 session may take a moment the caller should not wait for.
       void lease.discard();
       throw toUpstreamError(error, timeoutMs, lease.transport);
@@ -152,18 +186,21 @@ export class ToolService {
   }
 
   /** Every page of `tools/list` over `lease`, remembered as the server's catalog. */
-  private async listOn(server: ServerRecord, lease: Lease, timeoutMs: number): Promise<Tool[]> {
+  private async listOn(server: ServerRecord, lease: Pick<Lease, 'client' | 'markListed'>, timeoutMs: number): Promise<ToolListing> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
+    let ttlMs: number | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const answer = await lease.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
       tools.push(...answer.tools);
+      const ttl = (answer as { ttlMs?: unknown }).ttlMs;
+      if (page === 0 && typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0) ttlMs = ttl;
       cursor = answer.nextCursor;
       if (cursor === undefined) break;
     }
     lease.markListed();
     this.catalogs.set(server.id, { key: catalogKey(server), tools: new Map(tools.map((tool) => [tool.name, tool])) });
-    return tools;
+    return ttlMs === undefined ? { tools } : { tools, ttlMs };
   }
 
   private catalog(server: ServerRecord): Map<string, Tool> | undefined {
@@ -216,7 +253,7 @@ export class ToolService {
     );
   }
 
-  private async run(server: ServerRecord, name: string, args: Record<string, unknown>, via: ToolCallVia): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
+  private async run(server: ServerRecord, name: string, args: Record<string, unknown>, options: InvokeOptions): Promise<{ record: ToolCallRecord; result: CallToolResult | null }> {
     const started = performance.now();
     const createdAt = new Date(this.deps.now()).toISOString();
     const retry = server.config.retry;
@@ -227,8 +264,8 @@ export class ToolService {
     let outcome: AttemptResult;
     for (;;) {
       attempts += 1;
-      outcome = await this.attempt(server, name, args, Math.max(1, Math.min(server.config.timeout, Math.round(budgetEnds - performance.now()))));
-      if (outcome.ok || outcome.rejected || attempts >= maxAttempts || !isRetrySafe(outcome.failure, this.hints(server, name))) break;
+      outcome = await this.attempt(server, name, args, Math.max(1, Math.min(server.config.timeout, Math.round(budgetEnds - performance.now()))), options);
+      if (outcome.ok || outcome.rejected || attempts >= maxAttempts || options.signal?.aborted === true || !isRetrySafe(outcome.failure, this.hints(server, name))) break;
       const wait = backoffDelay(attempts, this.deps.backoff, outcome.failure.retryAfterMs);
       // No attempt starts that the budget could not also wait for and give a moment to.
       if (performance.now() + wait >= budgetEnds) break;
@@ -241,7 +278,7 @@ export class ToolService {
       tool: name,
       duration_ms: Math.round(performance.now() - started),
       attempts,
-      via,
+      via: options.via ?? 'api',
       created_at: createdAt,
     };
     if (outcome.ok) {
@@ -268,7 +305,7 @@ export class ToolService {
    * proves unusable without the tool having run: a kept connection found dead before the request left, or a 2025
    * session the server no longer knows (HTTP 404, which the spec answers with a new session), once.
    */
-  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<AttemptResult> {
+  private async attempt(server: ServerRecord, name: string, args: Record<string, unknown>, timeoutMs: number, options: InvokeOptions): Promise<AttemptResult> {
     const deadline = performance.now() + timeoutMs;
     const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
     for (let reopened = false; ; reopened = true) {
@@ -286,7 +323,10 @@ export class ToolService {
           return { ok: false, rejected: true, failure: { error: unlisted() } };
         }
         // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
-        const result = (await lease.client.callTool({ name, arguments: args }, { timeout: remaining(), onprogress: () => {} })) as CallToolResult;
+        const result = (await lease.client.callTool(
+          { name, arguments: args },
+          { timeout: remaining(), onprogress: options.onprogress ?? (() => {}), ...(options.signal === undefined ? {} : { signal: options.signal }) },
+        )) as CallToolResult;
         lease.release();
         return { ok: true, result };
       } catch (error) {
@@ -298,6 +338,11 @@ export class ToolService {
         if (rejected || failure.code === 'UPSTREAM_INPUT_REQUIRED') {
           lease.release();
           return { ok: false, rejected, failure: { error: failure, status } };
+        }
+        if (options.signal?.aborted === true) {
+          // The SDK told the server (notifications/cancelled); the connection itself is fine.
+          lease.release();
+          return { ok: false, rejected: false, failure: { error: cancelled(), status, reached: true } };
         }
         // Not awaited (the pool forgets it at once): ending a 2025 session may take a moment the caller should not wait for.
         void lease.discard();
@@ -321,6 +366,9 @@ const outsideAllowlist = (tool: string) =>
     message: "This API key's tool allowlist (its `tools` patterns) does not include this tool; use a key whose `tools` match it, or one without a list.",
     details: { tool },
   });
+
+/** A call its caller cancelled (the MCP endpoint relays `notifications/cancelled`); the upstream was told. */
+const cancelled = () => new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: 'The caller cancelled the call; the server was sent notifications/cancelled.' });
 
 /** The refusal of a tool the server's `tools/list` does not offer (recorded as TOOL_CALL_REJECTED; nothing was sent). */
 const unlisted = () =>

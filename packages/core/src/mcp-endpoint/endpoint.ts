@@ -1,0 +1,339 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AuthInfo,
+  createMcpHandler,
+  isJsonContentType,
+  isLegacyRequest,
+  type McpHttpHandler,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
+import type { ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { EventSource } from '../events/bus.js';
+import type { RateLimitDecision } from '../ratelimit/limiter.js';
+import type { RecordStore } from '../storage/records.js';
+import { readLimited } from '../util/read-limited.js';
+import type { UpstreamCatalog } from './catalog.js';
+import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
+
+/** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict per JSON-RPC request. */
+export interface McpExchange extends EndpointScope {
+  /** Counts one JSON-RPC request (with its operation, `tools.call` for a call) against the limits; `null`: limits off or failing open. */
+  admit: (operation: string | undefined) => ResultAsync<RateLimitDecision | null, FleetError>;
+}
+
+/** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
+export type Refuse = (decision: RateLimitDecision) => Response;
+
+export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
+  catalog: UpstreamCatalog;
+  records: RecordStore;
+  events: EventSource;
+  bodyLimit: number;
+  /** Reports errors no request waits for. */
+  onError: (error: unknown) => void;
+}
+
+export interface McpEndpointOptions {
+  /** A 2025 session unused this long is closed in this process (its record stays: it is rebuilt on its next request), in ms. @default 600000 */
+  sessionIdleMs?: number;
+  /** How long a 2025 session's record is kept after its creation, in ms. @default 86400000 */
+  sessionTtlMs?: number;
+  /**
+   * A live session reads its record again at most this often, so that a session ended (DELETE) in another process
+   * ends here too, within this delay, in ms. `0`: on every request. @default 5000
+   */
+  sessionCheckMs?: number;
+}
+
+/** The session record in the fleet's storage: enough to rebuild the session in any process sharing it. */
+interface SessionRecord {
+  account: string;
+  key_id: string | null;
+  server_id: string | null;
+  /** The `initialize` request's params as the client sent them, replayed to rebuild the session's state. */
+  initialize: Record<string, unknown>;
+  created_at: string;
+}
+
+interface LiveSession {
+  record: SessionRecord;
+  transport: WebStandardStreamableHTTPServerTransport;
+  server: Server;
+  /** The latest exchange's scope: whom a `list_changed` check lists for. */
+  scope: EndpointScope;
+  /** The visible tool names last listed, to tell whether the union changed. */
+  tools: string[] | undefined;
+  lastUsed: number;
+  /** When its record was last found in storage. */
+  checkedAt: number;
+}
+
+const sessionKey = (id: string) => `mcp-session:${id}`;
+
+const jsonRpcError = (status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}) =>
+  Response.json({ jsonrpc: '2.0', error: { code, message }, id }, { status, headers });
+
+interface JsonRpcRequestLike {
+  method: string;
+  id: unknown;
+}
+
+/** The JSON-RPC requests (not notifications, not responses) in a POST body: one message or a batch. */
+function requestsIn(body: unknown): JsonRpcRequestLike[] {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.filter(
+    (m): m is JsonRpcRequestLike => typeof m === 'object' && m !== null && typeof (m as { method?: unknown }).method === 'string' && 'id' in m,
+  );
+}
+
+/**
+ * The fleet as one MCP server (CONTRACT "The MCP endpoint"): Streamable HTTP on Web `Request`/`Response`, served by
+ * the SDK. 2026-07-28 traffic goes to the SDK's per-request handler (`createMcpHandler`, stateless); 2025 traffic
+ * (`initialize`, `Mcp-Session-Id`, the GET stream) to sessionful `WebStandardStreamableHTTPServerTransport`s kept here,
+ * whose records live in the fleet's storage so that another process sharing it rebuilds a session it never saw.
+ */
+export class McpEndpoint {
+  /**
+   * The SDK's per-request handler for 2026-07-28, one per account that used it: its `subscriptions/listen` streams
+   * then hear only their own account's `list_changed` (the SDK's event bus is per handler).
+   */
+  private readonly modern = new Map<string, McpHttpHandler>();
+  private readonly sessions = new Map<string, LiveSession>();
+  private readonly idleMs: number;
+  private readonly ttlMs: number;
+  private readonly checkMs: number;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly unsubscribe: (() => void)[] = [];
+
+  constructor(
+    private readonly deps: McpEndpointDeps,
+    options: McpEndpointOptions = {},
+  ) {
+    this.idleMs = options.sessionIdleMs ?? 600_000;
+    this.ttlMs = options.sessionTtlMs ?? 86_400_000;
+    this.checkMs = options.sessionCheckMs ?? 5000;
+    this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
+    this.sweeper.unref();
+    // The union a session sees changes with the account's servers and with the upstreams' own lists.
+    this.unsubscribe.push(
+      deps.catalog.onChange((serverId, list, account) => {
+        if (list !== 'tools') return;
+        this.toolsMayHaveChanged({ serverId });
+        if (account !== undefined) this.modern.get(account)?.notify.toolsChanged();
+      }),
+    );
+    for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
+      this.unsubscribe.push(
+        deps.events.on(type, (event) => {
+          if (type !== 'server.health_changed') deps.catalog.forget(event.server.id);
+          this.toolsMayHaveChanged({ account: event.account });
+          this.modern.get(event.account)?.notify.toolsChanged();
+        }),
+      );
+    }
+  }
+
+  /** Serves one HTTP request to `/mcp` or `/servers/{id}/mcp` for an authenticated principal. */
+  async handle(request: Request, exchange: McpExchange, refuse: Refuse): Promise<Response> {
+    const scope: EndpointScope = { principal: exchange.principal, serverId: exchange.serverId };
+    const authInfo: AuthInfo = { token: '-', clientId: exchange.principal.account, scopes: [], extra: { mcpFleet: scope } };
+
+    let parsedBody: unknown;
+    if (request.method === 'POST' && isJsonContentType(request.headers.get('content-type'))) {
+      const bytes = await readLimited(request, this.deps.bodyLimit);
+      if (bytes === undefined) return jsonRpcError(413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`);
+      try {
+        parsedBody = JSON.parse(new TextDecoder().decode(bytes));
+      } catch {
+        return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON.');
+      }
+      // Every JSON-RPC request counts against the tier; a call also against `tools.call`; a POST of notifications
+      // alone counts once, so that they cannot flood either.
+      const requests = requestsIn(parsedBody);
+      for (const message of requests.length === 0 ? [{ method: '', id: null }] : requests) {
+        const decision = await exchange.admit(message.method === 'tools/call' ? 'tools.call' : undefined);
+        if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`, message.id);
+        if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
+      }
+    } else {
+      const decision = await exchange.admit(undefined);
+      if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`);
+      if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
+    }
+
+    const body = parsedBody === undefined ? undefined : { parsedBody };
+    const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
+    if (!legacy) return this.modernFor(exchange.principal.account).fetch(request, { authInfo, ...body });
+    return this.legacy(request, scope, authInfo, parsedBody);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    for (const off of this.unsubscribe) off();
+    const handlers = [...this.modern.values()];
+    this.modern.clear();
+    await Promise.all(handlers.map((handler) => handler.close().catch(() => {})));
+    const live = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(live.map((session) => session.transport.close().catch(() => {})));
+  }
+
+  /** `/servers/{id}/mcp` of a server the account does not have: the HTTP layer answers 404 before any MCP. */
+  async missingServer(account: string, serverId: string): Promise<FleetError | undefined> {
+    try {
+      await this.deps.catalog.servers(account, serverId);
+      return undefined;
+    } catch (error) {
+      return error as FleetError;
+    }
+  }
+
+  /** How many 2025 sessions this process holds (tests, metrics). */
+  get liveSessions(): number {
+    return this.sessions.size;
+  }
+
+  private modernFor(account: string): McpHttpHandler {
+    let handler = this.modern.get(account);
+    if (handler === undefined) {
+      handler = createMcpHandler(() => this.newServer(), { legacy: 'reject', onerror: () => {} });
+      this.modern.set(account, handler);
+    }
+    return handler;
+  }
+
+  private newServer(): Server {
+    const { catalog, operations, tools, version } = this.deps;
+    return createEndpointServer({ catalog, operations, tools, version });
+  }
+
+  private async legacy(request: Request, scope: EndpointScope, authInfo: AuthInfo, parsedBody: unknown): Promise<Response> {
+    const sessionId = request.headers.get('mcp-session-id');
+    const options = parsedBody === undefined ? { authInfo } : { authInfo, parsedBody };
+    if (sessionId === null) {
+      const initialize = requestsIn(parsedBody).find((m) => m.method === 'initialize') as { params?: Record<string, unknown> } | undefined;
+      if (initialize === undefined) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first).');
+      const session = await this.open(scope, initialize.params ?? {});
+      return session.transport.handleRequest(request, options);
+    }
+    const session = await this.find(sessionId, scope);
+    if (session === undefined) return jsonRpcError(404, -32001, 'Session not found');
+    session.scope = scope;
+    session.lastUsed = Date.now();
+    return session.transport.handleRequest(request, options);
+  }
+
+  /** A new 2025 session; its record is written once the SDK accepted the `initialize`. */
+  private async open(scope: EndpointScope, initialize: Record<string, unknown>): Promise<LiveSession> {
+    const record: SessionRecord = {
+      account: scope.principal.account,
+      key_id: scope.principal.keyId ?? null,
+      server_id: scope.serverId ?? null,
+      initialize,
+      created_at: new Date().toISOString(),
+    };
+    const session = await this.connect(record, randomUUID(), scope, async (id) => {
+      this.sessions.set(id, session);
+      const written = await this.deps.records.set(sessionKey(id), record, this.ttlMs);
+      if (written.isErr()) this.deps.onError(written.error);
+    });
+    return session;
+  }
+
+  /** The live session, or one rebuilt from its record (made in another process, or closed here when idle). */
+  private async find(id: string, scope: EndpointScope): Promise<LiveSession | undefined> {
+    const live = this.sessions.get(id);
+    if (live !== undefined) {
+      if (!this.belongs(live.record, scope)) return undefined;
+      if (Date.now() - live.checkedAt < this.checkMs) return live;
+      const current = await this.deps.records.get<SessionRecord>(sessionKey(id));
+      // Storage down: the live session goes on; a missing record: ended elsewhere.
+      if (current.isOk() && current.value === undefined) {
+        this.sessions.delete(id);
+        void live.transport.close().catch(() => {});
+        return undefined;
+      }
+      live.checkedAt = Date.now();
+      return live;
+    }
+    if (!/^[0-9a-f-]{36}$/.test(id)) return undefined;
+    const stored = await this.deps.records.get<SessionRecord>(sessionKey(id));
+    if (stored.isErr() || stored.value === undefined || !this.belongs(stored.value, scope)) return undefined;
+    const record = stored.value;
+    const session = await this.connect(record, id, scope, () => {});
+    // Replays the client's `initialize` and `notifications/initialized` so the SDK's state is the session's again.
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const authInfo: AuthInfo = { token: '-', clientId: record.account, scopes: [], extra: { mcpFleet: scope } };
+    const replay = (message: unknown) => new Request('http://mcp-fleet.invalid/mcp', { method: 'POST', headers, body: JSON.stringify(message) });
+    const init = await session.transport.handleRequest(replay({ jsonrpc: '2.0', id: 0, method: 'initialize', params: record.initialize }), { authInfo });
+    await init.text();
+    if (!init.ok) return undefined;
+    await (await session.transport.handleRequest(replay({ jsonrpc: '2.0', method: 'notifications/initialized' }), { authInfo })).text();
+    // A race with another request of the same session in this process: keep the first one.
+    const raced = this.sessions.get(id);
+    if (raced !== undefined) {
+      void session.transport.close().catch(() => {});
+      return raced;
+    }
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  /** A session serves only the account (and key, and server) that opened it. */
+  private belongs(record: SessionRecord, scope: EndpointScope): boolean {
+    return (
+      record.account === scope.principal.account && record.key_id === (scope.principal.keyId ?? null) && record.server_id === (scope.serverId ?? null)
+    );
+  }
+
+  private async connect(record: SessionRecord, id: string, scope: EndpointScope, initialized: (id: string) => Promise<void> | void): Promise<LiveSession> {
+    const server = this.newServer();
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      onsessioninitialized: initialized,
+      onsessionclosed: async (closed) => {
+        this.sessions.delete(closed);
+        const deleted = await this.deps.records.delete(sessionKey(closed));
+        if (deleted.isErr()) this.deps.onError(deleted.error);
+      },
+    });
+    const session: LiveSession = { record, transport, server, scope, tools: undefined, lastUsed: Date.now(), checkedAt: Date.now() };
+    transport.onclose = () => {
+      if (this.sessions.get(id) === session) this.sessions.delete(id);
+    };
+    await server.connect(transport);
+    return session;
+  }
+
+  /** Closes sessions idle in this process; their records stay, so their next request rebuilds them. */
+  private sweep(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [id, session] of this.sessions) {
+      if (session.lastUsed < cutoff) {
+        this.sessions.delete(id);
+        void session.transport.close().catch(() => {});
+      }
+    }
+  }
+
+  /**
+   * Sends `notifications/tools/list_changed` to the live sessions whose visible tools differ from what they last
+   * saw (their GET stream carries it); a session not checked before is told in any case (a spare `list_changed`
+   * costs a client one listing).
+   */
+  private toolsMayHaveChanged(which: { account?: string; serverId?: string }): void {
+    for (const session of this.sessions.values()) {
+      if (which.account !== undefined && session.record.account !== which.account) continue;
+      if (which.serverId !== undefined && session.record.server_id !== null && session.record.server_id !== which.serverId) continue;
+      void visibleTools(this.deps.catalog, session.scope)
+        .then(async (names) => {
+          const before = session.tools;
+          session.tools = names;
+          if (before === undefined || before.join('\n') !== names.join('\n')) await session.server.sendToolListChanged();
+        })
+        .catch(() => {});
+    }
+  }
+}

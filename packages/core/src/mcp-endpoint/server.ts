@@ -1,0 +1,248 @@
+import type { CallToolResult, Prompt, Resource, Tool } from '@modelcontextprotocol/client';
+import { ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
+import { hasScope, type Principal, type Scope } from '../auth/scopes.js';
+import { type FleetError, isFleetError } from '../errors/fleet-error.js';
+import type { ToolOperations } from '../operations/index.js';
+import type { ServerRecord } from '../registry/views.js';
+import type { ToolService } from '../toolcalls/tool-service.js';
+import { NAMESPACE_SEPARATOR, namespacedTool, toolAllowed, toolPrefix } from '../toolcalls/tool-names.js';
+import type { UpstreamCatalog } from './catalog.js';
+
+/** Who an exchange acts for, and which servers it sees: all of the account's, or one (`/servers/{id}/mcp`). */
+export interface EndpointScope {
+  principal: Principal;
+  /** `/servers/{id}/mcp`: this server alone, its names unprefixed. */
+  serverId?: string | undefined;
+}
+
+export interface EndpointServerDeps {
+  catalog: UpstreamCatalog;
+  operations: { tools: ToolOperations };
+  tools: ToolService;
+  version: string;
+}
+
+/** The `_meta` key naming the fleet server a tool, prompt or resource comes from. */
+export const SERVER_ID_META = 'io.mcp-fleet/server_id';
+
+/** The JSON-RPC code of a missing scope: the request is understood and refused (as HTTP 403 is). */
+export const FORBIDDEN_CODE = -32003;
+
+/** `authInfo.extra` carries the exchange's scope from the HTTP layer into the SDK's handlers (never a secret). */
+export function scopeOf(ctx: ServerContext): EndpointScope {
+  const scope = ctx.http?.authInfo?.extra?.['mcpFleet'] as EndpointScope | undefined;
+  if (scope === undefined) throw new ProtocolError(ProtocolErrorCode.InternalError, 'The exchange carries no principal.');
+  return scope;
+}
+
+const invalidParams = (message: string) => new ProtocolError(ProtocolErrorCode.InvalidParams, message);
+const unknownTool = (name: string) => invalidParams(`Unknown tool: ${name.slice(0, 256)}`);
+
+function requireScope(principal: Principal, scope: Scope): void {
+  if (!hasScope(principal, scope)) {
+    throw new ProtocolError(FORBIDDEN_CODE, `This API key lacks the "${scope}" scope.`, { required_scope: scope });
+  }
+}
+
+/** A FleetError that is not the upstream's: a JSON-RPC error naming its code. */
+function protocolErrorOf(error: FleetError): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InternalError, `${error.code}: ${error.message}`, { code: error.code, ...(error.details ?? {}) });
+}
+
+/** An upstream failure during a listing or read: relayed when the upstream answered a JSON-RPC error, else named. */
+function upstreamFailure(error: unknown): ProtocolError {
+  if (error instanceof ProtocolError) return error;
+  if (isFleetError(error)) return protocolErrorOf(error);
+  return new ProtocolError(ProtocolErrorCode.InternalError, 'The upstream server failed.');
+}
+
+const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined }>(item: T, server: ServerRecord): T => ({
+  ...item,
+  _meta: { ...(item._meta ?? {}), [SERVER_ID_META]: server.id },
+});
+
+/**
+ * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
+ * the left-out ones (unhealthy, failed, slow) simply have no items.
+ */
+async function gather<K extends 'tools' | 'prompts' | 'resources'>(
+  catalog: UpstreamCatalog,
+  scope: EndpointScope,
+  kind: K,
+): Promise<{ server: ServerRecord; items: (K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : Resource)[] }[]> {
+  let servers: ServerRecord[];
+  try {
+    servers = await catalog.servers(scope.principal.account, scope.serverId);
+  } catch (error) {
+    if (isFleetError(error) && error.code === 'SERVER_NOT_FOUND') throw invalidParams('Unknown server.');
+    throw upstreamFailure(error);
+  }
+  const lists = await Promise.all(servers.map((server) => catalog.list(server, kind)));
+  return servers.map((server, i) => ({ server, items: (lists[i] ?? []) as never }));
+}
+
+/** The name a client sees for an upstream item: unprefixed on `/servers/{id}/mcp`, else `{prefix}__{name}`. */
+const exposedName = (scope: EndpointScope, server: ServerRecord, name: string) =>
+  scope.serverId !== undefined ? name : namespacedTool({ id: server.id, name: server.config.name }, name);
+
+/**
+ * Which server and upstream name a client's name stands for. With several servers the longest matching prefix wins
+ * (a prefix may itself hold `__`); `undefined` when no server of the exchange has that prefix.
+ */
+async function resolveName(catalog: UpstreamCatalog, scope: EndpointScope, name: string): Promise<{ server: ServerRecord; name: string } | undefined> {
+  let servers: ServerRecord[];
+  try {
+    servers = await catalog.servers(scope.principal.account, scope.serverId);
+  } catch (error) {
+    if (isFleetError(error) && error.code === 'SERVER_NOT_FOUND') return undefined;
+    throw upstreamFailure(error);
+  }
+  if (scope.serverId !== undefined) return servers[0] === undefined ? undefined : { server: servers[0], name };
+  let best: { server: ServerRecord; name: string } | undefined;
+  let bestLength = -1;
+  for (const server of servers) {
+    const prefix = toolPrefix({ id: server.id, name: server.config.name }) + NAMESPACE_SEPARATOR;
+    if (name.startsWith(prefix) && name.length > prefix.length && prefix.length > bestLength) {
+      best = { server, name: name.slice(prefix.length) };
+      bestLength = prefix.length;
+    }
+  }
+  return best;
+}
+
+/** The visible tool names of an exchange, sorted: what a session remembers to tell whether its union changed. */
+export async function visibleTools(catalog: UpstreamCatalog, scope: EndpointScope): Promise<string[]> {
+  const gathered = await gather(catalog, scope, 'tools');
+  const names: string[] = [];
+  for (const { server, items } of gathered) {
+    for (const tool of items) {
+      const name = exposedName(scope, server, tool.name);
+      if (toolAllowed(scope.principal.tools, namespacedTool({ id: server.id, name: server.config.name }, tool.name))) names.push(name);
+    }
+  }
+  return names.sort();
+}
+
+/**
+ * A low-level SDK `Server` for the endpoint: raw request handlers, so upstream schemas pass untouched (no zod
+ * registration, no `$ref` dereferencing, JSON Schema 2020-12 kept). The handlers read who acts from the exchange's
+ * `authInfo`, so one instance serves a 2025 session whichever of the account's requests comes next.
+ */
+export function createEndpointServer(deps: EndpointServerDeps): Server {
+  const { catalog } = deps;
+  const server = new Server(
+    { name: 'mcp-fleet', version: deps.version },
+    {
+      capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
+      instructions: 'The tools, prompts and resources of the MCP servers registered in this mcp-fleet account, named {server}__{name}.',
+    },
+  );
+
+  server.setRequestHandler('tools/list', async (_request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const tools: Tool[] = [];
+    for (const { server: upstream, items } of await gather(catalog, scope, 'tools')) {
+      for (const tool of items) {
+        if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
+        tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
+      }
+    }
+    return { tools };
+  });
+
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:write');
+    const { name, arguments: args } = request.params;
+    if (typeof name !== 'string' || name.length === 0) throw invalidParams('A tool name is required.');
+    const target = await resolveName(catalog, scope, name);
+    if (target === undefined) throw unknownTool(name);
+    const { server: upstream } = target;
+    // Hidden and unknown answer alike, so a key cannot learn which tools it is denied.
+    if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, target.name))) throw unknownTool(name);
+    // The last listing known answers most calls without a round trip; a tool missing from it is looked up afresh.
+    const has = (tools: readonly Tool[] | undefined) => tools?.some((tool) => tool.name === target.name) === true;
+    if (!has(catalog.known(upstream, 'tools'))) {
+      catalog.forgetList(upstream.id, 'tools');
+      const listed = await catalog.list(upstream, 'tools');
+      // Not listed in time (down, slow): the call goes, and its failure is the answer.
+      if (listed !== undefined && !has(listed)) throw unknownTool(name);
+    }
+
+    const progressToken = request.params._meta?.progressToken;
+    const onprogress =
+      progressToken === undefined
+        ? undefined
+        : (progress: { progress: number; total?: number; message?: string }) => {
+            void ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(() => {});
+          };
+    const outcome = await deps.operations.tools.invoke(
+      scope.principal.account,
+      upstream.id,
+      { name: target.name, ...(args === undefined ? {} : { arguments: args }) },
+      { via: 'mcp', tools: scope.principal.tools ?? null, signal: ctx.mcpReq.signal, ...(onprogress === undefined ? {} : { onprogress }) },
+    );
+    if (outcome.isErr()) {
+      const error = outcome.error;
+      if (error.code === 'FORBIDDEN' || error.code === 'SERVER_NOT_FOUND') throw unknownTool(name);
+      if (error.code === 'INVALID_REQUEST') throw invalidParams(`Invalid tools/call params: ${error.message}`);
+      throw protocolErrorOf(error);
+    }
+    const { result, error } = outcome.value;
+    if (result !== null) return result;
+    const failure = error ?? { code: 'UPSTREAM_PROTOCOL_ERROR', message: 'The server did not answer.' };
+    return { isError: true, content: [{ type: 'text', text: `${failure.code}: ${failure.message}` }] } satisfies CallToolResult;
+  });
+
+  server.setRequestHandler('prompts/list', async (_request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const prompts: Prompt[] = [];
+    for (const { server: upstream, items } of await gather(catalog, scope, 'prompts')) {
+      for (const prompt of items) prompts.push(withServerMeta({ ...prompt, name: exposedName(scope, upstream, prompt.name) }, upstream));
+    }
+    return { prompts };
+  });
+
+  server.setRequestHandler('prompts/get', async (request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const { name, arguments: args } = request.params;
+    const target = await resolveName(catalog, scope, name);
+    if (target === undefined) throw invalidParams(`Unknown prompt: ${name.slice(0, 256)}`);
+    try {
+      return await deps.tools.upstream(target.server, target.server.config.timeout, ({ client }) =>
+        client.getPrompt({ name: target.name, ...(args === undefined ? {} : { arguments: args }) }, { timeout: target.server.config.timeout }),
+      );
+    } catch (error) {
+      throw upstreamFailure(error);
+    }
+  });
+
+  server.setRequestHandler('resources/list', async (_request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const resources: Resource[] = [];
+    for (const { server: upstream, items } of await gather(catalog, scope, 'resources')) {
+      for (const resource of items) resources.push(withServerMeta(resource, upstream));
+    }
+    return { resources };
+  });
+
+  server.setRequestHandler('resources/read', async (request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const { uri } = request.params;
+    // The server that listed the URI reads it; URIs pass unchanged.
+    const owner = (await gather(catalog, scope, 'resources')).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
+    if (owner === undefined) throw invalidParams(`Unknown resource: ${uri.slice(0, 512)}`);
+    try {
+      return await deps.tools.upstream(owner, owner.config.timeout, ({ client }) => client.readResource({ uri }, { timeout: owner.config.timeout }));
+    } catch (error) {
+      throw upstreamFailure(error);
+    }
+  });
+
+  return server;
+}

@@ -1,0 +1,432 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import type { Principal, Scope } from '@mcp-fleet/core';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type GatewayUpstream,
+  LOOKUP_INPUT_SCHEMA,
+  LOOKUP_OUTPUT_SCHEMA,
+  startGatewayUpstream,
+} from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
+import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
+import { startSilentServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
+import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
+import { ADAPTERS } from '../support/adapters.js';
+import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
+
+const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+
+/**
+ * The suite's `authenticate`: `Bearer {account}|{scopes, comma-separated or *}|{tools globs, comma-separated or *}`,
+ * so that a test makes any principal, allowlists included, without the key store.
+ */
+function authenticate(request: Request): Principal | null {
+  const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+  if (token === undefined) return null;
+  const [account, scopes = '*', tools = '*'] = token.split('|');
+  if (account === undefined || account === 'bad') return null;
+  return {
+    account,
+    tier: 'pro',
+    scopes: scopes === '*' ? null : (scopes.split(',') as Scope[]),
+    tools: tools === '*' ? null : tools.split(','),
+  };
+}
+
+let seq = 0;
+const account = () => `mcp-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
+
+let alpha: GatewayUpstream;
+let beta: ToolServer;
+/** server-everything over Streamable HTTP, a child process. */
+let everything: { process: ChildProcess; url: string };
+beforeAll(async () => {
+  alpha = await startGatewayUpstream('alpha');
+  beta = await startV2ToolServer();
+  const port = await refusedPort();
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('listening')) resolve();
+    });
+    child.once('exit', () => reject(new Error('server-everything exited')));
+  });
+  everything = { process: child, url: `http://127.0.0.1:${port}/mcp` };
+});
+afterAll(async () => {
+  everything.process.kill('SIGTERM');
+  await alpha.close();
+  await beta.close();
+});
+
+/** The v2 SDK client pinned to 2026-07-28 (its default negotiation is the 2025 handshake). */
+const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
+
+async function v2Client(url: string, token: string): Promise<V2Client> {
+  const client = new V2Client({ name: 'test-v2', version: '1.0.0' }, MODERN);
+  await client.connect(new V2Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+async function v1Client(url: string, token: string): Promise<{ client: V1Client; transport: V1Transport }> {
+  const client = new V1Client({ name: 'test-v1', version: '1.0.0' });
+  const transport = new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** The code of the JSON-RPC error `promise` rejects with (either SDK's error type). */
+async function rpcError(promise: Promise<unknown>): Promise<{ code: number; message: string }> {
+  const error = await promise.then(
+    () => {
+      throw new Error('expected a JSON-RPC error');
+    },
+    (e: unknown) => e as { code: number; message: string },
+  );
+  return { code: error.code, message: error.message };
+}
+
+describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, {
+    authenticate,
+    allowPrivateNetworks: true,
+    onError: () => {},
+    stdio: { commands: [process.execPath] },
+  });
+  const mcpUrl = () => `${suite.served.url}/mcp`;
+
+  /** An account with the two fixture upstreams registered as `alpha` (2025, v1 SDK) and `beta` (2026-07-28, v2 SDK). */
+  async function account2(): Promise<{ account: string; rest: ApiClient; alphaId: string; betaId: string }> {
+    const name = account();
+    const rest = api(suite.served, name);
+    const a = await createServer(rest, { name: 'alpha', type: 'http', endpoint: alpha.url });
+    const b = await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    return { account: name, rest, alphaId: a.id, betaId: b.id };
+  }
+
+  it('answers 401 with WWW-Authenticate: Bearer without a valid key', async () => {
+    const res = await fetch(mcpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    await res.text();
+  });
+
+  it('the v2 SDK client (2026-07-28) lists the namespaced union with schemas relayed unchanged, and calls through the tool-call service', async () => {
+    const { account: name, rest, alphaId, betaId } = await account2();
+    const client = await v2Client(mcpUrl(), name);
+    expect(client.getProtocolEra()).toBe('modern');
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['alpha__count', 'alpha__lookup', 'alpha__wait', 'beta__echo', 'beta__fail', 'beta__slow']);
+    const lookup = tools.find((t) => t.name === 'alpha__lookup') as Json;
+    expect(lookup.inputSchema).toEqual(LOOKUP_INPUT_SCHEMA);
+    expect(lookup.outputSchema).toEqual(LOOKUP_OUTPUT_SCHEMA);
+    expect(lookup.title).toBe('Look up a key');
+    expect(lookup.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
+    expect(lookup._meta).toEqual({ 'example.com/origin': 'alpha', 'io.mcp-fleet/server_id': alphaId });
+    expect((tools.find((t) => t.name === 'beta__echo') as Json)._meta['io.mcp-fleet/server_id']).toBe(betaId);
+
+    const looked = await client.callTool({ name: 'alpha__lookup', arguments: { key: 'k1' } });
+    expect(looked.structuredContent).toEqual({ value: 'alpha:k1' });
+    const echoed = await client.callTool({ name: 'beta__echo', arguments: { text: 'hi' } });
+    expect(echoed.content).toEqual([{ type: 'text', text: 'hi' }]);
+    // A tool's own isError answer is relayed as it came.
+    const failed = await client.callTool({ name: 'beta__fail', arguments: {} });
+    expect(failed).toMatchObject({ isError: true, content: [{ type: 'text', text: 'it broke' }] });
+
+    const calls = expectSuccess(await rest.get('/tool-calls?limit=10'), 200) as Json[];
+    expect(calls.map((c: Json) => [c.tool, c.via, c.status]).sort()).toEqual([
+      ['echo', 'mcp', 'success'],
+      ['fail', 'mcp', 'error'],
+      ['lookup', 'mcp', 'success'],
+    ]);
+    expect(calls.find((c: Json) => c.tool === 'lookup').server_id).toBe(alphaId);
+
+    expect((await rpcError(client.callTool({ name: 'nobody__echo', arguments: {} }))).code).toBe(-32602);
+    expect((await rpcError(client.callTool({ name: 'beta__missing', arguments: {} }))).code).toBe(-32602);
+    expect((await rpcError(client.callTool({ name: 'noprefix', arguments: {} }))).code).toBe(-32602);
+    await client.close();
+  });
+
+  it('the v1 SDK client (2025 session) lists, calls, pings, and gets prompts and resources', async () => {
+    const { account: name } = await account2();
+    const { client, transport } = await v1Client(mcpUrl(), name);
+    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    await client.ping();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain('alpha__lookup');
+    expect((tools.find((t) => t.name === 'alpha__lookup') as Json).inputSchema).toEqual(LOOKUP_INPUT_SCHEMA);
+    const result = await client.callTool({ name: 'beta__echo', arguments: { text: 'v1' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'v1' }]);
+
+    const { prompts } = await client.listPrompts();
+    expect(prompts.map((p) => p.name)).toEqual(['alpha__greet']);
+    const prompt = await client.getPrompt({ name: 'alpha__greet', arguments: { who: 'Ada' } });
+    expect(prompt.messages[0]?.content).toEqual({ type: 'text', text: 'Hello Ada from alpha' });
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(['fixture://alpha/readme']);
+    const read = await client.readResource({ uri: 'fixture://alpha/readme' });
+    expect(read.contents[0]).toMatchObject({ uri: 'fixture://alpha/readme', text: 'readme of alpha' });
+    expect((await rpcError(client.readResource({ uri: 'fixture://nowhere' }))).code).toBe(-32602);
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  it('relays progress (both eras) and cancellation to the upstream', async () => {
+    const { account: name } = await account2();
+    const v2 = await v2Client(mcpUrl(), name);
+    const seen: unknown[] = [];
+    const counted = await v2.callTool({ name: 'alpha__count', arguments: {} }, { onprogress: (p) => seen.push(p) });
+    expect(counted.content).toEqual([{ type: 'text', text: 'counted' }]);
+    expect(seen).toEqual([1, 2, 3].map((i) => ({ progress: i, total: 3, message: `step ${i}` })));
+
+    const { client: v1, transport } = await v1Client(mcpUrl(), name);
+    const seenV1: unknown[] = [];
+    await v1.callTool({ name: 'alpha__count', arguments: {} }, undefined, { onprogress: (p) => seenV1.push(p) });
+    expect(seenV1).toHaveLength(3);
+
+    const before = alpha.cancelled();
+    const controller = new AbortController();
+    const waiting = v2.callTool({ name: 'alpha__wait', arguments: { ms: 20_000 } }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 300);
+    await expect(waiting).rejects.toThrow();
+    await expect.poll(() => alpha.cancelled(), { timeout: 5000 }).toBe(before + 1);
+    await transport.terminateSession();
+    await Promise.all([v1.close(), v2.close()]);
+  });
+
+  it('an API key allowlist hides tools from tools/list and refuses them on tools/call as unknown (-32602)', async () => {
+    const { account: name } = await account2();
+    const client = await v2Client(mcpUrl(), `${name}|*|alpha__look*,beta__echo`);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['alpha__lookup', 'beta__echo']);
+    expect((await client.callTool({ name: 'beta__echo', arguments: { text: 'ok' } })).content).toEqual([{ type: 'text', text: 'ok' }]);
+    const hidden = await rpcError(client.callTool({ name: 'beta__fail', arguments: {} }));
+    const unknown = await rpcError(client.callTool({ name: 'beta__nothing', arguments: {} }));
+    expect(hidden.code).toBe(-32602);
+    expect(hidden.message.replace('fail', 'X')).toBe(unknown.message.replace('nothing', 'X'));
+    await client.close();
+  });
+
+  it('isolates accounts: another account sees no tool, cannot call one, and cannot use the session', async () => {
+    const { account: owner } = await account2();
+    const { client, transport } = await v1Client(mcpUrl(), owner);
+    await client.listTools();
+    const other = await v2Client(mcpUrl(), account());
+    expect((await other.listTools()).tools).toEqual([]);
+    expect((await rpcError(other.callTool({ name: 'alpha__lookup', arguments: { key: 'x' } }))).code).toBe(-32602);
+    const stolen = await fetch(mcpUrl(), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${account()}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': transport.sessionId as string,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+    });
+    expect(stolen.status).toBe(404);
+    await stolen.text();
+    await Promise.all([client.close(), other.close()]);
+  });
+
+  it('scopes: listings need tool_calls:read and calls tool_calls:write, answered as JSON-RPC errors naming the scope', async () => {
+    const { account: name } = await account2();
+    const reader = await v2Client(mcpUrl(), `${name}|tool_calls:read`);
+    expect((await reader.listTools()).tools.length).toBe(6);
+    const refused = await rpcError(reader.callTool({ name: 'beta__echo', arguments: { text: 'x' } }));
+    expect(refused.code).toBe(-32003);
+    expect(refused.message).toContain('tool_calls:write');
+    const none = await v2Client(mcpUrl(), `${name}|servers:read`);
+    const list = await rpcError(none.listTools());
+    expect(list.message).toContain('tool_calls:read');
+    await Promise.all([reader.close(), none.close()]);
+  });
+
+  it('leaves out unhealthy and unreachable servers; a call to one is an isError result with the code', async () => {
+    const { account: name, rest } = await account2();
+    const down = await createServer(rest, { name: 'down', type: 'http', endpoint: `http://127.0.0.1:${await refusedPort()}/mcp` });
+    const client = await v2Client(mcpUrl(), name);
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('down__x');
+    expect((await client.listTools()).tools).toHaveLength(6);
+    const failed = await client.callTool({ name: 'down__anything', arguments: {} });
+    expect(failed.isError).toBe(true);
+    expect((failed.content as Json)[0].text).toMatch(/^UPSTREAM_UNREACHABLE: /);
+    // A server whose last probe says unhealthy is left out even while it would answer: the probe's verdict rules.
+    await rest.get(`/servers/${down.id}/health`);
+    const sick = await createServer(rest, { name: 'sick', type: 'http', endpoint: alpha.url });
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('sick__lookup');
+    await suite.served.fleet.servers.update(name, sick.id, { endpoint: `http://127.0.0.1:${await refusedPort()}/mcp` });
+    expectSuccess(await rest.get(`/servers/${sick.id}/health`), 200);
+    await suite.served.fleet.servers.update(name, sick.id, { endpoint: alpha.url });
+    const record = expectSuccess(await rest.get(`/servers/${sick.id}`), 200);
+    expect(record.health).toBe('unhealthy');
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('sick__lookup');
+    await client.close();
+  });
+
+  it('/servers/{id}/mcp serves one server alone, unprefixed; an unknown id is 404', async () => {
+    const { account: name, alphaId } = await account2();
+    const client = await v2Client(`${suite.served.url}/servers/${alphaId}/mcp`, name);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['count', 'lookup', 'wait']);
+    expect((await client.callTool({ name: 'lookup', arguments: { key: 'one' } })).structuredContent).toEqual({ value: 'alpha:one' });
+    const res = await fetch(`${suite.served.url}/servers/srv_000000000000000000000000/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(404);
+    await res.text();
+    await client.close();
+  });
+
+  it('tells 2025 session clients notifications/tools/list_changed when the union changes (server added, upstream list_changed)', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    const upstream = await startGatewayUpstream('gamma');
+    try {
+      await createServer(rest, { name: 'gamma', type: 'http', endpoint: upstream.url });
+      const { client, transport } = await v1Client(mcpUrl(), name);
+      let changes = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        changes += 1;
+      });
+      expect((await client.listTools()).tools).toHaveLength(3);
+      // Let the GET stream open before anything changes.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+      await expect.poll(() => changes, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+      expect((await client.listTools()).tools).toHaveLength(6);
+      const seen = changes;
+      await upstream.addTool('added');
+      await expect.poll(() => changes, { timeout: 5000 }).toBeGreaterThan(seen);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('gamma__added');
+      await transport.terminateSession();
+      await client.close();
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('tells 2026-07-28 clients on subscriptions/listen when the tools of their account change, and no other account', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    await createServer(rest, { name: 'alpha', type: 'http', endpoint: alpha.url });
+    const connect = async (token: string, seen: string[][]) => {
+      const client = new V2Client(
+        { name: 'listener', version: '1.0.0' },
+        { ...MODERN, listChanged: { tools: { onChanged: (_error, tools) => seen.push((tools ?? []).map((t) => t.name).sort()) } } },
+      );
+      await client.connect(new V2Transport(new URL(mcpUrl()), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return client;
+    };
+    const mine: string[][] = [];
+    const theirs: string[][] = [];
+    const client = await connect(name, mine);
+    const other = await connect(account(), theirs);
+    expect(client.getProtocolEra()).toBe('modern');
+    // Let both listen streams open before anything changes.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    await expect.poll(() => mine.at(-1), { timeout: 5000 }).toContain('beta__echo');
+    expect(theirs).toEqual([]);
+    await Promise.all([client.close(), other.close()]);
+  });
+
+  it('serves server-everything over Streamable HTTP behind the gateway, with the v1 client too', async () => {
+    const name = account();
+    await createServer(api(suite.served, name), { name: 'everything', type: 'http', endpoint: everything.url });
+    const { client, transport } = await v1Client(mcpUrl(), name);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('everything__echo');
+    const echoed = await client.callTool({ name: 'everything__echo', arguments: { message: 'over http' } });
+    expect(JSON.stringify(echoed.content)).toContain('over http');
+    expect((await client.listPrompts()).prompts.length).toBeGreaterThan(0);
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  it('leaves out a server that does not answer its listing within 5 s, and answers the others', async () => {
+    const { account: name, rest } = await account2();
+    const silent = await startSilentServer();
+    try {
+      await createServer(rest, { name: 'silent', type: 'http', endpoint: `${silent.origin}/mcp`, timeout: 20_000 });
+      const client = await v2Client(mcpUrl(), name);
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toHaveLength(6);
+      expect(names.some((n) => n.startsWith('silent__'))).toBe(false);
+      await client.close();
+    } finally {
+      await silent.close();
+    }
+  }, 30_000);
+
+  it('serves server-everything (stdio) behind the gateway', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    await createServer(rest, { name: 'everything', type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
+    const client = await v2Client(mcpUrl(), name);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain('everything__echo');
+    const echoed = await client.callTool({ name: 'everything__echo', arguments: { message: 'through the fleet' } });
+    expect(JSON.stringify(echoed.content)).toContain('through the fleet');
+    await client.close();
+  }, 30_000);
+});
+
+describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, {
+    authenticate,
+    allowPrivateNetworks: true,
+    onError: () => {},
+    rateLimit: { operations: { 'tools.call': 2 }, tiers: { pro: 8 } },
+  });
+
+  it('a tools/call beyond the tools.call limit is answered 429 with a JSON-RPC error; listings count against the tier', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    const client = await v2Client(`${suite.served.url}/mcp`, name);
+    await client.callTool({ name: 'beta__echo', arguments: { text: '1' } });
+    await client.callTool({ name: 'beta__echo', arguments: { text: '2' } });
+    const third = await client.callTool({ name: 'beta__echo', arguments: { text: '3' } }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(String(third)).toMatch(/429|RATE_LIMITED/);
+    // The tier (8 a minute) runs out on listings too.
+    let refused = false;
+    for (let i = 0; i < 8 && !refused; i++) {
+      refused = await client.listTools().then(
+        () => false,
+        () => true,
+      );
+    }
+    expect(refused).toBe(true);
+    await client.close();
+  });
+
+  it('a POST of notifications alone counts once against the tier', async () => {
+    const name = account();
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${suite.served.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: i } }),
+      });
+      statuses.push(res.status);
+      await res.text();
+    }
+    expect(statuses.slice(0, 8).every((status) => status !== 429)).toBe(true);
+    expect(statuses[8]).toBe(429);
+  });
+});
+
