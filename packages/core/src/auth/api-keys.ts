@@ -184,9 +184,8 @@ export class ApiKeys {
     return this.index.count(ALL_KEYS_SET);
   }
 
-  /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. */
-  verify(secret: string): ResultAsync<Principal | null, FleetError> {
-    const hash = hashSecret(secret);
+  /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. `hash`: `hashSecret(secret)`, when the caller has it already. */
+  verify(secret: string, hash: string = hashSecret(secret)): ResultAsync<Principal | null, FleetError> {
     return this.records.get<KeyHashEntry>(hashRecord(hash)).map((entry) => {
       const principal = this.principalOf(entry);
       if (principal === null) this.recent.delete(hash);
@@ -198,9 +197,9 @@ export class ApiKeys {
     });
   }
 
-  /** The principal `secret` verified as the last time (see `recent`), or `undefined`: a hint, `verify` decides. */
-  lastVerified(secret: string): Principal | undefined {
-    return this.recent.get(hashSecret(secret));
+  /** The principal the secret of this hash (`hashSecret`) verified as the last time (see `recent`), or `undefined`: a hint, `verify` decides. */
+  lastVerified(hash: string): Principal | undefined {
+    return this.recent.get(hash);
   }
 
   private principalOf(entry: KeyHashEntry | undefined): Principal | null {

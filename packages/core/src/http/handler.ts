@@ -1,5 +1,5 @@
 import { err, ok, type Result } from 'neverthrow';
-import type { ApiKeys } from '../auth/api-keys.js';
+import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
@@ -119,8 +119,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const operationName = match?.kind === 'found' ? match.operation.name : undefined;
       // With the built-in key check and limits on, the address gate, the key's read and (for a key this process has
       // verified before) the rate-limit decision are asked for at once: one round trip to a shared store, not three.
-      // Each is still decided in the same order, and the key is still read on every request.
-      const early = limiter !== undefined && deps.authenticate === undefined ? await admitEarly(request, context, limiter, deps.keys, operationName) : undefined;
+      // Each is still decided in the same order, and the key is still read on every request. A limiter deciding in
+      // this process has no round trip to save: then one after the other, as that is cheaper.
+      const early = limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess ? await admitEarly(request, context, limiter, deps.keys, operationName) : undefined;
       if (limiter !== undefined) {
         // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
         const gate = early?.gate ?? (await limiter.checkAddress(context.clientAddress));
@@ -214,10 +215,11 @@ async function admitEarly(
   operation: string | undefined,
 ): Promise<EarlyAsk> {
   const secret = bearerSecret(request);
-  const hint = secret === undefined ? undefined : keys.lastVerified(secret);
+  const hash = secret === undefined ? undefined : hashSecret(secret);
+  const hint = hash === undefined ? undefined : keys.lastVerified(hash);
   const [gate, verified, admitted] = await Promise.all([
     limiter.checkAddress(context.clientAddress),
-    secret === undefined ? (ok(null) as Result<Principal | null, FleetError>) : keys.verify(secret),
+    secret === undefined ? (ok(null) as Result<Principal | null, FleetError>) : keys.verify(secret, hash),
     hint === undefined ? undefined : limiter.admit(hint, operation),
   ]);
   return { gate, verified, hint, admitted };
