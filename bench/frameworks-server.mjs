@@ -6,7 +6,7 @@
 //   bare-hono        Hono: GET answers the fleet's GET /v1/servers envelope (same JSON bytes, c.json); POST does
 //                    JSON.parse, a strict zod schema as demanding as the fleet's, a name-uniqueness Map, a 201 envelope
 //   bare-express     Express: GET answers the same envelope (res.json)
-// IPC as bench/http-server.mjs: ready → { port, secret, sample }; mark/stop → CPU of the round; profile-start /
+// IPC: ready → { port, secret, sample }; mark → marked and stop → cpu (CPU of the round); profile-start /
 // profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
