@@ -119,6 +119,27 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
     await independentCopies((await fleetOnRedis()).fleet);
   });
 
+  it('requests the address gate refuses do not count against the account, though asked together with it', async () => {
+    const stores = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: `${prefix}gate:` });
+    opened.push(stores);
+    const fleet = createFleet({ storage: stores.storage, index: stores.index, webhooks: false, rateLimit: { store: stores.rateLimits, unauthenticated: 1, tiers: { pro: 100 } } });
+    const { secret } = (await fleet.keys.create({ account: 'gated', tier: 'pro' }))._unsafeUnwrap();
+    const get = (key: string, clientAddress: string) =>
+      fleet.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${key}` } }), { clientAddress });
+    // The key verifies once from a good address (this process now has a hint for it)...
+    expect((await get(secret, '10.0.0.1')).headers.get('x-ratelimit-remaining')).toBe('99');
+    // ...then another address spends its 401 budget, and tries the right key five times.
+    expect((await get(`mcpf_${'A'.repeat(40)}`, '10.0.0.2')).status).toBe(401);
+    for (let i = 0; i < 5; i++) {
+      const refused = await get(secret, '10.0.0.2');
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { details: { scope: string } } }).error.details.scope).toBe('address');
+    }
+    // At most the first refused request was counted against the account: 100 − 1 − 1 − this one.
+    expect((await get(secret, '10.0.0.1')).headers.get('x-ratelimit-remaining')).toBe('97');
+    await fleet.close();
+  });
+
   it.each(ADAPTERS)('with every cache warm, a storage outage is still a 503 ($name)', async (adapter) => {
     // Quiet: the expected 503s would be logged as the failures they are.
     const { stores, fleet } = await fleetOnRedis(true);

@@ -74,6 +74,11 @@ const routeNotFound = (path: string) =>
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
   const { onRequest } = deps;
+  /**
+   * Addresses whose 401 budget this process saw spent, until the end of that window: no early admission for them, so
+   * that the requests the gate refuses do not count against an account.
+   */
+  const gated = new Map<string, number>();
   if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
   return async (request, context = {}) => {
     const started = performance.now();
@@ -121,12 +126,20 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       // verified before) the rate-limit decision are asked for at once: one round trip to a shared store, not three.
       // Each is still decided in the same order, and the key is still read on every request. A limiter deciding in
       // this process has no round trip to save: then one after the other, as that is cheaper.
-      const early = limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess ? await admitEarly(request, context, limiter, deps.keys, operationName) : undefined;
+      const address = context.clientAddress ?? '';
+      const early =
+        limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
+          ? await admitEarly(request, context, limiter, deps.keys, operationName, (gated.get(address) ?? 0) <= deps.now())
+          : undefined;
       if (limiter !== undefined) {
         // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
         const gate = early?.gate ?? (await limiter.checkAddress(context.clientAddress));
         if (gate.isErr()) return fail(gate.error);
-        if (gate.value !== null && !gate.value.allowed) return limited(gate.value) as Response;
+        if (gate.value !== null && !gate.value.allowed) {
+          if (gated.size >= 10_000) gated.clear();
+          gated.set(address, gate.value.reset * 1000);
+          return limited(gate.value) as Response;
+        }
       }
       let principal: Principal | null;
       if (early !== undefined) {
@@ -205,7 +218,8 @@ interface EarlyAsk {
 /**
  * The address gate, the key's verification and, when the key verified before, its admission, asked together. The
  * admission counts the request before the key is known to be still valid: a key revoked meanwhile costs its account
- * one count per request in flight at the revocation, after which `verify` forgets its hint.
+ * one count per request in flight at the revocation, after which `verify` forgets its hint. `mayAdmit` is false for
+ * an address this process saw refused by the gate in the current window.
  */
 async function admitEarly(
   request: Request,
@@ -213,10 +227,11 @@ async function admitEarly(
   limiter: RateLimiter,
   keys: ApiKeys,
   operation: string | undefined,
+  mayAdmit: boolean,
 ): Promise<EarlyAsk> {
   const secret = bearerSecret(request);
   const hash = secret === undefined ? undefined : hashSecret(secret);
-  const hint = hash === undefined ? undefined : keys.lastVerified(hash);
+  const hint = hash === undefined || !mayAdmit ? undefined : keys.lastVerified(hash);
   const [gate, verified, admitted] = await Promise.all([
     limiter.checkAddress(context.clientAddress),
     secret === undefined ? (ok(null) as Result<Principal | null, FleetError>) : keys.verify(secret, hash),
