@@ -1,6 +1,7 @@
 // The load generator, in its own process so that it does not share the server's event loop or CPU time slices.
-// Keeps `connections` keep-alive connections of an undici Pool busy with GET requests for a fixed duration.
-//   ← { type: 'run', origin, path, headers, connections, durationMs }
+// Keeps `connections` keep-alive connections of an undici Pool busy with GET requests for a fixed duration, or with
+// POST /v1/servers creates (`method: 'POST'`), each with a name never sent before.
+//   ← { type: 'run', origin, path, headers, connections, durationMs, method? }
 //   → { type: 'done', requests, ok, non2xx, errors, elapsedMs, p50Ms, p99Ms }
 import { Pool } from 'undici';
 
@@ -19,7 +20,10 @@ function percentile(sorted, p) {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
-async function run({ origin, path, headers, connections, durationMs }) {
+let created = 0;
+const createBody = () => JSON.stringify({ name: `load-${process.pid}-${created++}`, type: 'http', endpoint: 'https://mcp.example.com/mcp' });
+
+async function run({ origin, path, headers, connections, durationMs, method = 'GET' }) {
   const pool = poolFor(origin, connections);
   let ok = 0;
   let non2xx = 0;
@@ -31,7 +35,10 @@ async function run({ origin, path, headers, connections, durationMs }) {
     while (performance.now() < deadline) {
       const sent = performance.now();
       try {
-        const { statusCode, body } = await pool.request({ path, method: 'GET', headers });
+        const { statusCode, body } =
+          method === 'POST'
+            ? await pool.request({ path, method, headers: { ...headers, 'content-type': 'application/json' }, body: createBody() })
+            : await pool.request({ path, method, headers });
         for await (const _chunk of body); // read the whole body, as a client would
         if (statusCode >= 200 && statusCode < 300) ok++;
         else non2xx++;

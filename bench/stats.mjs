@@ -52,7 +52,12 @@ export function collect() {
 
 /** `target` met? A mark for the summary lines. */
 export function verdict(ratio, target) {
-  return ratio >= target ? `meets target ≥ ${target}×` : `MISSES target ≥ ${target}×`;
+  return ratio >= target ? `meets target ≥ ${target}×` : `misses target ≥ ${target}×`;
+}
+
+/** For the targets that are a ceiling (added ms, round trips, a time ratio): met when `value` ≤ `target`. */
+export function verdictAtMost(value, target, unit = '') {
+  return value <= target ? `meets target ≤ ${target}${unit}` : `misses target ≤ ${target}${unit}`;
 }
 
 /**

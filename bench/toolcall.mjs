@@ -32,10 +32,11 @@ async function scenario(title, list) {
   for (const v of list) {
     const ts = perRound[v.id];
     const ratio = median(ts.map((t, i) => t / base[i]));
-    const added = median(ts.map((t, i) => t - base[i]));
+    const addedPerRound = ts.map((t, i) => t - base[i]);
+    const added = median(addedPerRound);
     const cells = v.id === 'direct' ? ['', ''] : [fmtRatio(ratio), fmtAddedMs(added)];
     console.log(`  ${pad(v.label, 56)} ${padLeft(fmtMs(median(ts)), 10)} ${padLeft(`${fmtMs(min(ts))}..${fmtMs(max(ts))}`, 13)} ${padLeft(cells[0], 9)} ${padLeft(cells[1], 9)}`);
-    out[v.id] = { ms: median(ts), ratio, addedMs: added };
+    out[v.id] = { ms: median(ts), ratio, addedMs: added, addedLow: min(addedPerRound), addedHigh: max(addedPerRound) };
   }
   return out;
 }

@@ -87,7 +87,7 @@ export {
 // Ports and their memory implementations.
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
-export { markStorePrefixed } from './storage/records.js';
+export { createMemoryStorage, markStorePrefixed } from './storage/records.js';
 export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';
 export { MemoryRateLimitStore, type MemoryRateLimitStoreOptions } from './ratelimit/memory-rate-limit-store.js';
 export {

@@ -1,6 +1,6 @@
 import type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 import { readFileSync } from 'node:fs';
-import Keyv from 'keyv';
+import type Keyv from 'keyv';
 import type { Authenticate, ErrorHook } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import type { Prober } from './health/health-service.js';
@@ -10,6 +10,7 @@ import type { RateLimitOptions } from './ratelimit/limiter.js';
 import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
 import type { StdioCommandRule } from './registry/stdio-policy.js';
 import type { IndexStore } from './storage/index-store.js';
+import { createMemoryStorage } from './storage/records.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import type { Logger } from './util/logger.js';
@@ -21,7 +22,7 @@ export interface FleetOptions {
   /**
    * Where records live: any Keyv, created with `throwOnErrors: true` so that a storage outage is answered
    * 503 instead of looking like missing data. Every key mcp-fleet writes starts with `keyPrefix`.
-   * @default an in-memory Keyv (nothing survives a restart)
+   * @default an in-memory Keyv that keeps records as objects (nothing survives a restart)
    */
   storage?: Keyv;
   /**
@@ -197,7 +198,7 @@ function loggedError(logger: Logger): ErrorHook {
 }
 
 export function resolveOptions(options: FleetOptions): ResolvedOptions {
-  const storage = options.storage ?? new Keyv({ throwOnErrors: true });
+  const storage = options.storage ?? createMemoryStorage();
   if (!storage.throwOnErrors) {
     throw new TypeError(
       'mcp-fleet: create the Keyv passed as `storage` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',

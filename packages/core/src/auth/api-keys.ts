@@ -107,6 +107,12 @@ export class ApiKeys {
   private readonly lastUseWritten = new Map<string, number>();
   /** `last_used_at` writes under way, which `close` waits for. */
   private readonly writing = new Set<Promise<void>>();
+  /**
+   * The principal each secret (by hash) verified as last time in this process: a hint, never an answer. The handler
+   * uses it to ask for the rate-limit decision in the same round trip as the verification; `verify` still reads the
+   * key on every request, so a revocation by any process is seen on the next one.
+   */
+  private readonly recent = new Map<string, Principal>();
 
   constructor(
     private readonly records: RecordStore,
@@ -191,15 +197,30 @@ export class ApiKeys {
     return this.index.count(ALL_KEYS_SET);
   }
 
-  /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. */
-  verify(secret: string): ResultAsync<Principal | null, FleetError> {
-    return this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).map((entry) => {
-      if (entry === undefined || entry.revoked === true) return null;
-      const now = this.now();
-      if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
-      this.noteUse(entry.id, now);
-      return { account: entry.account, tier: entry.tier, scopes: entry.scopes, tools: entry.tools ?? null, keyId: entry.id };
+  /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. `hash`: `hashSecret(secret)`, when the caller has it already. */
+  verify(secret: string, hash: string = hashSecret(secret)): ResultAsync<Principal | null, FleetError> {
+    return this.records.get<KeyHashEntry>(hashRecord(hash)).map((entry) => {
+      const principal = this.principalOf(entry);
+      if (principal === null) this.recent.delete(hash);
+      else {
+        if (this.recent.size >= 10_000) this.recent.clear();
+        this.recent.set(hash, principal);
+      }
+      return principal;
     });
+  }
+
+  /** The principal the secret of this hash (`hashSecret`) verified as the last time (see `recent`), or `undefined`: a hint, `verify` decides. */
+  lastVerified(hash: string): Principal | undefined {
+    return this.recent.get(hash);
+  }
+
+  private principalOf(entry: KeyHashEntry | undefined): Principal | null {
+    if (entry === undefined || entry.revoked === true) return null;
+    const now = this.now();
+    if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
+    this.noteUse(entry.id, now);
+    return { account: entry.account, tier: entry.tier, scopes: entry.scopes, tools: entry.tools ?? null, keyId: entry.id };
   }
 
   /** Writes `last_used_at` when this process has not for a minute; never on the request's path, never its failure. */

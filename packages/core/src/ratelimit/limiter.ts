@@ -121,6 +121,11 @@ export class RateLimiter {
     return this.decide([{ key, limit: operationLimit }, tier], OPERATION_AND_TIER, window, 1, false);
   }
 
+  /** True when the store decides in this process (no round trip to save by asking for decisions together). */
+  get decidesInProcess(): boolean {
+    return this.consumeNow !== undefined;
+  }
+
   /** Whether a client address may still try to authenticate (its 401 budget is not spent); consumes nothing. */
   checkAddress(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
     const window = this.window();

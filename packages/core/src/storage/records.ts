@@ -1,9 +1,12 @@
-import type Keyv from 'keyv';
-import { ResultAsync } from 'neverthrow';
+import Keyv from 'keyv';
+import { okAsync, ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import { copy, installDecodeCache } from './decode-cache.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
 const STORE_PREFIXED = Symbol.for('mcp-fleet.storePrefixed');
+/** Marks the in-memory Keyv the fleet makes for itself when given none (`createMemoryStorage`). */
+const OBJECT_MEMORY = Symbol.for('mcp-fleet.objectMemory');
 
 /**
  * Marks a Keyv whose store already puts every key under a prefix of its own, as `@mcp-fleet/redis` does with its
@@ -19,28 +22,67 @@ function isStorePrefixed(storage: Keyv): boolean {
   return (storage as unknown as Record<symbol, unknown>)[STORE_PREFIXED] === true;
 }
 
+/** What the object memory keeps under a key: Keyv's own layout without serialization. */
+interface Stored {
+  value: unknown;
+  expires?: number | undefined;
+}
+
+/**
+ * The storage of a fleet given none: a Keyv over a `Map` that keeps records as objects, not JSON text (no
+ * serializer), so that reading one costs a copy, not a decode. Only `RecordStore` reads and writes it, and it copies
+ * every value on the way in and on the way out: nothing a caller holds is ever the stored object. Nothing survives a
+ * restart, as before.
+ */
+export function createMemoryStorage(): Keyv {
+  const keyv = new Keyv({ store: new Map(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
+  Object.defineProperty(keyv, OBJECT_MEMORY, { value: true });
+  return keyv;
+}
+
+function objectMemoryOf(keyv: Keyv): Map<string, Stored> | undefined {
+  if ((keyv as unknown as Record<symbol, unknown>)[OBJECT_MEMORY] !== true) return undefined;
+  return keyv.store instanceof Map ? (keyv.store as Map<string, Stored>) : undefined;
+}
+
 /**
  * mcp-fleet's view of the embedder's Keyv: every key under `keyPrefix` (unless the store prefixes keys itself, see
  * `markStorePrefixed`), every failure a STORAGE_UNAVAILABLE. Keyv swallows store errors unless `throwOnErrors` is
  * on (a failed read would look like a missing record), so `createFleet` refuses a Keyv without it.
+ *
+ * Every value read is the caller's own copy. Over the fleet's own memory (`createMemoryStorage`) the records are kept
+ * as objects and read synchronously; over any other Keyv, a decode cache keyed by the stored text (decode-cache.ts)
+ * spares decoding a record that has not changed since it was last read, in this process or any other.
  */
 export class RecordStore {
   private readonly keyPrefix: string;
+  private readonly memory: Map<string, Stored> | undefined;
 
   constructor(
     private readonly keyv: Keyv,
     keyPrefix: string,
+    private readonly now: () => number = Date.now,
   ) {
     this.keyPrefix = isStorePrefixed(keyv) ? '' : keyPrefix;
+    this.memory = objectMemoryOf(keyv);
+    // Records read again are not decoded again (exact across processes: keyed by the stored text, see decode-cache.ts).
+    if (this.memory === undefined) installDecodeCache(keyv);
   }
 
   get<T>(key: string): ResultAsync<T | undefined, FleetError> {
+    if (this.memory !== undefined) return okAsync(this.readMemory(this.memory, this.keyPrefix + key) as T | undefined);
     return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
   }
 
   /** Values in the order of `keys`, `undefined` where absent. */
   getMany<T>(keys: readonly string[]): ResultAsync<(T | undefined)[], FleetError> {
-    if (keys.length === 0) return ResultAsync.fromSafePromise(Promise.resolve([]));
+    if (keys.length === 0) return okAsync([]);
+    const { memory } = this;
+    if (memory !== undefined) {
+      const values = new Array<T | undefined>(keys.length);
+      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i]) as T | undefined;
+      return okAsync(values);
+    }
     const prefixed = keys.map((key) => this.keyPrefix + key);
     // Keyv.getMany over a store without a getMany of its own settles each read separately and turns a failed one
     // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
@@ -54,6 +96,11 @@ export class RecordStore {
 
   /** Writes a record; with `ttlMs` the store lets it expire. */
   set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
+    if (this.memory !== undefined) {
+      if (value === undefined) return this.delete(key);
+      this.memory.set(this.keyPrefix + key, { value: copy(value), expires: typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined });
+      return okAsync(undefined);
+    }
     return ResultAsync.fromPromise(
       this.keyv.set(this.keyPrefix + key, value, ttlMs).then((written) => {
         if (written === false) throw new Error(`keyv refused to write ${key}`);
@@ -63,14 +110,33 @@ export class RecordStore {
   }
 
   delete(key: string): ResultAsync<void, FleetError> {
+    if (this.memory !== undefined) {
+      this.memory.delete(this.keyPrefix + key);
+      return okAsync(undefined);
+    }
     return ResultAsync.fromPromise(this.keyv.delete(this.keyPrefix + key).then(() => undefined), storageUnavailable);
   }
 
   deleteMany(keys: readonly string[]): ResultAsync<void, FleetError> {
-    if (keys.length === 0) return ResultAsync.fromSafePromise(Promise.resolve(undefined));
+    if (keys.length === 0) return okAsync(undefined);
+    if (this.memory !== undefined) {
+      for (const key of keys) this.memory.delete(this.keyPrefix + key);
+      return okAsync(undefined);
+    }
     return ResultAsync.fromPromise(
       this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)).then(() => undefined),
       storageUnavailable,
     );
+  }
+
+  /** A copy of what the object memory holds under `key`; an expired entry is dropped, as Keyv drops it. */
+  private readMemory(memory: Map<string, Stored>, key: string): unknown {
+    const stored = memory.get(key);
+    if (stored === undefined) return undefined;
+    if (typeof stored.expires === 'number' && this.now() > stored.expires) {
+      memory.delete(key);
+      return undefined;
+    }
+    return copy(stored.value);
   }
 }
