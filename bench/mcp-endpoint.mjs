@@ -92,7 +92,7 @@ function report(title, times) {
 
 export async function runMcpEndpointBench() {
   const started = Date.now();
-  console.log(`\n== 6. MCP endpoint: a tool call through /v1/mcp against a direct SDK call to the same server (${CALLS} calls each, alternating; after ${WARMUP} warm-up calls)`);
+  console.log(`\n== 7. MCP endpoint: a tool call through /v1/mcp against a direct SDK call to the same server (${CALLS} calls each, alternating; after ${WARMUP} warm-up calls)`);
   const proc = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), ['many'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => proc.once('message', resolve));
 
@@ -121,8 +121,8 @@ export async function runMcpEndpointBench() {
   const mcpClient = present ? await kept(endpoint, secret) : undefined;
   const result = { skipped: !present };
   for (const [era, title] of [
-    ['v1', '6a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP'],
-    ['v2', '6b. 2026-07-28 server: v2 SDK createMcpHandler'],
+    ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP'],
+    ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler'],
   ]) {
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
     if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) });
@@ -146,7 +146,7 @@ export async function runMcpEndpointBench() {
       if (tools.length !== 400) throw new Error(`tools/list answered ${tools.length} tools, expected 400`);
     }
     result.list = { ms: median(times), p99: quantile(times, 0.99) };
-    console.log(`\n6c. tools/list on /v1/mcp, 20 servers × 20 tools, from the cache (${LISTS} lists after those that fill it)`);
+    console.log(`\n7c. tools/list on /v1/mcp, 20 servers × 20 tools, from the cache (${LISTS} lists after those that fill it)`);
     console.log(`  ${pad('ms per list (400 tools)', 56)} ${padLeft(fmtMs(result.list.ms), 10)} ${padLeft(fmtMs(result.list.p99), 8)}  (median, p99)`);
   }
 
