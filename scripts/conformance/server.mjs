@@ -13,6 +13,7 @@
  *                                                   set), still through the header-adding proxy
  *   npm run conformance:server -- --require-endpoint  a target answering 404 fails the run instead of skipping it
  *   npm run conformance:server -- --verbose         prints the suite's output of passing scenarios too
+ *   npm run conformance:server -- --scenario caching  only the runs of that scenario (several: a,b)
  *
  * What it does: starts server-everything (its Streamable HTTP mode, on a free port of 127.0.0.1), starts the built
  * reference server (memory store, one API key made up for this run, private networks allowed, rate limits off),
@@ -83,6 +84,7 @@ const direct = args.has('--direct');
 const requireEndpoint = args.has('--require-endpoint');
 const targetArg = argv.includes('--target') ? argv[argv.indexOf('--target') + 1] : 'servers,mcp';
 const targetNames = targetArg.split(',').map((name) => name.trim());
+const onlyScenarios = argv.includes('--scenario') ? new Set(argv[argv.indexOf('--scenario') + 1].split(',').map((name) => name.trim())) : undefined;
 for (const name of targetNames) if (name !== 'servers' && name !== 'mcp') throw new Error(`--target: expected servers, mcp or servers,mcp; got ${name}`);
 
 /** A free port of 127.0.0.1 (server-everything only takes its port from PORT). */
@@ -264,6 +266,7 @@ async function main() {
     for (const target of targets) {
       for (const entry of RUNS) {
         if (direct && entry.direct !== target.name) continue;
+        if (onlyScenarios !== undefined && !onlyScenarios.has(entry.scenario)) continue;
         verdicts.push(await runScenario(node, target.url, target.name, entry));
       }
     }
