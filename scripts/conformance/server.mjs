@@ -51,7 +51,7 @@ const PREFIX = 'everything';
  *           not speak 2026-07-28; the endpoint serves both eras whatever the era of the servers behind it).
  *           false: neither can pass it for reasons of their own (see `note`); the endpoint's to pass.
  *   gate:   false for runs printed for information: they fail for want of the suite's own diagnostic tools, which
- *           server-everything does not have, or ask for what the contract leaves open.
+ *           server-everything does not have.
  */
 const RUNS = [
   { scenario: 'server-initialize', specVersion: '2025-06-18', direct: 'everything', gate: true },
@@ -72,9 +72,11 @@ const RUNS = [
   // server-everything answers 400 on a terminated session (the suite wants 404); the stand-in issues no session (0 checks).
   { scenario: 'server-session-lifecycle', direct: false, gate: true, note: 'server-everything answers 400 on a terminated session; the stand-in has no sessions' },
   { scenario: 'server-stateless', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: '4 checks need the suite tools test_missing_capability, test_streaming_elicitation, test_logging_tool' },
-  { scenario: 'caching', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: 'ttlMs/cacheScope of the list answers: left open by the contract' },
-  { scenario: 'http-header-validation', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: 'Mcp-Name header validation, then a call of a listed tool with no arguments' },
-  { scenario: 'sep-2164-resource-not-found', specVersion: '2026-07-28', direct: 'stand-in', gate: false, note: '-32602 with data.uri for an unknown resource: left open by the contract' },
+  // Gating since the endpoint passes them (issue 15): ttlMs/cacheScope on every cacheable answer (the endpoint relays
+  // resources/templates/list for it), Mcp-Name validation, -32602 with data.uri for an unknown resource.
+  { scenario: 'caching', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  { scenario: 'http-header-validation', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
+  { scenario: 'sep-2164-resource-not-found', specVersion: '2026-07-28', direct: 'stand-in', gate: true },
 ];
 
 const argv = process.argv.slice(2);
