@@ -341,6 +341,63 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     await Promise.all([client.close(), other.close()]);
   });
 
+  it('tells a 2026-07-28 listener only when the tools its key sees change (allowlist, /servers/{id}/mcp)', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    const upstream = await startGatewayUpstream('gamma');
+    try {
+      const gamma = await createServer(rest, { name: 'gamma', type: 'http', endpoint: upstream.url });
+      const listen = async (url: string, token: string, seen: string[][]) => {
+        const client = new V2Client(
+          { name: 'listener', version: '1.0.0' },
+          { ...MODERN, listChanged: { tools: { onChanged: (_error, tools) => seen.push((tools ?? []).map((t) => t.name).sort()) } } },
+        );
+        await client.connect(new V2Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+        await client.listTools();
+        return client;
+      };
+      const all: string[][] = [];
+      const onlyGamma: string[][] = [];
+      const oneServer: string[][] = [];
+      const clients = [
+        await listen(mcpUrl(), name, all),
+        await listen(mcpUrl(), `${name}|*|gamma__*`, onlyGamma),
+        await listen(`${suite.served.url}/servers/${gamma.id}/mcp`, name, oneServer),
+      ];
+      // Let the listen streams open before anything changes.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // beta's tools are outside the allowlist and outside /servers/{gamma}/mcp: only the unrestricted view changes.
+      await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+      await expect.poll(() => all.at(-1), { timeout: 5000 }).toContain('beta__echo');
+      // Then a change the two others see: the first thing they are told.
+      await upstream.addTool('added');
+      await expect.poll(() => onlyGamma.length, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+      await expect.poll(() => oneServer.length, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+      expect(onlyGamma[0]).toContain('gamma__added');
+      expect(onlyGamma[0]?.some((tool) => tool.startsWith('beta__'))).toBe(false);
+      expect(oneServer[0]).toContain('added');
+      await Promise.all(clients.map((client) => client.close()));
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('relays resources/templates/list, and an unknown resource is -32602 with the URI in data', async () => {
+    const name = account();
+    await createServer(api(suite.served, name), { name: 'everything', type: 'http', endpoint: everything.url });
+    const client = await v2Client(mcpUrl(), name);
+    const { resourceTemplates } = await client.listResourceTemplates();
+    expect(resourceTemplates.length).toBeGreaterThan(0);
+    expect(resourceTemplates.every((t) => typeof t.uriTemplate === 'string' && (t._meta as Json)?.['io.mcp-fleet/server_id'] !== undefined)).toBe(true);
+    const error = await client.readResource({ uri: 'nowhere://missing' }).then(
+      () => undefined,
+      (e: unknown) => e as { code: number; data?: unknown },
+    );
+    expect(error?.code).toBe(-32602);
+    expect(error?.data).toEqual({ uri: 'nowhere://missing' });
+    await client.close();
+  });
+
   it('serves server-everything over Streamable HTTP behind the gateway, with the v1 client too', async () => {
     const name = account();
     await createServer(api(suite.served, name), { name: 'everything', type: 'http', endpoint: everything.url });
@@ -430,3 +487,82 @@ describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) 
   });
 });
 
+
+describe.each(ADAPTERS)('the MCP endpoint caps the 2025 sessions a process holds ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, { authenticate, onError: () => {}, mcp: { maxSessionsPerAccount: 2, maxSessions: 3 } });
+  const mcpUrl = () => `${suite.served.url}/mcp`;
+  const headers = (token: string, session?: string) => ({
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-06-18',
+    ...(session === undefined ? {} : { 'mcp-session-id': session }),
+  });
+  const post = (token: string, body: unknown, session?: string) =>
+    fetch(mcpUrl(), { method: 'POST', headers: headers(token, session), body: JSON.stringify(body) });
+
+  /** A 2025 session, initialized. */
+  async function open(token: string): Promise<string> {
+    const init = await post(token, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cap-test', version: '1.0.0' } },
+    });
+    expect(init.status).toBe(200);
+    await init.text();
+    const session = init.headers.get('mcp-session-id');
+    if (session === null) throw new Error('no session id');
+    const initialized = await post(token, { jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+    expect(initialized.status).toBe(202);
+    await initialized.text();
+    return session;
+  }
+
+  /** The session's GET stream; `ended` resolves true when the server closes it (the session left this process). */
+  async function stream(token: string, session: string): Promise<{ ended: () => Promise<boolean>; cancel: () => Promise<void> }> {
+    const res = await fetch(mcpUrl(), { method: 'GET', headers: { ...headers(token, session), accept: 'text/event-stream' } });
+    expect(res.status).toBe(200);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const done = (async () => {
+      for (;;) if ((await reader.read()).done) return true;
+    })().catch(() => true);
+    return {
+      ended: () => Promise.race([done, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000))]),
+      cancel: () => reader.cancel().catch(() => {}),
+    };
+  }
+
+  async function ping(token: string, session: string): Promise<number> {
+    const res = await post(token, { jsonrpc: '2.0', id: 2, method: 'ping' }, session);
+    const body = await res.text();
+    return res.status === 200 && body.includes('"result"') ? 200 : res.status;
+  }
+
+  it('closes the least recently used session of an account past maxSessionsPerAccount, then of any past maxSessions; its record stays', async () => {
+    const a = account();
+    const first = await open(a);
+    const firstStream = await stream(a, first);
+    const second = await open(a);
+    const secondStream = await stream(a, second);
+    // A third session of the account: the first (least recently used) leaves this process.
+    const third = await open(a);
+    expect(await firstStream.ended()).toBe(true);
+    // Not lost: its record rebuilds it on its next request (which in turn pushes out the second).
+    expect(await ping(a, first)).toBe(200);
+    expect(await secondStream.ended()).toBe(true);
+    expect(await ping(a, second)).toBe(200);
+
+    // Now first and second are live for a (third was pushed out); first is made the least recently used of the process.
+    const firstAgain = await stream(a, first);
+    expect(await ping(a, second)).toBe(200);
+    // Another account fills the process's cap of 3: the process's least recently used session leaves, whatever its account.
+    const b = account();
+    await open(b);
+    await open(b);
+    expect(await firstAgain.ended()).toBe(true);
+    expect(await ping(a, first)).toBe(200);
+    await Promise.all([firstStream.cancel(), secondStream.cancel(), firstAgain.cancel()]);
+    expect(third).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

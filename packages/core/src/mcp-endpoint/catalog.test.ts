@@ -97,3 +97,34 @@ describe('UpstreamCatalog', () => {
     expect((await c.catalog.list(server(), 'tools'))?.map((t) => t.name)).toEqual(['x']);
   });
 });
+
+describe('UpstreamCatalog: prompts, resources and templates', () => {
+  it("keeps each list for the ttlMs of its own answer (SEP-2549), else the default", async () => {
+    let clock = 0;
+    const asked: string[] = [];
+    const client = {
+      listPrompts: async () => (asked.push('prompts'), { prompts: [{ name: 'p' }], ttlMs: 1000 }),
+      listResources: async () => (asked.push('resources'), { resources: [{ uri: 'x://r', name: 'r' }] }),
+      listResourceTemplates: async () => (asked.push('templates'), { resourceTemplates: [{ uriTemplate: 'x://{id}', name: 't' }], ttlMs: 5000 }),
+    };
+    const tools = { upstream: (_server: unknown, _timeout: number, run: (c: { client: typeof client }) => unknown) => run({ client }) } as unknown as ToolService;
+    const pool = { onListChanged: () => () => {} } as unknown as ConnectionPool;
+    const catalog = new UpstreamCatalog({ registry: {} as ServerRegistry, tools, pool, now: () => clock, listTimeoutMs: 50 });
+    const all = async () => {
+      await catalog.list(server(), 'prompts');
+      await catalog.list(server(), 'resources');
+      await catalog.list(server(), 'resourceTemplates');
+    };
+    await all();
+    expect(await catalog.list(server(), 'resourceTemplates')).toEqual([{ uriTemplate: 'x://{id}', name: 't' }]);
+    clock += 1001;
+    await all();
+    expect(asked).toEqual(['prompts', 'resources', 'templates', 'prompts']);
+    clock += 4000;
+    await all();
+    expect(asked.slice(4)).toEqual(['prompts', 'templates']);
+    clock += 55_000;
+    await all();
+    expect(asked.slice(6)).toEqual(['prompts', 'resources', 'templates']);
+  });
+});

@@ -1,4 +1,4 @@
-import type { Prompt, Resource, Tool } from '@modelcontextprotocol/client';
+import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from '@modelcontextprotocol/client';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ConnectionPool, ListKind } from '../toolcalls/connection-pool.js';
@@ -19,7 +19,11 @@ interface Lists {
   tools: Tool[];
   prompts: Prompt[];
   resources: Resource[];
+  resourceTemplates: ResourceTemplate[];
 }
+
+/** What the catalog keeps per server: the pool's list kinds, and `resources/templates/list`. */
+export type CatalogKind = ListKind | 'resourceTemplates';
 
 interface Cached<T> {
   /** `id@updated_at`: a changed configuration never reads the old listing. */
@@ -40,12 +44,12 @@ const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 
 /**
  * The upstream lists the MCP endpoint aggregates, per server: `tools/list`, `prompts/list`, `resources/list`, each
- * kept for the upstream's `ttlMs` (tools; else `defaultTtlMs`) and dropped when the upstream sends its `list_changed`.
+ * kept for the `ttlMs` the upstream's list answer carried (2026-07-28; else `defaultTtlMs`) and dropped when the upstream sends its `list_changed`.
  * A server that is `unhealthy`, fails, or does not answer within `listTimeoutMs` is left out of an answer; a listing
  * still running when that answer goes keeps running and fills the cache for the next one.
  */
 export class UpstreamCatalog {
-  private readonly cache = new Map<string, Map<ListKind, Cached<unknown>>>();
+  private readonly cache = new Map<string, Map<CatalogKind, Cached<unknown>>>();
   private readonly running = new Map<string, Promise<unknown>>();
   private readonly listTimeoutMs: number;
   private readonly defaultTtlMs: number;
@@ -59,6 +63,8 @@ export class UpstreamCatalog {
     this.defaultTtlMs = deps.defaultTtlMs ?? 60_000;
     this.unwatch = deps.pool.onListChanged((serverId, list) => {
       this.cache.get(serverId)?.delete(list);
+      // A resource list that changed may come with other templates.
+      if (list === 'resources') this.cache.get(serverId)?.delete('resourceTemplates');
       for (const watcher of this.watchers) watcher(serverId, list, this.accounts.get(serverId));
     });
   }
@@ -76,7 +82,7 @@ export class UpstreamCatalog {
   }
 
   /** Drops one cached list of a server, so the next `list` asks the upstream. */
-  forgetList(serverId: string, kind: ListKind): void {
+  forgetList(serverId: string, kind: CatalogKind): void {
     this.cache.get(serverId)?.delete(kind);
   }
 
@@ -105,7 +111,7 @@ export class UpstreamCatalog {
   }
 
   /** `server`'s list of `kind`, or `undefined` when it is unhealthy, failed or was too slow for this answer. */
-  list<K extends ListKind>(server: ServerRecord, kind: K): Promise<Lists[K] | undefined> {
+  list<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Lists[K] | undefined> {
     if (server.health === 'unhealthy') return Promise.resolve(undefined);
     this.accounts.set(server.id, server.account);
     const cached = this.cache.get(server.id)?.get(kind);
@@ -122,7 +128,7 @@ export class UpstreamCatalog {
    * The last listing of `kind` known for this configuration of `server`, however old: for a call, which only needs
    * to know the tool exists (a tool missing from it is looked up again before the call is refused).
    */
-  known<K extends ListKind>(server: ServerRecord, kind: K): Lists[K] | undefined {
+  known<K extends CatalogKind>(server: ServerRecord, kind: K): Lists[K] | undefined {
     const cached = this.cache.get(server.id)?.get(kind);
     return cached !== undefined && cached.key === keyOf(server) ? (cached.value as Lists[K]) : undefined;
   }
@@ -137,7 +143,7 @@ export class UpstreamCatalog {
   }
 
   /** One listing per server and kind at a time; the answer fills the cache. */
-  private fetch<K extends ListKind>(server: ServerRecord, kind: K): Promise<Lists[K]> {
+  private fetch<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Lists[K]> {
     const runKey = `${keyOf(server)}:${kind}`;
     const running = this.running.get(runKey);
     if (running !== undefined) return running as Promise<Lists[K]>;
@@ -154,7 +160,7 @@ export class UpstreamCatalog {
     return started;
   }
 
-  private async load<K extends ListKind>(server: ServerRecord, kind: K): Promise<{ value: Lists[K]; ttlMs?: number | undefined }> {
+  private async load<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<{ value: Lists[K]; ttlMs?: number | undefined }> {
     const timeoutMs = server.config.timeout;
     if (kind === 'tools') {
       const { tools, ttlMs } = await this.deps.tools.listing(server, timeoutMs);
@@ -163,20 +169,30 @@ export class UpstreamCatalog {
     return this.deps.tools.upstream(server, timeoutMs, async ({ client }) => {
       const items: unknown[] = [];
       let cursor: string | undefined;
+      let ttlMs: number | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
         const params = cursor === undefined ? {} : { cursor };
+        let answer: { nextCursor?: string | undefined };
         if (kind === 'prompts') {
-          const answer = await client.listPrompts(params, { timeout: timeoutMs });
-          items.push(...answer.prompts);
-          cursor = answer.nextCursor;
+          const prompts = await client.listPrompts(params, { timeout: timeoutMs });
+          items.push(...prompts.prompts);
+          answer = prompts;
+        } else if (kind === 'resources') {
+          const resources = await client.listResources(params, { timeout: timeoutMs });
+          items.push(...resources.resources);
+          answer = resources;
         } else {
-          const answer = await client.listResources(params, { timeout: timeoutMs });
-          items.push(...answer.resources);
-          cursor = answer.nextCursor;
+          const templates = await client.listResourceTemplates(params, { timeout: timeoutMs });
+          items.push(...templates.resourceTemplates);
+          answer = templates;
         }
+        // 2026-07-28 (SEP-2549): every list answer carries its own `ttlMs`; the first page's is the listing's.
+        const ttl = (answer as { ttlMs?: unknown }).ttlMs;
+        if (page === 0 && typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0) ttlMs = ttl;
+        cursor = answer.nextCursor;
         if (cursor === undefined) break;
       }
-      return { value: items as Lists[K] };
+      return { value: items as Lists[K], ttlMs };
     });
   }
 }

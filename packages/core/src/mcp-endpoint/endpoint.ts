@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   type AuthInfo,
   createMcpHandler,
+  InMemoryServerEventBus,
   isJsonContentType,
   isLegacyRequest,
   type McpHttpHandler,
@@ -45,6 +46,13 @@ export interface McpEndpointOptions {
    * ends here too, within this delay, in ms. `0`: on every request. @default 5000
    */
   sessionCheckMs?: number;
+  /**
+   * Most 2025 sessions one account holds live in this process; opening one more closes the account's least recently
+   * used session here first (its record stays: its next request rebuilds it). @default 1000
+   */
+  maxSessionsPerAccount?: number;
+  /** Most 2025 sessions live in this process over all accounts; beyond it the least recently used one is closed first. @default 10000 */
+  maxSessions?: number;
 }
 
 /** The session record in the fleet's storage: enough to rebuild the session in any process sharing it. */
@@ -69,6 +77,31 @@ interface LiveSession {
   /** When its record was last found in storage. */
   checkedAt: number;
 }
+
+function positiveInteger(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`mcp-fleet: mcp.${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+/**
+ * The 2026-07-28 handler of one view of an account: the same account, allowlist and server see the same tools, so
+ * they share one handler and its `subscriptions/listen` bus.
+ */
+interface ModernView {
+  handler: McpHttpHandler;
+  bus: InMemoryServerEventBus;
+  account: string;
+  serverId: string | undefined;
+  /** The latest exchange's scope: whom a `list_changed` check lists for. */
+  scope: EndpointScope;
+  /** The visible tool names this view last answered `tools/list` with. */
+  tools: string[] | undefined;
+  lastUsed: number;
+}
+
+const viewKey = (scope: EndpointScope) =>
+  JSON.stringify([scope.principal.account, scope.serverId ?? null, scope.principal.tools ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 
@@ -96,14 +129,16 @@ function requestsIn(body: unknown): JsonRpcRequestLike[] {
  */
 export class McpEndpoint {
   /**
-   * The SDK's per-request handler for 2026-07-28, one per account that used it: its `subscriptions/listen` streams
-   * then hear only their own account's `list_changed` (the SDK's event bus is per handler).
+   * The SDK's per-request handler for 2026-07-28, one per view (account, allowlist, server) that used it: its
+   * `subscriptions/listen` streams then hear only the `list_changed` of what they see (the SDK's event bus is per handler).
    */
-  private readonly modern = new Map<string, McpHttpHandler>();
+  private readonly modern = new Map<string, ModernView>();
   private readonly sessions = new Map<string, LiveSession>();
   private readonly idleMs: number;
   private readonly ttlMs: number;
   private readonly checkMs: number;
+  private readonly maxPerAccount: number;
+  private readonly maxTotal: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -114,6 +149,8 @@ export class McpEndpoint {
     this.idleMs = options.sessionIdleMs ?? 600_000;
     this.ttlMs = options.sessionTtlMs ?? 86_400_000;
     this.checkMs = options.sessionCheckMs ?? 5000;
+    this.maxPerAccount = positiveInteger(options.maxSessionsPerAccount, 1000, 'maxSessionsPerAccount');
+    this.maxTotal = positiveInteger(options.maxSessions, 10_000, 'maxSessions');
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
     // The union a session sees changes with the account's servers and with the upstreams' own lists.
@@ -121,7 +158,7 @@ export class McpEndpoint {
       deps.catalog.onChange((serverId, list, account) => {
         if (list !== 'tools') return;
         this.toolsMayHaveChanged({ serverId });
-        if (account !== undefined) this.modern.get(account)?.notify.toolsChanged();
+        if (account !== undefined) this.modernToolsMayHaveChanged(account, serverId);
       }),
     );
     for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
@@ -129,7 +166,7 @@ export class McpEndpoint {
         deps.events.on(type, (event) => {
           if (type !== 'server.health_changed') deps.catalog.forget(event.server.id);
           this.toolsMayHaveChanged({ account: event.account });
-          this.modern.get(event.account)?.notify.toolsChanged();
+          this.modernToolsMayHaveChanged(event.account, event.server.id);
         }),
       );
     }
@@ -165,14 +202,14 @@ export class McpEndpoint {
 
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
-    if (!legacy) return this.modernFor(exchange.principal.account).fetch(request, { authInfo, ...body });
+    if (!legacy) return this.modernFor(scope).fetch(request, { authInfo, ...body });
     return this.legacy(request, scope, authInfo, parsedBody);
   }
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const off of this.unsubscribe) off();
-    const handlers = [...this.modern.values()];
+    const handlers = [...this.modern.values()].map((view) => view.handler);
     this.modern.clear();
     await Promise.all(handlers.map((handler) => handler.close().catch(() => {})));
     const live = [...this.sessions.values()];
@@ -195,18 +232,56 @@ export class McpEndpoint {
     return this.sessions.size;
   }
 
-  private modernFor(account: string): McpHttpHandler {
-    let handler = this.modern.get(account);
-    if (handler === undefined) {
-      handler = createMcpHandler(() => this.newServer(), { legacy: 'reject', onerror: () => {} });
-      this.modern.set(account, handler);
+  private modernFor(scope: EndpointScope): McpHttpHandler {
+    const key = viewKey(scope);
+    let view = this.modern.get(key);
+    if (view === undefined) {
+      const bus = new InMemoryServerEventBus();
+      const created: ModernView = {
+        handler: createMcpHandler(
+          () =>
+            this.newServer((names) => {
+              created.tools = names;
+            }),
+          { legacy: 'reject', onerror: () => {}, bus },
+        ),
+        bus,
+        account: scope.principal.account,
+        serverId: scope.serverId,
+        scope,
+        tools: undefined,
+        lastUsed: Date.now(),
+      };
+      view = created;
+      this.modern.set(key, view);
     }
-    return handler;
+    view.scope = scope;
+    view.lastUsed = Date.now();
+    return view.handler;
   }
 
-  private newServer(): Server {
+  private newServer(onToolsListed?: (names: string[]) => void): Server {
     const { catalog, operations, tools, version } = this.deps;
-    return createEndpointServer({ catalog, operations, tools, version });
+    return createEndpointServer({ catalog, operations, tools, version, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
+  }
+
+  /**
+   * Publishes `notifications/tools/list_changed` on the listen streams of the account's views (of `serverId`'s, for
+   * `/servers/{id}/mcp`) whose visible tools differ from their last `tools/list` answer; a view never listed is told
+   * in any case. A view with no open stream is not listed for: nobody would hear it.
+   */
+  private modernToolsMayHaveChanged(account: string, serverId: string): void {
+    for (const view of this.modern.values()) {
+      if (view.account !== account || (view.serverId !== undefined && view.serverId !== serverId)) continue;
+      if (view.bus.listenerCount === 0) continue;
+      void visibleTools(this.deps.catalog, view.scope)
+        .then((names) => {
+          const before = view.tools;
+          view.tools = names;
+          if (before === undefined || before.join('\n') !== names.join('\n')) view.handler.notify.toolsChanged();
+        })
+        .catch(() => {});
+    }
   }
 
   private async legacy(request: Request, scope: EndpointScope, authInfo: AuthInfo, parsedBody: unknown): Promise<Response> {
@@ -235,6 +310,7 @@ export class McpEndpoint {
       created_at: new Date().toISOString(),
     };
     const session = await this.connect(record, randomUUID(), scope, async (id) => {
+      this.makeRoom(record.account);
       this.sessions.set(id, session);
       const written = await this.deps.records.set(sessionKey(id), record, this.ttlMs);
       if (written.isErr()) this.deps.onError(written.error);
@@ -277,6 +353,7 @@ export class McpEndpoint {
       void session.transport.close().catch(() => {});
       return raced;
     }
+    this.makeRoom(record.account);
     this.sessions.set(id, session);
     return session;
   }
@@ -307,9 +384,37 @@ export class McpEndpoint {
     return session;
   }
 
+  /**
+   * Before one more session of `account` goes live: while the account, or the process, is at its cap, closes the least
+   * recently used session (of the account, else of any) in this process. Its record stays, so nothing is lost: its
+   * next request rebuilds it. One tenant opening sessions without end thus holds at most `maxSessionsPerAccount`.
+   */
+  private makeRoom(account: string): void {
+    const evictOldest = (filter: (session: LiveSession) => boolean): boolean => {
+      let oldest: [string, LiveSession] | undefined;
+      for (const entry of this.sessions) {
+        if (filter(entry[1]) && (oldest === undefined || entry[1].lastUsed < oldest[1].lastUsed)) oldest = entry;
+      }
+      if (oldest === undefined) return false;
+      this.sessions.delete(oldest[0]);
+      void oldest[1].transport.close().catch(() => {});
+      return true;
+    };
+    let ofAccount = 0;
+    for (const session of this.sessions.values()) if (session.record.account === account) ofAccount++;
+    while (ofAccount >= this.maxPerAccount && evictOldest((session) => session.record.account === account)) ofAccount--;
+    while (this.sessions.size >= this.maxTotal && evictOldest(() => true)) {}
+  }
+
   /** Closes sessions idle in this process; their records stay, so their next request rebuilds them. */
   private sweep(): void {
     const cutoff = Date.now() - this.idleMs;
+    for (const [key, view] of this.modern) {
+      if (view.lastUsed < cutoff && view.bus.listenerCount === 0) {
+        this.modern.delete(key);
+        void view.handler.close().catch(() => {});
+      }
+    }
     for (const [id, session] of this.sessions) {
       if (session.lastUsed < cutoff) {
         this.sessions.delete(id);

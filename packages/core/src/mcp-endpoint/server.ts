@@ -1,4 +1,4 @@
-import type { CallToolResult, Prompt, Resource, Tool } from '@modelcontextprotocol/client';
+import type { CallToolResult, Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from '@modelcontextprotocol/client';
 import { ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
 import { hasScope, type Principal, type Scope } from '../auth/scopes.js';
 import { type FleetError, isFleetError } from '../errors/fleet-error.js';
@@ -20,6 +20,8 @@ export interface EndpointServerDeps {
   operations: { tools: ToolOperations };
   tools: ToolService;
   version: string;
+  /** Told the visible tool names of each `tools/list` answer, sorted (what a listener last saw). */
+  onToolsListed?: (names: string[]) => void;
 }
 
 /** The `_meta` key naming the fleet server a tool, prompt or resource comes from. */
@@ -65,11 +67,13 @@ const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined 
  * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
  * the left-out ones (unhealthy, failed, slow) simply have no items.
  */
-async function gather<K extends 'tools' | 'prompts' | 'resources'>(
+type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K extends 'resources' ? Resource : ResourceTemplate;
+
+async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>(
   catalog: UpstreamCatalog,
   scope: EndpointScope,
   kind: K,
-): Promise<{ server: ServerRecord; items: (K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : Resource)[] }[]> {
+): Promise<{ server: ServerRecord; items: ItemOf<K>[] }[]> {
   let servers: ServerRecord[];
   try {
     servers = await catalog.servers(scope.principal.account, scope.serverId);
@@ -148,6 +152,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
         tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
       }
     }
+    deps.onToolsListed?.(tools.map((tool) => tool.name).sort());
     return { tools };
   });
 
@@ -230,13 +235,25 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     return { resources };
   });
 
+  // Templates are relayed like resources (a client reading a templated URI reads one the server listed).
+  server.setRequestHandler('resources/templates/list', async (_request, ctx) => {
+    const scope = scopeOf(ctx);
+    requireScope(scope.principal, 'tool_calls:read');
+    const resourceTemplates: ResourceTemplate[] = [];
+    for (const { server: upstream, items } of await gather(catalog, scope, 'resourceTemplates')) {
+      for (const template of items) resourceTemplates.push(withServerMeta(template, upstream));
+    }
+    return { resourceTemplates };
+  });
+
   server.setRequestHandler('resources/read', async (request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const { uri } = request.params;
     // The server that listed the URI reads it; URIs pass unchanged.
     const owner = (await gather(catalog, scope, 'resources')).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
-    if (owner === undefined) throw invalidParams(`Unknown resource: ${uri.slice(0, 512)}`);
+    // -32602 with the URI in `data` (SEP-2164), as the SDK's own servers answer.
+    if (owner === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 512)}`, { uri: uri.slice(0, 2048) });
     try {
       return await deps.tools.upstream(owner, owner.config.timeout, ({ client }) => client.readResource({ uri }, { timeout: owner.config.timeout }));
     } catch (error) {

@@ -18,6 +18,9 @@ export async function writeWebResponse(res: ServerResponse, response: Response):
     res.end();
     return;
   }
+  // An event stream may stay silent a long time (an MCP GET stream until its first notification): the client gets
+  // its status now, not with the first event (Node holds the headers until the first write otherwise).
+  if (/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) res.flushHeaders();
   const reader = response.body.getReader();
   const cancel = () => {
     reader.cancel().catch(() => {});

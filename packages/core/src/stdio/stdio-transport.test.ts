@@ -288,18 +288,34 @@ describe('StdioChannelTransport framing', () => {
     expect(fake.listeners()).toBe(0);
   });
 
-  it('drops a line longer than the limit, reports it, and reads the next', async () => {
+  it('ends the connection on a line longer than the limit, with UPSTREAM_RESPONSE_TOO_LARGE as its failure', async () => {
+    const fake = fakeChannel();
+    let oversize = 0;
+    const transport = new StdioChannelTransport(fake.channel, { maxLineBytes: 64, onOversize: () => (oversize += 1) });
+    const heard = recorded(transport);
+    await transport.start();
+    fake.emit(line({ jsonrpc: '2.0', id: 1, result: {} }));
+    fake.emit(`{"jsonrpc":"2.0","id":2,"result":{"big":"${'x'.repeat(40)}`);
+    fake.emit(`${'y'.repeat(100)}`);
+    fake.emit(`"}}\n${line({ jsonrpc: '2.0', id: 3, result: {} })}`);
+    // An answer past the bound is the hardening rule's UPSTREAM_RESPONSE_TOO_LARGE; nothing after it is read.
+    expect(heard.messages).toEqual([{ jsonrpc: '2.0', id: 1, result: {} }]);
+    expect(heard.errors.map((e) => (e as { code?: string }).code)).toEqual(['UPSTREAM_RESPONSE_TOO_LARGE']);
+    expect(transport.failure?.code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(heard.closes()).toBe(1);
+    expect(oversize).toBe(1);
+    expect(fake.listeners()).toBe(0);
+  });
+
+  it('ends the connection when a complete line in one chunk is past the limit', async () => {
     const fake = fakeChannel();
     const transport = new StdioChannelTransport(fake.channel, { maxLineBytes: 64 });
     const heard = recorded(transport);
     await transport.start();
-    fake.emit(`{"jsonrpc":"2.0","id":1,"result":{"big":"${'x'.repeat(40)}`);
-    fake.emit(`${'y'.repeat(100)}`);
-    fake.emit(`"}}\n${line({ jsonrpc: '2.0', id: 2, result: {} })}`);
-    fake.emit(`${'z'.repeat(80)}\n`);
-    expect(heard.messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
-    // An answer past the bound is the hardening rule's UPSTREAM_RESPONSE_TOO_LARGE (it was a protocol error before).
-    expect(heard.errors.map((e) => (e as { code?: string }).code)).toEqual(['UPSTREAM_RESPONSE_TOO_LARGE', 'UPSTREAM_RESPONSE_TOO_LARGE']);
+    fake.emit(`${'z'.repeat(80)}\n${line({ jsonrpc: '2.0', id: 2, result: {} })}`);
+    expect(heard.messages).toEqual([]);
+    expect(transport.failure?.code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(heard.closes()).toBe(1);
   });
 
   it('turns valid JSON that is not JSON-RPC, and a throwing onmessage, into onerror', async () => {

@@ -5,10 +5,17 @@ import type { StdioChannel, StdioProcessConfig, StdioSupervisor } from './superv
 
 export interface StdioChannelTransportOptions {
   /**
-   * Longest line accepted from the server, in bytes. A longer one is dropped and reported to `onerror`; the lines
-   * after it are read as usual. @default 10485760 (10 MiB, as the MCP SDK's own stdio transport)
+   * Longest line accepted from the server, in bytes (`maxUpstreamBytes`). A longer one ends the connection at once
+   * with `UPSTREAM_RESPONSE_TOO_LARGE` (`failure`): the requests in flight fail with it instead of waiting for their
+   * timeout, and `onOversize` is called. @default 10485760 (10 MiB, as the MCP SDK's own stdio transport)
    */
   maxLineBytes?: number;
+  /**
+   * Called once when a line past `maxLineBytes` ended the connection. The rest of that line is still on its way
+   * through the process's stdout, so the next user must not read from the middle of it: the fleet stops the process
+   * here (the next call starts a fresh one). @default none
+   */
+  onOversize?: () => void;
   /** Aborting it while `start()` waits for the channel (another transport holds it) rejects `start()`. @default none */
   signal?: AbortSignal;
 }
@@ -34,8 +41,11 @@ export class StdioChannelTransport implements Transport {
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: Transport['onmessage'];
+  /** Why this transport ended the connection itself (a line past `maxLineBytes`); read by `toUpstreamError`. */
+  failure: FleetError | undefined;
 
   private readonly maxLineBytes: number;
+  private readonly onOversize: (() => void) | undefined;
   private readonly signal: AbortSignal | undefined;
   private state: 'new' | 'waiting' | 'open' | 'closed' = 'new';
   private wake: (() => void) | undefined;
@@ -43,8 +53,6 @@ export class StdioChannelTransport implements Transport {
   /** The start of a line whose newline has not come yet. */
   private pending: Buffer[] = [];
   private pendingBytes = 0;
-  /** Inside a line that was too long: skip up to its newline. */
-  private discarding = false;
 
   constructor(
     private readonly channel: StdioChannel,
@@ -52,6 +60,7 @@ export class StdioChannelTransport implements Transport {
   ) {
     this.maxLineBytes = options.maxLineBytes ?? 10 * 1024 * 1024;
     this.signal = options.signal;
+    this.onOversize = options.onOversize;
   }
 
   async start(): Promise<void> {
@@ -147,14 +156,9 @@ export class StdioChannelTransport implements Transport {
     for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
       const piece = chunk.subarray(start, newline);
       start = newline + 1;
-      if (this.discarding) {
-        this.discarding = false;
-        continue;
-      }
       if (this.pendingBytes + piece.length > this.maxLineBytes) {
-        this.resetPending();
         this.tooLong();
-        continue;
+        return;
       }
       // Split on bytes, decode whole lines: a multi-byte character cut between chunks stays intact.
       const line = this.pendingBytes === 0 ? piece : Buffer.concat([...this.pending, piece]);
@@ -163,10 +167,8 @@ export class StdioChannelTransport implements Transport {
       if (this.state !== 'open') return;
     }
     const rest = chunk.subarray(start);
-    if (rest.length === 0 || this.discarding) return;
+    if (rest.length === 0) return;
     if (this.pendingBytes + rest.length > this.maxLineBytes) {
-      this.resetPending();
-      this.discarding = true;
       this.tooLong();
       return;
     }
@@ -192,8 +194,16 @@ export class StdioChannelTransport implements Transport {
     }
   }
 
+  /**
+   * A line past the bound: the connection ends now, so the SDK fails what is in flight at once (with this failure,
+   * through `toUpstreamError`), and the process is handed back to be stopped (the rest of the line is still coming).
+   */
   private tooLong(): void {
-    this.onerror?.(new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The stdio server wrote a line longer than ${this.maxLineBytes} bytes (maxUpstreamBytes).` }));
+    this.resetPending();
+    this.failure = new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The stdio server wrote a line longer than ${this.maxLineBytes} bytes (maxUpstreamBytes).` });
+    this.onerror?.(this.failure);
+    this.finish();
+    this.onOversize?.();
   }
 
   private resetPending(): void {
@@ -215,7 +225,7 @@ export function stopWithServers(supervisor: Pick<StdioSupervisor, 'stop'>, event
  * the supervisor's other refusals already carry an upstream code.
  */
 export function stdioTransportFor(
-  supervisor: Pick<StdioSupervisor, 'acquire'>,
+  supervisor: Pick<StdioSupervisor, 'acquire' | 'stop'>,
   server: { account: string; id: string },
   maxLineBytes?: number,
 ): (config: StdioProcessConfig, options: { signal: AbortSignal }) => Promise<StdioChannelTransport> {
@@ -225,6 +235,11 @@ export function stdioTransportFor(
         ? new FleetError('UPSTREAM_UNREACHABLE', { message: error.message, cause: error })
         : error;
     });
-    return new StdioChannelTransport(channel, { signal, ...(maxLineBytes !== undefined && { maxLineBytes }) });
+    return new StdioChannelTransport(channel, {
+      signal,
+      ...(maxLineBytes !== undefined && { maxLineBytes }),
+      // The process is stopped, not reused mid-line: the next call starts a fresh one.
+      onOversize: () => void supervisor.stop(server.id).catch(() => {}),
+    });
   };
 }
