@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readLimited } from './read-limited.js';
 
-const post = (body: BodyInit, headers: Record<string, string> = {}) => new Request('http://fleet.invalid/', { method: 'POST', body, headers, duplex: 'half' } as RequestInit);
+const post = (body: string | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) => new Request('http://fleet.invalid/', { method: 'POST', body, headers, duplex: 'half' } as RequestInit);
 
 /** A streamed body (no Content-Length) of `size` bytes in pieces of 100, counting the pieces read. */
 function streamed(size: number) {
