@@ -155,6 +155,22 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     await client.close();
   });
 
+  it('a call on a kept session after a server update goes with the new configuration (its new token)', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    const server = await createServer(rest, { name: 'tokened', type: 'http', endpoint: beta.url, authentication: { type: 'bearer', token: 'old-token' } });
+    for (const client of [await v2Client(mcpUrl(), name), (await v1Client(mcpUrl(), name)).client]) {
+      expectSuccess(await rest.put(`/servers/${server.id}`, { authentication: { type: 'bearer', token: 'old-token' } }), 200);
+      await client.callTool({ name: 'tokened__echo', arguments: { text: 'before' } });
+      expect(beta.authorizations.at(-1)).toBe('Bearer old-token');
+      expectSuccess(await rest.put(`/servers/${server.id}`, { authentication: { type: 'bearer', token: 'new-token' } }), 200);
+      const echoed = await client.callTool({ name: 'tokened__echo', arguments: { text: 'after' } });
+      expect(echoed.content).toEqual([{ type: 'text', text: 'after' }]);
+      expect(beta.authorizations.at(-1)).toBe('Bearer new-token');
+      await client.close();
+    }
+  });
+
   it('the v1 SDK client (2025 session) lists, calls, pings, and gets prompts and resources', async () => {
     const { account: name } = await account2();
     const { client, transport } = await v1Client(mcpUrl(), name);

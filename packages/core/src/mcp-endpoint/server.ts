@@ -186,7 +186,8 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
       scope.principal.account,
       upstream.id,
       { name: target.name, ...(args === undefined ? {} : { arguments: args }) },
-      { via: 'mcp', tools: scope.principal.tools ?? null, signal: ctx.mcpReq.signal, ...(onprogress === undefined ? {} : { onprogress }) },
+      // `upstream` was read from the registry for this call (resolveName): the call does not read it again.
+      { via: 'mcp', tools: scope.principal.tools ?? null, signal: ctx.mcpReq.signal, server: upstream, ...(onprogress === undefined ? {} : { onprogress }) },
     );
     if (outcome.isErr()) {
       const error = outcome.error;

@@ -504,3 +504,29 @@ describe('undici WebSocket on the guarded agent', () => {
     expect(listener?.connections).toBe(1);
   });
 });
+
+describe('guarded fetch: maxResponseBytes', () => {
+  /** Answers `size` bytes, with a Content-Length or chunked in pieces of 1000. */
+  const answering = (size: number, declared: boolean): RequestListener => (_request, response) => {
+    response.writeHead(200, declared ? { 'content-length': String(size) } : { 'content-type': 'text/event-stream' });
+    for (let sent = 0; sent < size; sent += 1000) response.write('x'.repeat(Math.min(1000, size - sent)));
+    response.end();
+  };
+  const read = async (size: number, declared: boolean) => {
+    const [listener] = await listenAll(['127.0.0.1'], [answering(size, declared)]);
+    const response = await guardedFetch({ allowPrivateNetworks: true, maxResponseBytes: 10_000 })(`http://127.0.0.1:${listener?.port}/`);
+    return response.text().then(
+      (text) => text.length,
+      (error: unknown) => (error as { code?: string }).code,
+    );
+  };
+
+  it.each([true, false])('a body within the limit arrives whole (Content-Length declared: %s)', async (declared) => {
+    expect(await read(10_000, declared)).toBe(10_000);
+  });
+
+  it.each([true, false])('a body over the limit fails with UPSTREAM_RESPONSE_TOO_LARGE (Content-Length declared: %s)', async (declared) => {
+    expect(await read(10_001, declared)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(await read(50_000, declared)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+  });
+});

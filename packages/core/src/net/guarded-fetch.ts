@@ -35,25 +35,42 @@ export const DEFAULT_MAX_UPSTREAM_BYTES = 4 * 1024 * 1024;
 const tooLarge = (limit: number) =>
   new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The upstream's answer is larger than ${limit} bytes (maxUpstreamBytes).`, details: { limit_bytes: limit } });
 
-/** The response with its body cut off at `limit` bytes: past them, reading it fails with the upstream code. */
+/**
+ * The response with its body cut off at `limit` bytes: past them, reading it fails with the upstream code. A body
+ * whose `Content-Length` is within the limit is left as it is (HTTP framing ends it there: undici never reads past the
+ * declared length). Otherwise one pull-driven stream counts the chunks as the reader asks for them, rather than a
+ * `pipeThrough` (two more streams and a pipe loop per response, on every tool call).
+ */
 function bounded(response: Response, limit: number): Response {
   if (response.body === null) return response;
-  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  const length = response.headers.get('content-length');
+  const declared = length === null ? Number.NaN : Number(length);
   if (declared > limit) {
     void response.body.cancel().catch(() => {});
     const refusal = tooLarge(limit);
     const failing = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(refusal) });
     return new Response(failing, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
+  if (Number.isSafeInteger(declared) && declared >= 0) return response;
+  const reader = response.body.getReader();
   let seen = 0;
-  const counted = response.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > limit) controller.error(tooLarge(limit));
-        else controller.enqueue(chunk);
+  const counted = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return;
+        }
+        seen += value.byteLength;
+        if (seen > limit) {
+          controller.error(tooLarge(limit));
+          await reader.cancel().catch(() => {});
+        } else controller.enqueue(value);
       },
-    }),
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
   );
   return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

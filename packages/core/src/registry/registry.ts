@@ -145,7 +145,12 @@ export class ServerRegistry {
 
   /** The server with its secrets opened, to connect to it: only where a secret is used (probes, tool calls). */
   getRevealed(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
-    return this.get(account, id).andThen((record) => revealConfig(this.deps.secrets, id, record.config).map((config) => ({ ...record, config })));
+    return this.get(account, id).andThen((record) => this.reveal(record));
+  }
+
+  /** A record just read from this registry (`get`, `list`) with its secrets opened, without reading it again. */
+  reveal(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
+    return revealConfig(this.deps.secrets, record.id, record.config).map((config) => ({ ...record, config }));
   }
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {

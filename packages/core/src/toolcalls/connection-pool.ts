@@ -59,7 +59,10 @@ interface Entry {
   used: boolean;
   listed: boolean;
   heartbeat?: NodeJS.Timeout;
-  idle?: NodeJS.Timeout;
+  /** Armed while the connection is idle; when it fires it looks at `lastUsed`, so a call does not re-arm it. */
+  idle?: NodeJS.Timeout | undefined;
+  /** When the latest lease was released (`performance.now()`). */
+  lastUsed?: number;
   retryAfterMs?: number | undefined;
 }
 
@@ -108,7 +111,6 @@ export class ConnectionPool {
     entry ??= this.open(server, timeoutMs, this.rememberedEra(server));
     const current = entry;
     current.busy += 1;
-    clearTimeout(current.idle);
     let connected: ConnectedClient;
     try {
       connected = await current.ready;
@@ -296,13 +298,27 @@ export class ConnectionPool {
     entry.heartbeat.unref();
   }
 
+  /**
+   * Closes the connection `idleMs` after its last call. One timer per idle period, not one per call: a call only
+   * notes when it ended, and a timer that fires early waits out the rest.
+   */
   private scheduleIdle(entry: Entry, server: ServerRecord): void {
     // A stdio client lives as long as its process: the supervisor's idle timeout ends both.
-    if (entry.busy > 0 || entry.closed || entry.heartbeat !== undefined || server.config.type === 'stdio') return;
-    clearTimeout(entry.idle);
+    if (entry.closed || entry.heartbeat !== undefined || server.config.type === 'stdio') return;
+    entry.lastUsed = performance.now();
+    if (entry.busy > 0 || entry.idle !== undefined) return;
+    this.armIdle(entry, server, this.idleMs);
+  }
+
+  private armIdle(entry: Entry, server: ServerRecord, ms: number): void {
     entry.idle = setTimeout(() => {
-      if (entry.busy === 0 && this.entries.get(server.id) === entry) void this.drop(server.id);
-    }, this.idleMs);
+      entry.idle = undefined;
+      // Busy: the release of the last lease arms it again.
+      if (entry.busy > 0 || entry.closed || this.entries.get(server.id) !== entry) return;
+      const quiet = performance.now() - (entry.lastUsed ?? 0);
+      if (quiet >= this.idleMs) void this.drop(server.id);
+      else this.armIdle(entry, server, this.idleMs - quiet);
+    }, ms);
     entry.idle.unref();
   }
 

@@ -188,6 +188,21 @@ describe('session and era of kept connections', () => {
     expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
   });
 
+  it('a connection in use stays open past idleMs, and closes idleMs after its last call', async () => {
+    const server = await started(startV1ToolServer());
+    const f = fleet({ toolCalls: { idleMs: 150 } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    // A call every 40 ms for 600 ms: never 150 ms idle, so one connection serves them all.
+    for (let i = 0; i < 15; i++) {
+      expect((await f.tools.call(ACCOUNT, id, 'echo', { text: String(i) }))._unsafeUnwrap().status).toBe('success');
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'later' }))._unsafeUnwrap().status).toBe('success');
+    expect(server.methods.filter((m) => m === 'initialize')).toHaveLength(2);
+  });
+
   it('a new connection to a 2025 server starts with initialize: the era is remembered across connections', async () => {
     const server = await started(startV1ToolServer());
     const f = fleet({ toolCalls: { idleMs: 50, backoff: { baseMs: 1, maxMs: 5 } } });

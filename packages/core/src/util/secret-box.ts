@@ -68,12 +68,21 @@ export interface SecretBoxOptions {
  * keys. Every use waits for the start check (`gate`): a fleet whose keys do not open the store's check value writes
  * and reads no secret, so nothing is sealed under a wrong key.
  */
+/** Opened secrets remembered at most (see `SecretBox.opened`). */
+const OPENED_MAX = 1000;
+
 export class SecretBox {
   readonly current: Key | undefined;
   private readonly keys = new Map<string, Key>();
   /** The start check every use waits for; run again after a storage failure, so an outage at start heals. */
   private check: (() => Promise<FleetError | undefined>) | undefined;
   private pending: Promise<FleetError | undefined> | undefined;
+  /**
+   * Plaintexts of sealed values opened lately, by place and sealed value: every tool call opens its server's token,
+   * and the same ciphertext under the same keys always opens to the same plaintext (a new seal has a new IV, so an
+   * updated secret is another entry). At most {@link OPENED_MAX}, oldest dropped first.
+   */
+  private readonly opened = new Map<string, string>();
 
   constructor(options: SecretBoxOptions = {}) {
     if (options.current !== undefined) {
@@ -141,6 +150,17 @@ export class SecretBox {
 
   openNow(value: string, place: string): ResultAsync<string, FleetError> {
     if (!isSealed(value)) return okAsync(value);
+    const memo = `${place}\n${value}`;
+    const known = this.opened.get(memo);
+    if (known !== undefined) return okAsync(known);
+    return this.decrypt(value, place).map((plain) => {
+      if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value as string);
+      this.opened.set(memo, plain);
+      return plain;
+    });
+  }
+
+  private decrypt(value: string, place: string): ResultAsync<string, FleetError> {
     const [kid, iv, tag, data] = value.slice(PREFIX.length).split(':');
     const key = kid === undefined ? undefined : this.keys.get(kid);
     if (key === undefined || iv === undefined || tag === undefined || data === undefined) return errAsync(unreadableSecret(kid));
