@@ -102,8 +102,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   async function answer(request: Request, context: RequestContext, seen: Seen): Promise<Response> {
     const requestId = requestIdOf(request.headers);
     const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
-    const url = new URL(request.url);
-    const path = context.path ?? mountPath(url.pathname, deps.prefix);
+    // The adapters give the path; the URL is parsed only when they do not.
+    const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
     // Rate-limit headers of the binding limit, on every answer once the request is counted.
     let limitHeaders: Record<string, string> = {};
     const fail = (error: FleetError) => {
@@ -118,7 +118,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const { limiter } = deps;
 
     try {
-      if (path === undefined) return fail(routeNotFound(url.pathname));
+      if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
       // Static files, public like any web page: the page signs in against the API with the key it is given.
       const page = deps.dashboard?.(request, path);
       if (page !== undefined) return page;
@@ -231,7 +231,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         if (read.isErr()) return fail(read.error);
         body = read.value;
       }
-      const outcome = await operation.run({ principal, params, query: url.searchParams, body });
+      const outcome = await operation.run({ principal, params, query: queryOf(request.url), body });
       return outcome.match(
         ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders),
         fail,
@@ -306,6 +306,14 @@ function isPrincipal(value: unknown): value is Principal {
     // `tools`: a list of glob strings, or null/absent for every tool; anything else is the embedder's bug, said at once.
     (p.tools === undefined || p.tools === null || (Array.isArray(p.tools) && p.tools.every((t) => typeof t === 'string')))
   );
+}
+
+/** The query of a request URL, as `new URL(url).searchParams` reads it, without parsing the rest of the URL. */
+export function queryOf(url: string): URLSearchParams {
+  const start = url.indexOf('?');
+  if (start === -1) return new URLSearchParams();
+  const end = url.indexOf('#', start);
+  return new URLSearchParams(end === -1 ? url.slice(start + 1) : url.slice(start + 1, end));
 }
 
 /** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one). */

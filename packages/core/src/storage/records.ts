@@ -74,13 +74,17 @@ export class RecordStore {
     return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
   }
 
-  /** Values in the order of `keys`, `undefined` where absent. */
-  getMany<T>(keys: readonly string[]): ResultAsync<(T | undefined)[], FleetError> {
+  /**
+   * Values in the order of `keys`, `undefined` where absent. With `shared`, the object memory hands out the stored
+   * objects themselves, not copies: only for a caller that reads them at once, changes nothing and keeps nothing of
+   * them but strings and numbers (a view such as a server's summary). Any other store decodes a fresh value anyway.
+   */
+  getMany<T>(keys: readonly string[], shared = false): ResultAsync<(T | undefined)[], FleetError> {
     if (keys.length === 0) return okAsync([]);
     const { memory } = this;
     if (memory !== undefined) {
       const values = new Array<T | undefined>(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i]) as T | undefined;
+      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i], shared) as T | undefined;
       return okAsync(values);
     }
     const prefixed = keys.map((key) => this.keyPrefix + key);
@@ -129,14 +133,14 @@ export class RecordStore {
     );
   }
 
-  /** A copy of what the object memory holds under `key`; an expired entry is dropped, as Keyv drops it. */
-  private readMemory(memory: Map<string, Stored>, key: string): unknown {
+  /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
+  private readMemory(memory: Map<string, Stored>, key: string, shared = false): unknown {
     const stored = memory.get(key);
     if (stored === undefined) return undefined;
     if (typeof stored.expires === 'number' && this.now() > stored.expires) {
       memory.delete(key);
       return undefined;
     }
-    return copy(stored.value);
+    return shared ? stored.value : copy(stored.value);
   }
 }
