@@ -82,6 +82,17 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * that the requests the gate refuses do not count against an account.
    */
   const gated = new Map<string, number>();
+  // The envelope's timestamp, made again only when the clock has moved (many answers share a millisecond).
+  let stampedAt = Number.NaN;
+  let stamp = '';
+  const timestamp = (): string => {
+    const now = deps.now();
+    if (now !== stampedAt) {
+      stamp = new Date(now).toISOString();
+      stampedAt = now;
+    }
+    return stamp;
+  };
   if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
   return async (request, context = {}) => {
     const started = performance.now();
@@ -101,7 +112,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
   async function answer(request: Request, context: RequestContext, seen: Seen): Promise<Response> {
     const requestId = requestIdOf(request.headers);
-    const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
+    const meta = (): Meta => ({ timestamp: timestamp(), request_id: requestId });
     // The adapters give the path; the URL is parsed only when they do not.
     const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
     // Rate-limit headers of the binding limit, on every answer once the request is counted.
@@ -138,7 +149,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
           : undefined;
       if (limiter !== undefined) {
         // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
-        const gate = early?.gate ?? (await limiter.checkAddress(context.clientAddress));
+        // A limiter deciding in this process answers at once: no promise to wait for.
+        const gate = early?.gate ?? limiter.checkAddressNow(context.clientAddress) ?? (await limiter.checkAddress(context.clientAddress));
         if (gate.isErr()) return fail(gate.error);
         if (gate.value !== null && !gate.value.allowed) {
           if (gated.size >= 10_000) gated.clear();
@@ -198,7 +210,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         const decision =
           early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
             ? early.admitted
-            : await limiter.admit(principal, operationName);
+            : (limiter.admitNow(principal, operationName) ?? (await limiter.admit(principal, operationName)));
         if (decision.isErr()) return fail(decision.error);
         const refused = limited(decision.value);
         if (refused !== undefined) return refused;
@@ -290,7 +302,11 @@ async function authenticate(request: Request, deps: HandlerDeps): Promise<Princi
   }
   const secret = bearerSecret(request);
   if (secret === undefined) return null;
-  const verified = await deps.keys.verify(secret);
+  const hash = hashSecret(secret);
+  // Over the fleet's own memory the key's entry is read at once (still on every request); else through the store.
+  const now = deps.keys.verifyNow(hash);
+  if (now !== undefined) return now;
+  const verified = await deps.keys.verify(secret, hash);
   if (verified.isErr()) throw verified.error;
   return verified.value;
 }

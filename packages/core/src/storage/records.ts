@@ -22,6 +22,9 @@ function isStorePrefixed(storage: Keyv): boolean {
   return (storage as unknown as Record<symbol, unknown>)[STORE_PREFIXED] === true;
 }
 
+/** `RecordStore.getNow` over a store that cannot answer at once. */
+export const NOT_NOW: unique symbol = Symbol('not now');
+
 /** What the object memory keeps under a key: Keyv's own layout without serialization. */
 interface Stored {
   value: unknown;
@@ -72,6 +75,15 @@ export class RecordStore {
   get<T>(key: string): ResultAsync<T | undefined, FleetError> {
     if (this.memory !== undefined) return okAsync(this.readMemory(this.memory, this.keyPrefix + key) as T | undefined);
     return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
+  }
+
+  /**
+   * `get` at once, over the fleet's own memory (a copy, as `get` gives); `NOT_NOW` over any other store, which
+   * answers in its own time: use `get` then.
+   */
+  getNow<T>(key: string): T | undefined | typeof NOT_NOW {
+    if (this.memory === undefined) return NOT_NOW;
+    return this.readMemory(this.memory, this.keyPrefix + key) as T | undefined;
   }
 
   /**
