@@ -70,7 +70,9 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
     const mountDepth = baseRoutePath(c).replace(/\/+$/, '').split('/').length;
     const path = mountPath(`/${rawPath(c).split('/').slice(mountDepth).join('/')}`, fleet.prefix);
     if (path === undefined) return next();
-    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c) }));
+    // Node's HTTP/1.1 parser never delivers more body than the Content-Length: the core may read such a body whole.
+    const bodyWithinLength = nodeIncoming(c)?.httpVersionMajor === 1;
+    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength }));
   });
   return app;
 }

@@ -18,6 +18,11 @@ export interface RequestContext {
   path?: string;
   /** The client's address, for limits on unauthenticated requests. */
   clientAddress?: string;
+  /**
+   * The request's body is at most its `Content-Length` bytes, as a Node HTTP/1.1 server's parser guarantees: a body
+   * that declares a length within the limit is then read whole. @default false (read as a stream, counted as it comes)
+   */
+  bodyWithinLength?: boolean;
 }
 
 /** Maps a request to the account it acts for, or `null` (401). Replaces the built-in API key check. */
@@ -239,7 +244,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
       let body: unknown;
       if (operation.body) {
-        const read = await readJsonBody(request, deps.bodyLimit);
+        const read = await readJsonBody(request, deps.bodyLimit, context.bodyWithinLength === true);
         if (read.isErr()) return fail(read.error);
         body = read.value;
       }
