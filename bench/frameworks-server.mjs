@@ -32,6 +32,8 @@ if (variant.startsWith('fleet-')) {
         ? false
         : { tiers: { pro: HIGH }, operations: { 'servers.list': HIGH, 'servers.create': HIGH, 'servers.get': HIGH } },
     onError: (error) => console.error('[bench server]', error.code, error.cause ?? ''),
+    // The POST comparison creates thousands of servers in one account: the default quota (1000) would refuse them.
+    quotas: { serversPerAccount: 1_000_000_000 },
   });
   ({ secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap());
   for (let i = 0; i < SERVERS; i++) {

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import {
@@ -93,5 +94,53 @@ describe.each(ADAPTERS)('mounting ($name)', (adapter) => {
       expect((await send(suite.served.origin, 'GET', '/host-route')).text).toBe('host');
       expectNotFleet(await send(suite.served.origin, 'GET', '/servers', {}, key));
     });
+  });
+});
+
+/** GET with the request target sent exactly as given (fetch would resolve dot segments before sending). */
+function rawGet(origin: string, target: string, key: string): Promise<{ status: number; body: { success?: boolean; data?: unknown } | undefined; requestId: string | undefined }> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, path: target, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let body: { success?: boolean } | undefined;
+        try {
+          body = JSON.parse(text) as { success?: boolean };
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, body, requestId: res.headers['x-request-id'] as string | undefined });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the Hono adapter reads the path as the URL parser resolves it (the raw target is used only when that changes nothing)', () => {
+  const hono = ADAPTERS.find((a) => a.name === 'hono');
+  if (hono === undefined) throw new Error('no hono adapter');
+  const suite = serveForSuite(hono, { mount: '/api' });
+
+  it('plain targets, dot segments and encoded dots route as before', async () => {
+    const { served } = suite;
+    const key = await createKey(served, { account: 'raw-paths' });
+    await createServer(api(served, key), httpServer({ name: 'raw-one' }));
+    const plain = await rawGet(served.origin, '/api/v1/servers?limit=5', key);
+    expect(plain.status).toBe(200);
+    expect((plain.body?.data as unknown[]).length).toBe(1);
+    // `/api/v1/./servers` and `/api/v1/x/../servers` are `/api/v1/servers` to the URL parser, as they were to the adapter.
+    for (const target of ['/api/v1/./servers', '/api/v1/x/../servers', '/api/v1/x/%2e%2E/servers']) {
+      const res = await rawGet(served.origin, target, key);
+      expect({ target, status: res.status }).toEqual({ target, status: 200 });
+      expect((res.body?.data as unknown[]).length).toBe(1);
+    }
+    // Resolved out of the mount: the host's route answers, not the fleet.
+    const out = await rawGet(served.origin, '/api/v1/../../host-route', key);
+    expect(out.status).toBe(200);
+    expect(out.requestId).toBeUndefined();
   });
 });

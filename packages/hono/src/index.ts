@@ -13,6 +13,7 @@ export interface FleetHonoOptions {
 }
 
 interface NodeIncoming {
+  url?: string;
   socket?: { remoteAddress?: string };
   httpVersionMajor?: number;
   complete?: boolean;
@@ -25,6 +26,24 @@ function nodeIncoming(c: Context): NodeIncoming | undefined {
 
 function socketAddress(c: Context): string | undefined {
   return nodeIncoming(c)?.socket?.remoteAddress;
+}
+
+/** A path the URL parser leaves as it is: origin form, only URL code points, no dot segment (`.`, `%2e`) to resolve. */
+const PLAIN_PATH = /^\/[\w\-~!$&'()*+,;=:@%/.]*$/;
+const DOT_SEGMENT = /\/(?:\.|%2e)/i;
+
+/**
+ * The raw path of the request (no query), as `new URL(c.req.url).pathname` gives it: taken from the Node request's
+ * target when the URL parser would not change it (`/v1/servers`), which spares parsing the URL on every request.
+ */
+function rawPath(c: Context): string {
+  const target = nodeIncoming(c)?.url;
+  if (target !== undefined) {
+    const query = target.indexOf('?');
+    const path = query === -1 ? target : target.slice(0, query);
+    if (PLAIN_PATH.test(path) && !DOT_SEGMENT.test(path)) return path;
+  }
+  return new URL(c.req.url).pathname;
 }
 
 /**
@@ -49,9 +68,11 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
     // The raw path below where the host mounted this app (one segment per segment of the mount, parameters
     // included), not Hono's decoded one: the core decodes each segment once.
     const mountDepth = baseRoutePath(c).replace(/\/+$/, '').split('/').length;
-    const path = mountPath(`/${new URL(c.req.url).pathname.split('/').slice(mountDepth).join('/')}`, fleet.prefix);
+    const path = mountPath(`/${rawPath(c).split('/').slice(mountDepth).join('/')}`, fleet.prefix);
     if (path === undefined) return next();
-    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c) }));
+    // Node's HTTP/1.1 parser never delivers more body than the Content-Length: the core may read such a body whole.
+    const bodyWithinLength = nodeIncoming(c)?.httpVersionMajor === 1;
+    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength }));
   });
   return app;
 }

@@ -405,3 +405,22 @@ describe('ApiKeys tool allowlists', () => {
     expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
   });
 });
+
+describe('ApiKeys.verifyNow (the handler’s read of a key over the fleet’s own memory)', () => {
+  it('reads the entry at once on every call: a revoked key is refused on the next; another store answers undefined', async () => {
+    const { ApiKeys } = await import('./api-keys.js');
+    const { IndexCalls } = await import('../storage/index-calls.js');
+    const { MemoryIndexStore } = await import('../storage/memory-index-store.js');
+    const { createMemoryStorage, RecordStore } = await import('../storage/records.js');
+    const index = new IndexCalls(new MemoryIndexStore());
+    const keys = new ApiKeys(new RecordStore(createMemoryStorage(), 'mcp-fleet:'), index, () => T0);
+    const { key, secret } = (await keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
+    expect(keys.verifyNow(hashSecret(secret))).toEqual((await keys.verify(secret))._unsafeUnwrap());
+    expect(keys.verifyNow(hashSecret(secret))?.account).toBe('acme');
+    expect(keys.verifyNow(hashSecret(`${secret}x`))).toBeNull();
+    (await keys.revoke(key.id))._unsafeUnwrap();
+    expect(keys.verifyNow(hashSecret(secret))).toBeNull();
+    const other = new ApiKeys(new RecordStore(new Keyv({ throwOnErrors: true }), 'mcp-fleet:'), index, () => T0);
+    expect(other.verifyNow(hashSecret(secret))).toBeUndefined();
+  });
+});

@@ -37,18 +37,33 @@ export function requestIdOf(headers: Headers): string {
   return incoming !== null && REQUEST_ID.test(incoming) ? incoming : newId('request');
 }
 
-const BASE_HEADERS = {
-  'content-type': 'application/json; charset=utf-8',
-  // Responses describe an account's servers; no shared cache may keep them.
-  'cache-control': 'no-store',
-  'x-content-type-options': 'nosniff',
-};
+/**
+ * Marks a `Response` the envelope made with the JSON text of its body (`Symbol.for`, so that every copy of core agrees
+ * on it). `writeWebResponse` sends that text in one write with a `Content-Length` instead of streaming the body
+ * chunk by chunk: the body of a `Response` cannot change, so the text is the body for as long as it is unread.
+ */
+export const BODY_TEXT = Symbol.for('mcp-fleet.bodyText');
 
-function json(status: number, body: unknown, meta: Meta, extra: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { ...BASE_HEADERS, ...extra, 'x-request-id': meta.request_id },
-  });
+/** The JSON text an envelope `Response` was made with, while its body is unread; `undefined` for any other. */
+export function envelopeText(response: Response): string | undefined {
+  const text = (response as unknown as Record<symbol, unknown>)[BODY_TEXT];
+  return typeof text === 'string' && !response.bodyUsed ? text : undefined;
+}
+
+function json(status: number, body: unknown, meta: Meta, extra?: Record<string, string>): Response {
+  const text = JSON.stringify(body);
+  // The base headers first, then the answer's own, then the request id: an object literal, not three spreads.
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    // Responses describe an account's servers; no shared cache may keep them.
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  };
+  if (extra !== undefined) for (const name in extra) headers[name] = extra[name] as string;
+  headers['x-request-id'] = meta.request_id;
+  const response = new Response(text, { status, headers });
+  Object.defineProperty(response, BODY_TEXT, { value: text });
+  return response;
 }
 
 export function successResponse<T>(status: number, data: T, meta: Meta, page?: Pagination, headers?: Record<string, string>): Response {

@@ -18,6 +18,11 @@ export interface RequestContext {
   path?: string;
   /** The client's address, for limits on unauthenticated requests. */
   clientAddress?: string;
+  /**
+   * The request's body is at most its `Content-Length` bytes, as a Node HTTP/1.1 server's parser guarantees: a body
+   * that declares a length within the limit is then read whole. @default false (read as a stream, counted as it comes)
+   */
+  bodyWithinLength?: boolean;
 }
 
 /** Maps a request to the account it acts for, or `null` (401). Replaces the built-in API key check. */
@@ -82,6 +87,17 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * that the requests the gate refuses do not count against an account.
    */
   const gated = new Map<string, number>();
+  // The envelope's timestamp, made again only when the clock has moved (many answers share a millisecond).
+  let stampedAt = Number.NaN;
+  let stamp = '';
+  const timestamp = (): string => {
+    const now = deps.now();
+    if (now !== stampedAt) {
+      stamp = new Date(now).toISOString();
+      stampedAt = now;
+    }
+    return stamp;
+  };
   if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
   return async (request, context = {}) => {
     const started = performance.now();
@@ -101,9 +117,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
   async function answer(request: Request, context: RequestContext, seen: Seen): Promise<Response> {
     const requestId = requestIdOf(request.headers);
-    const meta = (): Meta => ({ timestamp: new Date(deps.now()).toISOString(), request_id: requestId });
-    const url = new URL(request.url);
-    const path = context.path ?? mountPath(url.pathname, deps.prefix);
+    const meta = (): Meta => ({ timestamp: timestamp(), request_id: requestId });
+    // The adapters give the path; the URL is parsed only when they do not.
+    const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
     // Rate-limit headers of the binding limit, on every answer once the request is counted.
     let limitHeaders: Record<string, string> = {};
     const fail = (error: FleetError) => {
@@ -118,7 +134,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const { limiter } = deps;
 
     try {
-      if (path === undefined) return fail(routeNotFound(url.pathname));
+      if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
       // Static files, public like any web page: the page signs in against the API with the key it is given.
       const page = deps.dashboard?.(request, path);
       if (page !== undefined) return page;
@@ -138,7 +154,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
           : undefined;
       if (limiter !== undefined) {
         // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
-        const gate = early?.gate ?? (await limiter.checkAddress(context.clientAddress));
+        // A limiter deciding in this process answers at once: no promise to wait for.
+        const gate = early?.gate ?? limiter.checkAddressNow(context.clientAddress) ?? (await limiter.checkAddress(context.clientAddress));
         if (gate.isErr()) return fail(gate.error);
         if (gate.value !== null && !gate.value.allowed) {
           if (gated.size >= 10_000) gated.clear();
@@ -198,7 +215,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         const decision =
           early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
             ? early.admitted
-            : await limiter.admit(principal, operationName);
+            : (limiter.admitNow(principal, operationName) ?? (await limiter.admit(principal, operationName)));
         if (decision.isErr()) return fail(decision.error);
         const refused = limited(decision.value);
         if (refused !== undefined) return refused;
@@ -227,11 +244,11 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
       let body: unknown;
       if (operation.body) {
-        const read = await readJsonBody(request, deps.bodyLimit);
+        const read = await readJsonBody(request, deps.bodyLimit, context.bodyWithinLength === true);
         if (read.isErr()) return fail(read.error);
         body = read.value;
       }
-      const outcome = await operation.run({ principal, params, query: url.searchParams, body });
+      const outcome = await operation.run({ principal, params, query: queryOf(request.url), body });
       return outcome.match(
         ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders),
         fail,
@@ -290,7 +307,11 @@ async function authenticate(request: Request, deps: HandlerDeps): Promise<Princi
   }
   const secret = bearerSecret(request);
   if (secret === undefined) return null;
-  const verified = await deps.keys.verify(secret);
+  const hash = hashSecret(secret);
+  // Over the fleet's own memory the key's entry is read at once (still on every request); else through the store.
+  const now = deps.keys.verifyNow(hash);
+  if (now !== undefined) return now;
+  const verified = await deps.keys.verify(secret, hash);
   if (verified.isErr()) throw verified.error;
   return verified.value;
 }
@@ -306,6 +327,14 @@ function isPrincipal(value: unknown): value is Principal {
     // `tools`: a list of glob strings, or null/absent for every tool; anything else is the embedder's bug, said at once.
     (p.tools === undefined || p.tools === null || (Array.isArray(p.tools) && p.tools.every((t) => typeof t === 'string')))
   );
+}
+
+/** The query of a request URL, as `new URL(url).searchParams` reads it, without parsing the rest of the URL. */
+export function queryOf(url: string): URLSearchParams {
+  const start = url.indexOf('?');
+  if (start === -1) return new URLSearchParams();
+  const end = url.indexOf('#', start);
+  return new URLSearchParams(end === -1 ? url.slice(start + 1) : url.slice(start + 1, end));
 }
 
 /** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one). */

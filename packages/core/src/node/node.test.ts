@@ -2,6 +2,7 @@ import { Agent, createServer, get, type IncomingMessage, request as httpRequest,
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { errorResponse, successResponse } from '../http/envelope.js';
 import { readLimited } from '../util/read-limited.js';
 import { mountPath, toWebRequest, writeWebResponse } from './index.js';
 
@@ -195,6 +196,50 @@ describe('writeWebResponse', () => {
     let rest = '';
     for (let next = await reader.read(); !next.done; next = await reader.read()) rest += new TextDecoder().decode(next.value);
     expect(rest).toBe('last');
+  });
+
+  it('sends an API answer whole: one write with its Content-Length, not a chunked stream', async () => {
+    const data = Array.from({ length: 50 }, (_, i) => ({ id: `srv_${i}`, name: `server é ${i}` }));
+    const { port } = await listen((req, res) => {
+      const meta = { timestamp: '2026-01-01T00:00:00.000Z', request_id: 'req_1' };
+      if (req.url === '/error') return writeWebResponse(res, errorResponse({ code: 'NOT_FOUND', status: 404, message: 'No.', details: {} }, meta, { 'x-extra': '1' }));
+      return writeWebResponse(res, successResponse(200, data, meta, undefined, { 'x-ratelimit-limit': '5' }));
+    });
+    // Raw bytes off the socket: the head and the body arrive in one segment (one write), with no chunked framing.
+    const raw = (path: string) =>
+      new Promise<Buffer[]>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+        socket.on('data', (chunk) => chunks.push(chunk));
+        socket.on('end', () => resolve(chunks));
+        socket.on('error', reject);
+      });
+    const chunks = await raw('/');
+    expect(chunks).toHaveLength(1);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    expect(head).not.toMatch(/transfer-encoding/i);
+    expect(head).toMatch(new RegExp(`content-length: ${Buffer.byteLength(body)}\r\n`, 'i'));
+    expect(head).toMatch(/x-ratelimit-limit: 5/i);
+    expect(head).toMatch(/x-request-id: req_1/i);
+    expect(JSON.parse(body)).toEqual({ success: true, data, meta: { timestamp: '2026-01-01T00:00:00.000Z', request_id: 'req_1' } });
+    const error = Buffer.concat(await raw('/error')).toString('utf8');
+    expect(error).toMatch(/^HTTP\/1\.1 404 /);
+    expect(error).toMatch(/x-extra: 1/i);
+    expect(JSON.parse(error.split('\r\n\r\n')[1] as string).error.code).toBe('NOT_FOUND');
+  });
+
+  it('an API answer whose body was already read is sent as what is left of it (nothing), as any other Response', async () => {
+    const { origin } = await listen(async (_req, res) => {
+      const response = successResponse(200, { a: 1 }, { timestamp: 't', request_id: 'r' });
+      await response.text();
+      await writeWebResponse(res, response).catch(() => {
+        res.destroy();
+      });
+    });
+    // Node refuses to stream a used body; what matters is that the used text is not sent again as if unread.
+    const answered = await fetch(origin).then((r) => r.text(), () => '');
+    expect(answered).not.toContain('"success":true');
   });
 
   it('cancels the body when the client goes away', async () => {

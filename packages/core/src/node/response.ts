@@ -1,10 +1,14 @@
 import type { ServerResponse } from 'node:http';
+import { envelopeText } from '../http/envelope.js';
 
 /**
  * Sends a Web `Response` on a Node `ServerResponse`: status, headers (each `Set-Cookie` on its own line, which
  * `Headers.forEach` would not give) and the body streamed chunk by chunk, waiting for `drain` when the socket is
  * full, never buffered whole. A client that goes away cancels the body. Headers already set on `res` (by the host
  * app) stay unless the response sets the same name.
+ *
+ * An API answer (the JSON envelope, whose text is already in memory) goes out whole instead: headers, a
+ * `Content-Length` and the body in one write, as `res.json` would send it, not as a chunked stream.
  */
 export async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string | string[]> = {};
@@ -13,6 +17,13 @@ export async function writeWebResponse(res: ServerResponse, response: Response):
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
+  const text = envelopeText(response);
+  if (text !== undefined && response.headers.get('content-encoding') === null) {
+    headers['content-length'] = String(Buffer.byteLength(text));
+    res.writeHead(response.status, headers);
+    res.end(text);
+    return;
+  }
   res.writeHead(response.status, headers);
   if (response.body === null) {
     res.end();

@@ -92,9 +92,10 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       health: (account, id) => health.check(account, id),
       healthHistory: (account, id) => health.history(account, id),
       list: ((account: string, query: Partial<ListServersQuery> = {}, shape?: 'summary') =>
-        registry
-          .list(account, withPageDefaults(query))
-          .map(({ data, pagination }) => ({ data: shape === 'summary' ? data.map(toSummary) : data.map(toDetail), pagination }))) as ServerOperations['list'],
+        // The summary is made from each record as read (no copy of the whole record first): it holds strings only.
+        shape === 'summary'
+          ? registry.list(account, withPageDefaults(query), toSummary)
+          : registry.list(account, withPageDefaults(query)).map(({ data, pagination }) => ({ data: data.map(toDetail), pagination }))) as ServerOperations['list'],
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),

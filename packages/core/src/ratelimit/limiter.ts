@@ -111,14 +111,29 @@ export class RateLimiter {
    * it only if both have room. `null`: the store failed and the limiter fails open.
    */
   admit(principal: Principal, operation: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
+    const { counters, scopes, window } = this.admission(principal, operation);
+    return this.decide(counters, scopes, window, 1, false);
+  }
+
+  /**
+   * `admit` decided at once, for a store that decides in this process (`decidesInProcess`): the same decision and
+   * the same count, without a promise. `undefined` when the store is elsewhere: then use `admit`.
+   */
+  admitNow(principal: Principal, operation: string | undefined): Result<RateLimitDecision | null, FleetError> | undefined {
+    if (this.consumeNow === undefined) return undefined;
+    const { counters, scopes, window } = this.admission(principal, operation);
+    return this.decideNow(this.consumeNow, counters, scopes, window, 1, false);
+  }
+
+  private admission(principal: Principal, operation: string | undefined): { counters: RateLimitCounter[]; scopes: readonly RateLimitScope[]; window: Window } {
     const window = this.window();
     const keys = this.keysOf(principal.account, window);
     const operationLimit = operation === undefined ? undefined : this.operations.get(operation);
     const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
     const tier: RateLimitCounter = { key: keys.tier, limit: tierLimit };
-    if (operationLimit === undefined) return this.decide([tier], TIER_ONLY, window, 1, false);
+    if (operationLimit === undefined) return { counters: [tier], scopes: TIER_ONLY, window };
     const key = this.operationKey(keys, principal.account, operation as string, window);
-    return this.decide([{ key, limit: operationLimit }, tier], OPERATION_AND_TIER, window, 1, false);
+    return { counters: [{ key, limit: operationLimit }, tier], scopes: OPERATION_AND_TIER, window };
   }
 
   /** True when the store decides in this process (no round trip to save by asking for decisions together). */
@@ -130,6 +145,13 @@ export class RateLimiter {
   checkAddress(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
     const window = this.window();
     return this.decide([this.addressCounter(address, window)], ADDRESS, window, 0, true);
+  }
+
+  /** `checkAddress` decided at once when the store decides in this process; `undefined` otherwise (see `admitNow`). */
+  checkAddressNow(address: string | undefined): Result<RateLimitDecision | null, FleetError> | undefined {
+    if (this.consumeNow === undefined) return undefined;
+    const window = this.window();
+    return this.decideNow(this.consumeNow, [this.addressCounter(address, window)], ADDRESS, window, 0, true);
   }
 
   /** Counts one 401 answer against the client address. */
@@ -222,14 +244,8 @@ export class RateLimiter {
     probe: boolean,
   ): ResultAsync<RateLimitDecision | null, FleetError> {
     if (this.consumeNow !== undefined) {
-      let result: ConsumeResult;
-      try {
-        // A store the limiter made runs on the limiter's clock: the time just read serves both.
-        result = this.consumeNow(counters, window.end, cost, this.ownsStore ? window.now : undefined);
-      } catch (cause) {
-        return this.failOpen ? okAsync(null) : errAsync(storageUnavailable(cause));
-      }
-      return okAsync(binding(counters, scopes, window, result, probe));
+      const decided = this.decideNow(this.consumeNow, counters, scopes, window, cost, probe);
+      return decided.isOk() ? okAsync(decided.value) : errAsync(decided.error);
     }
     return new ResultAsync(
       this.store.consume(counters, window.end, cost).then(
@@ -237,6 +253,25 @@ export class RateLimiter {
         (cause: unknown): Result<RateLimitDecision | null, FleetError> => (this.failOpen ? ok(null) : err(storageUnavailable(cause))),
       ),
     );
+  }
+
+  /** A decision of the in-process store, at once. */
+  private decideNow(
+    consumeNow: NonNullable<RateLimitStore['consumeNow']>,
+    counters: RateLimitCounter[],
+    scopes: readonly RateLimitScope[],
+    window: Window,
+    cost: number,
+    probe: boolean,
+  ): Result<RateLimitDecision | null, FleetError> {
+    let result: ConsumeResult;
+    try {
+      // A store the limiter made runs on the limiter's clock: the time just read serves both.
+      result = consumeNow(counters, window.end, cost, this.ownsStore ? window.now : undefined);
+    } catch (cause) {
+      return this.failOpen ? ok(null) : err(storageUnavailable(cause));
+    }
+    return ok(binding(counters, scopes, window, result, probe));
   }
 }
 

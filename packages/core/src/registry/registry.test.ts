@@ -8,11 +8,11 @@ import type { FleetError } from '../errors/fleet-error.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
-import { RecordStore } from '../storage/records.js';
+import { createMemoryStorage, RecordStore } from '../storage/records.js';
 import { isId } from '../util/ids.js';
 import { ServerRegistry } from './registry.js';
 import { ServerValidator } from './schema.js';
-import type { ServerRecord } from './views.js';
+import { toSummary, type ServerRecord } from './views.js';
 
 type Operation = 'get' | 'set' | 'delete';
 
@@ -409,6 +409,30 @@ describe('ServerRegistry', () => {
       expect((await ids(registry, 'a:b')).data.map((r) => r.config.name)).toEqual(['x']);
       expect((await ids(registry, 'a')).data.map((r) => r.config.name)).toEqual(['b:x']);
       await created(registry, 'a', http('x'));
+    });
+  });
+
+  describe('list through a view (the HTTP summaries)', () => {
+    it.each([
+      ['the object memory', () => createMemoryStorage()],
+      ['a Keyv with a serializer', () => new Keyv({ throwOnErrors: true })],
+    ])('gives what a copy would have given, and nothing it gives reaches what is stored: %s', async (_what, storage) => {
+      const registry = new ServerRegistry({
+        changes: new ChangeWriter(new EventBus(() => {}), undefined),
+        records: new RecordStore(storage(), 'mcp-fleet:'),
+        index: new IndexCalls(new MemoryIndexStore()),
+        validator: new ServerValidator({ stdioCommands: ['node'] }),
+        now: () => Date.now(),
+        claimGraceMs: GRACE,
+      });
+      await created(registry, 'acme', http('one'));
+      await created(registry, 'acme', { ...http('two'), authentication: { type: 'bearer', token: 'tok-secret' } });
+      const full = (await registry.list('acme', page))._unsafeUnwrap();
+      const viewed = (await registry.list('acme', page, toSummary))._unsafeUnwrap();
+      expect(viewed).toEqual({ data: full.data.map(toSummary), pagination: full.pagination });
+      for (const summary of viewed.data) Object.assign(summary, { name: 'mutated', endpoint: 'https://evil.example' });
+      expect((await registry.list('acme', page))._unsafeUnwrap()).toEqual(full);
+      expect((await registry.list('acme', page, toSummary))._unsafeUnwrap().data.map((s) => s.name).sort()).toEqual(['one', 'two']);
     });
   });
 

@@ -215,10 +215,18 @@ export class ServerRegistry {
     );
   }
 
-  list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError> {
+  /**
+   * One page of the account's servers. With a `view`, each record is shown through it as read, without a copy of the
+   * whole record first: the view must only read the record and build a value of its own from its strings and
+   * numbers (`toSummary`), since over the fleet's own memory it is given the stored object.
+   */
+  list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError>;
+  list<V>(account: string, query: ListServersQuery, view: (record: ServerRecord) => V): ResultAsync<Page<V>, FleetError>;
+  list<V>(account: string, query: ListServersQuery, view?: (record: ServerRecord) => V): ResultAsync<Page<V | ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey).andThen(({ ids, found, total }) => {
-      const data: ServerRecord[] = [];
+    const shared = view !== undefined;
+    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared }).andThen(({ ids, found, total }) => {
+      const data: (V | ServerRecord)[] = [];
       const repairs: IndexTransaction[] = [];
       found.forEach((record, i) => {
         const id = ids[i] as string;
@@ -227,7 +235,7 @@ export class ServerRegistry {
         } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
           repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
         } else {
-          data.push(record);
+          data.push(view === undefined ? record : view(record));
         }
       });
       const result = { data, pagination: pagination(query, total - repairs.length) };

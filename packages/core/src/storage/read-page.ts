@@ -18,15 +18,16 @@ export interface PageRead<T> extends ListedRecords<T> {
   total: number;
 }
 
-/** The records of one range of a listing. */
+/** The records of one range of a listing; `shared`: as `RecordStore.getMany` (read-only, kept by nobody). */
 export function readRange<T>(
   index: IndexCalls,
   records: RecordStore,
   set: string,
   range: RangeOptions,
   keyOf: (id: string) => string,
+  shared = false,
 ): ResultAsync<ListedRecords<T>, FleetError> {
-  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf)).map((found) => ({ ids, found })));
+  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf), shared).map((found) => ({ ids, found })));
 }
 
 /** One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. */
@@ -36,8 +37,8 @@ export function readPage<T>(
   set: string,
   query: PageQuery,
   keyOf: (id: string) => string,
-  options: { order?: 'asc' | 'desc' } = {},
+  options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
 ): ResultAsync<PageRead<T>, FleetError> {
   const range: RangeOptions = { offset: (query.page - 1) * query.limit, limit: query.limit, ...(options.order !== undefined && { order: options.order }) };
-  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf)]).map(([total, { ids, found }]) => ({ ids, found, total }));
+  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).map(([total, { ids, found }]) => ({ ids, found, total }));
 }

@@ -22,6 +22,9 @@ function isStorePrefixed(storage: Keyv): boolean {
   return (storage as unknown as Record<symbol, unknown>)[STORE_PREFIXED] === true;
 }
 
+/** `RecordStore.getNow` over a store that cannot answer at once. */
+export const NOT_NOW: unique symbol = Symbol('not now');
+
 /** What the object memory keeps under a key: Keyv's own layout without serialization. */
 interface Stored {
   value: unknown;
@@ -74,13 +77,26 @@ export class RecordStore {
     return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
   }
 
-  /** Values in the order of `keys`, `undefined` where absent. */
-  getMany<T>(keys: readonly string[]): ResultAsync<(T | undefined)[], FleetError> {
+  /**
+   * `get` at once, over the fleet's own memory (a copy, as `get` gives); `NOT_NOW` over any other store, which
+   * answers in its own time: use `get` then.
+   */
+  getNow<T>(key: string): T | undefined | typeof NOT_NOW {
+    if (this.memory === undefined) return NOT_NOW;
+    return this.readMemory(this.memory, this.keyPrefix + key) as T | undefined;
+  }
+
+  /**
+   * Values in the order of `keys`, `undefined` where absent. With `shared`, the object memory hands out the stored
+   * objects themselves, not copies: only for a caller that reads them at once, changes nothing and keeps nothing of
+   * them but strings and numbers (a view such as a server's summary). Any other store decodes a fresh value anyway.
+   */
+  getMany<T>(keys: readonly string[], shared = false): ResultAsync<(T | undefined)[], FleetError> {
     if (keys.length === 0) return okAsync([]);
     const { memory } = this;
     if (memory !== undefined) {
       const values = new Array<T | undefined>(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i]) as T | undefined;
+      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i], shared) as T | undefined;
       return okAsync(values);
     }
     const prefixed = keys.map((key) => this.keyPrefix + key);
@@ -129,14 +145,14 @@ export class RecordStore {
     );
   }
 
-  /** A copy of what the object memory holds under `key`; an expired entry is dropped, as Keyv drops it. */
-  private readMemory(memory: Map<string, Stored>, key: string): unknown {
+  /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
+  private readMemory(memory: Map<string, Stored>, key: string, shared = false): unknown {
     const stored = memory.get(key);
     if (stored === undefined) return undefined;
     if (typeof stored.expires === 'number' && this.now() > stored.expires) {
       memory.delete(key);
       return undefined;
     }
-    return copy(stored.value);
+    return shared ? stored.value : copy(stored.value);
   }
 }

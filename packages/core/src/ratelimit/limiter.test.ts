@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
+import type { RateLimitStore } from './rate-limit-store.js';
+import { RateLimiter } from './limiter.js';
+
+const principal = { account: 'acme', tier: 'free' as const, scopes: null };
+const T0 = Date.parse('2026-11-24T10:00:10.000Z');
+
+describe('RateLimiter, decided at once (admitNow, checkAddressNow)', () => {
+  it('counts and decides exactly as admit and checkAddress do, sharing their counters', async () => {
+    const options = { tiers: { free: 3 }, operations: { 'servers.list': 2 } };
+    const now = new RateLimiter(options, () => T0);
+    const later = new RateLimiter(options, () => T0);
+    const sync = [now.admitNow(principal, 'servers.list'), now.admitNow(principal, 'servers.list'), now.admitNow(principal, 'servers.list')];
+    const async_ = [await later.admit(principal, 'servers.list'), await later.admit(principal, 'servers.list'), await later.admit(principal, 'servers.list')];
+    expect(sync.map((r) => r?._unsafeUnwrap())).toEqual(async_.map((r) => r._unsafeUnwrap()));
+    expect(sync.map((r) => r?._unsafeUnwrap()?.allowed)).toEqual([true, true, false]);
+    // The same counters as admit: the refused third took nothing, so the tier has 1 left, for admit, then none.
+    expect((await now.admit(principal, undefined))._unsafeUnwrap()?.allowed).toBe(true);
+    expect(now.admitNow(principal, undefined)?._unsafeUnwrap()?.allowed).toBe(false);
+    expect(now.checkAddressNow('10.0.0.1')?._unsafeUnwrap()).toEqual((await now.checkAddress('10.0.0.1'))._unsafeUnwrap());
+  });
+
+  it('leaves a store that is not in this process to admit (undefined)', async () => {
+    const memory = new MemoryRateLimitStore({ now: () => T0 });
+    const remote: RateLimitStore = { consume: (counters, expiresAt, cost) => memory.consume(counters, expiresAt, cost) };
+    const limiter = new RateLimiter({ store: remote }, () => T0);
+    expect(limiter.decidesInProcess).toBe(false);
+    expect(limiter.admitNow(principal, 'servers.list')).toBeUndefined();
+    expect(limiter.checkAddressNow('10.0.0.1')).toBeUndefined();
+    expect((await limiter.admit(principal, 'servers.list'))._unsafeUnwrap()?.allowed).toBe(true);
+  });
+});
