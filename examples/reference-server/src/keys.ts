@@ -11,10 +11,9 @@
  * as the server. The server may keep running: SQLite lets both write the file.
  */
 import { parseArgs } from 'node:util';
-import { type ApiKey, createFleet, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { type ApiKey, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { runCli, withStoredFleet } from './cli.js';
 import { ConfigError, readConfig } from './config.js';
-import { encryptionOptions } from './encryption.js';
-import { openStore } from './store.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
   npm run keys -- create <account> [--tier free|pro|enterprise] [--scopes a,b] [--name text] [--tools 'glob|glob']
@@ -63,10 +62,8 @@ async function run(argv: string[]): Promise<void> {
   if (command === undefined || target === undefined || positionals.length > 2) throw new ConfigError(USAGE);
   const config = readConfig(process.env);
   if (config.store.kind === 'memory') throw new ConfigError('MCP_FLEET_STORE is memory://: keys made here would vanish on exit');
-  const store = await openStore(config.store);
   // The server's keys: the CLI opens the same store, and a fleet checks them at start.
-  const fleet = createFleet({ ...store.options, ...encryptionOptions(config), webhooks: { worker: false } });
-  try {
+  await withStoredFleet(config, async (fleet) => {
     if (command === 'create') {
       const tier = (values.tier ?? 'free') as Tier;
       if (!TIERS.includes(tier)) throw new ConfigError(`--tier must be one of ${TIERS.join(', ')}`);
@@ -91,13 +88,7 @@ async function run(argv: string[]): Promise<void> {
     } else {
       throw new ConfigError(USAGE);
     }
-  } finally {
-    await fleet.close();
-    await store.close();
-  }
+  });
 }
 
-run(process.argv.slice(2)).catch((error: unknown) => {
-  console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
-  process.exit(2);
-});
+runCli(run);

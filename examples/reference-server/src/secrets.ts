@@ -8,10 +8,9 @@
  * the embedded store generated), and prints how many records it wrote. Run it from the directory the server runs in,
  * with the same variables; the server may keep running.
  */
-import { createFleet } from '@mcp-fleet/core';
+import { runCli, withStoredFleet } from './cli.js';
 import { ConfigError, readConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
-import { openStore } from './store.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
   npm run secrets -- rotate
@@ -22,13 +21,10 @@ async function run(argv: string[]): Promise<void> {
   if (argv.length !== 1 || argv[0] !== 'rotate') throw new ConfigError(USAGE);
   const config = readConfig(process.env);
   if (config.store.kind === 'memory') throw new ConfigError('MCP_FLEET_STORE is memory://: there is no stored secret to rotate');
-  const keys = encryptionOptions(config);
-  if (keys.encryptionKey === undefined) {
+  if (encryptionOptions(config).encryptionKey === undefined) {
     throw new ConfigError('MCP_FLEET_ENCRYPTION_KEY is not set: rotating encrypts under it (e.g. from `openssl rand -base64 32`)');
   }
-  const store = await openStore(config.store);
-  const fleet = createFleet({ ...store.options, ...keys, webhooks: { worker: false } });
-  try {
+  await withStoredFleet(config, async (fleet) => {
     await fleet.ready().catch((error: Error) => {
       throw new ConfigError(error.message);
     });
@@ -36,13 +32,7 @@ async function run(argv: string[]): Promise<void> {
     if (rotated.isErr()) throw new ConfigError(`${rotated.error.code}: ${rotated.error.message}`);
     const { servers, webhooks } = rotated.value;
     console.log(`rotated: ${servers} server${servers === 1 ? '' : 's'}, ${webhooks} webhook${webhooks === 1 ? '' : 's'}; every secret is now under the current key`);
-  } finally {
-    await fleet.close();
-    await store.close();
-  }
+  });
 }
 
-run(process.argv.slice(2)).catch((error: unknown) => {
-  console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
-  process.exit(2);
-});
+runCli(run);

@@ -1,0 +1,29 @@
+/**
+ * What the reference server's command-line tools (`keys`, `secrets`) share: a fleet over the configured store without
+ * background work, closed with the store whatever happens; and their exit: a ConfigError, or an option a check
+ * refused (TypeError), is one line on stderr and exit 2, never a stack trace.
+ */
+import { createFleet, type Fleet } from '@mcp-fleet/core';
+import { ConfigError, type ServerConfig } from './config.js';
+import { encryptionOptions } from './encryption.js';
+import { openStore } from './store.js';
+
+/** Opens the store `MCP_FLEET_STORE` names and a fleet over it (the server's keys and secrets), runs `use`, closes both. */
+export async function withStoredFleet<T>(config: ServerConfig, use: (fleet: Fleet) => Promise<T>): Promise<T> {
+  const store = await openStore(config.store);
+  const fleet = createFleet({ ...store.options, ...encryptionOptions(config), webhooks: { worker: false } });
+  try {
+    return await use(fleet);
+  } finally {
+    await fleet.close();
+    await store.close();
+  }
+}
+
+/** Runs a command with the process's arguments; its refusals exit 2 with their message alone. */
+export function runCli(run: (argv: string[]) => Promise<void>): void {
+  run(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
+    process.exit(2);
+  });
+}
