@@ -3,6 +3,7 @@
  * Authorization header, and the fleet's MCP endpoint needs one. Test: test/conformance-auth-proxy.test.ts.
  */
 import { createServer, request as httpRequest } from 'node:http';
+import { listenOnLoopback } from './suite.mjs';
 
 /**
  * A forwarding proxy on 127.0.0.1 that adds `Authorization: Bearer <key>` to every request and relays it to
@@ -24,13 +25,5 @@ export async function startAuthProxy(origin, key) {
     res.on('close', () => outgoing.destroy());
     req.pipe(outgoing);
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    origin: `http://127.0.0.1:${server.address().port}`,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server);
 }

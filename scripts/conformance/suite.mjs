@@ -65,3 +65,16 @@ export function verdictOf(code, text, counts) {
   if (/^SKIPPED:/m.test(text) || counts.success === 0) return 'SKIPPED';
   return 'PASSED';
 }
+
+/** Starts `server` on a free loopback port: its origin, and a close that also ends the connections it keeps. */
+export async function listenOnLoopback(server) {
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
