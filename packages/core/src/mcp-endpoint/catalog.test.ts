@@ -68,6 +68,30 @@ describe('UpstreamCatalog', () => {
     expect(zero.listings()).toBe(2);
   });
 
+  it("lists at most 8 of one account's cold servers at once; another account's listing does not wait behind them", async () => {
+    let live = 0;
+    let most = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const c = catalogWith([
+      async () => {
+        most = Math.max(most, (live += 1));
+        await held;
+        live -= 1;
+        return { tools: [tool('x')] };
+      },
+    ]);
+    const crowd = Array.from({ length: 20 }, (_, i) => c.catalog.list(server({ id: `srv_${i}` }), 'tools'));
+    // Past the answer's time limit the crowd's listings are left out of it (undefined), still running or waiting.
+    expect(await Promise.all(crowd)).toEqual(Array(20).fill(undefined));
+    expect(most).toBe(8);
+    const other = c.catalog.list(server({ id: 'srv_other', account: 'other' }), 'tools');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(most).toBe(9);
+    release();
+    expect(await other).toEqual([tool('x')]);
+  });
+
   it("drops a server's listing on its list_changed and on a new configuration", async () => {
     const c = catalogWith([async () => ({ tools: [tool('x')] })]);
     await c.catalog.list(server(), 'tools');

@@ -3,6 +3,7 @@ import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ConnectionPool, ListKind } from '../toolcalls/connection-pool.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
+import { KeyedLanes } from '../util/keyed-lanes.js';
 
 export interface CatalogDeps {
   registry: ServerRegistry;
@@ -39,6 +40,12 @@ const MAX_SERVERS = 10_000;
 
 /** The longest an upstream's `ttlMs` keeps a listing. */
 const MAX_TTL_MS = 3_600_000;
+/**
+ * Upstream listings one account runs at once in this process. A `tools/list` with cold caches would otherwise open a
+ * listing to every server of the account together; beyond the lanes they wait, and whatever is not listed within
+ * the answer's 5 s is left out of it (and cached for the next).
+ */
+const LISTINGS_PER_ACCOUNT = 8;
 
 const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 
@@ -53,6 +60,7 @@ export class UpstreamCatalog {
   private readonly running = new Map<string, Promise<unknown>>();
   private readonly listTimeoutMs: number;
   private readonly defaultTtlMs: number;
+  private readonly lanes = new KeyedLanes(LISTINGS_PER_ACCOUNT);
   private readonly watchers = new Set<(serverId: string, list: ListKind, account: string | undefined) => void>();
   /** The account of each server listed here, for telling a `list_changed` to the right account. */
   private readonly accounts = new Map<string, string>();
@@ -147,7 +155,8 @@ export class UpstreamCatalog {
     const runKey = `${keyOf(server)}:${kind}`;
     const running = this.running.get(runKey);
     if (running !== undefined) return running as Promise<Lists[K]>;
-    const started = this.load(server, kind).then(
+    // Within the account's lanes: a tenant with many cold servers lists a few at a time, not all of them at once.
+    const started = this.lanes.run(server.account, () => this.load(server, kind)).then(
       ({ value, ttlMs }) => {
         let lists = this.cache.get(server.id);
         if (lists === undefined) this.cache.set(server.id, (lists = new Map()));
