@@ -7,8 +7,7 @@
 //   POST /v1/servers via Hono    fleet-hono vs bare-hono (JSON.parse, strict zod schema, name Map, 201 envelope)
 // Then one CPU profile of the fleet-hono server under GET load, summarised (top functions by self time).
 // Can run alone after a build: `node bench/frameworks.mjs`.
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { forkChild } from './child.mjs';
 import { fmtInt, fmtRatio, max, median, min, pad, padLeft, verdict } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 5);
@@ -17,36 +16,8 @@ const WARMUP_MS = Number(process.env.BENCH_HTTP_WARMUP_MS ?? 1000);
 const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 32);
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
 
-const here = (file) => fileURLToPath(new URL(file, import.meta.url));
-
-function child(file, args) {
-  const proc = fork(here(file), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const waiting = [];
-  proc.on('message', (message) => {
-    const i = waiting.findIndex((w) => w.type === message.type);
-    if (i >= 0) waiting.splice(i, 1)[0].resolve(message);
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  proc.once('exit', (code) => {
-    for (const w of waiting.splice(0)) w.reject(new Error(`${file} exited (${code}) while we waited for "${w.type}"`));
-  });
-  const next = (type) => new Promise((resolve, reject) => waiting.push({ type, resolve, reject }));
-  return {
-    next,
-    ask: (message, answer) => {
-      const answered = next(answer);
-      proc.send(message);
-      return answered;
-    },
-    exit: () => {
-      proc.send({ type: 'exit' });
-      return exited;
-    },
-  };
-}
-
 async function startServer(variant) {
-  const proc = child('./frameworks-server.mjs', [variant]);
+  const proc = forkChild('./frameworks-server.mjs', [variant]);
   const ready = await proc.next('ready');
   return { variant, proc, ...ready };
 }
@@ -56,7 +27,7 @@ export async function runFrameworksBench() {
   console.log(
     `\n== 2. The fleet against the bare framework (separate server processes; load: undici Pool, ${CONNECTIONS} keep-alive connections, in a child process; ${ROUNDS} rounds × ${DURATION_MS / 1000} s per variant, order alternated; ratio = median of per-round ratios)`,
   );
-  const load = child('./http-load.mjs', []);
+  const load = forkChild('./http-load.mjs', []);
   const names = ['fleet-hono', 'fleet-hono-off', 'bare-hono', 'fleet-express', 'bare-express'];
   const [, ...servers] = await Promise.all([load.next('ready'), ...names.map(startServer)]);
   const s = Object.fromEntries(servers.map((server) => [server.variant, server]));

@@ -6,8 +6,7 @@
 //   guarded       probeServer with the fleet's guarded fetch, as the fleet's prober calls it (no storage)
 //   fleet         fleet.handle(GET /v1/servers/:id/health) end to end: auth, MCP layer, guard, recording, record read
 // Run by bench/run.mjs (node --expose-gc); can also run alone: `node --expose-gc bench/probe.mjs`.
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { forkChild } from './child.mjs';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet, createGuardedFetch, DEFAULT_TIMEOUT_MS, MemoryTokenCache, probeServer } from '@mcp-fleet/core';
 import { collect, fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft } from './stats.mjs';
@@ -21,29 +20,8 @@ const CLIENT_INFO = { name: 'mcp-fleet', version: '0.1.0' };
 
 /** The servers' process, with a tiny request/answer protocol over IPC (see bench/probe-server.mjs). */
 function startServers() {
-  const proc = fork(fileURLToPath(new URL('./probe-server.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const waiting = [];
-  proc.on('message', (message) => {
-    const i = waiting.findIndex((w) => w.type === message.type);
-    if (i >= 0) waiting.splice(i, 1)[0].resolve(message);
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  proc.once('exit', (code) => {
-    for (const w of waiting.splice(0)) w.reject(new Error(`probe-server.mjs exited (${code}) while we waited for "${w.type}"`));
-  });
-  const next = (type) => new Promise((resolve, reject) => waiting.push({ type, resolve, reject }));
-  return {
-    ready: next('ready'),
-    seen: () => {
-      const answered = next('seen');
-      proc.send({ type: 'seen' });
-      return answered;
-    },
-    exit: () => {
-      proc.send({ type: 'exit' });
-      return exited;
-    },
-  };
+  const servers = forkChild('./probe-server.mjs');
+  return { ready: servers.next('ready'), seen: () => servers.ask({ type: 'seen' }, 'seen'), exit: servers.exit };
 }
 
 /** 2025 era, direct: the SDK's Client (the one the probe uses, default legacy connect) + ping, then the session's DELETE, as the probe ends it. */
