@@ -17,6 +17,7 @@ interface NodeIncoming {
   socket?: { remoteAddress?: string };
   httpVersionMajor?: number;
   complete?: boolean;
+  headers?: Record<string, string | string[] | undefined>;
 }
 
 /** `@hono/node-server` puts the Node request in `c.env.incoming`. */
@@ -56,6 +57,24 @@ function closeIfBodyUnread(c: Context, response: Response): Response {
   return response;
 }
 
+/** An HTTP/1.1 request that declares no body: nothing can be left unread, so its answer needs no look afterwards. */
+function declaresNoBody(incoming: NodeIncoming | undefined): boolean {
+  const headers = incoming?.headers;
+  return incoming?.httpVersionMajor === 1 && headers !== undefined && headers['content-length'] === undefined && headers['transfer-encoding'] === undefined;
+}
+
+/** Path segments of each base path the app is mounted at (`/` → 1, `/api` → 2), counted once per base path. */
+const mountDepths = new Map<string, number>();
+function mountDepth(c: Context): number {
+  const base = baseRoutePath(c);
+  let depth = mountDepths.get(base);
+  if (depth === undefined) {
+    depth = base.replace(/\/+$/, '').split('/').length;
+    if (mountDepths.size < 1000) mountDepths.set(base, depth);
+  }
+  return depth;
+}
+
 /**
  * A Hono app serving the fleet's HTTP API at `fleet.prefix`. Mount it anywhere:
  * `app.route('/', createFleetApp(fleet))` serves `/v1/...`; `app.route('/api', ...)` serves `/api/v1/...`.
@@ -64,15 +83,17 @@ function closeIfBodyUnread(c: Context, response: Response): Response {
 export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Hono {
   const clientAddress = options.clientAddress ?? socketAddress;
   const app = new Hono();
-  app.all('*', async (c, next) => {
+  app.all('*', (c, next) => {
     // The raw path below where the host mounted this app (one segment per segment of the mount, parameters
     // included), not Hono's decoded one: the core decodes each segment once.
-    const mountDepth = baseRoutePath(c).replace(/\/+$/, '').split('/').length;
-    const path = mountPath(`/${rawPath(c).split('/').slice(mountDepth).join('/')}`, fleet.prefix);
+    const depth = mountDepth(c);
+    const raw = rawPath(c);
+    const path = mountPath(depth === 1 ? raw : `/${raw.split('/').slice(depth).join('/')}`, fleet.prefix);
     if (path === undefined) return next();
+    const incoming = nodeIncoming(c);
     // Node's HTTP/1.1 parser never delivers more body than the Content-Length: the core may read such a body whole.
-    const bodyWithinLength = nodeIncoming(c)?.httpVersionMajor === 1;
-    return closeIfBodyUnread(c, await fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength }));
+    const answer = fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: incoming?.httpVersionMajor === 1 });
+    return declaresNoBody(incoming) ? answer : answer.then((response) => closeIfBodyUnread(c, response));
   });
   return app;
 }
