@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
@@ -98,7 +98,8 @@ const registerSchema = inputSchema.extend({
 });
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  // The one-shot form: no Hash object per request (a third of the time of createHash().update().digest()).
+  return oneShotHash('sha256', secret, 'hex');
 }
 
 /** Issues, revokes, lists and checks the API keys of every account. */
@@ -207,8 +208,10 @@ export class ApiKeys {
    * promise. `hash` is `hashSecret(secret)`. `undefined` over any other store: use `verify` then.
    */
   verifyNow(hash: string): Principal | null | undefined {
-    const entry = this.records.getNow<KeyHashEntry>(hashRecord(hash));
-    return entry === NOT_NOW ? undefined : this.verified(hash, entry);
+    // Read in place, not copied: `principalOf` copies what it keeps. No hint is noted (`recent`): only the handler's
+    // early admission reads hints, and it runs only over a store that cannot answer at once, where `verify` is used.
+    const entry = this.records.getNow<KeyHashEntry>(hashRecord(hash), true);
+    return entry === NOT_NOW ? undefined : this.principalOf(entry);
   }
 
   private verified(hash: string, entry: KeyHashEntry | undefined): Principal | null {
@@ -231,7 +234,8 @@ export class ApiKeys {
     const now = this.now();
     if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
     this.noteUse(entry.id, now);
-    return { account: entry.account, tier: entry.tier, scopes: entry.scopes, tools: entry.tools ?? null, keyId: entry.id };
+    // Arrays copied: the entry may be the stored object itself (`verifyNow`).
+    return { account: entry.account, tier: entry.tier, scopes: entry.scopes?.slice() ?? null, tools: entry.tools?.slice() ?? null, keyId: entry.id };
   }
 
   /** Writes `last_used_at` when this process has not for a minute; never on the request's path, never its failure. */
