@@ -1,4 +1,5 @@
 import { newId } from '../util/ids.js';
+import { JsonList } from '../util/json-text.js';
 import type { Pagination } from '../util/pagination.js';
 
 export interface SuccessBody<T> {
@@ -50,8 +51,19 @@ export function envelopeText(response: Response): string | undefined {
   return typeof text === 'string' && !response.bodyUsed ? text : undefined;
 }
 
-function json(status: number, body: unknown, meta: Meta, extra?: Record<string, string>): Response {
-  const text = JSON.stringify(body);
+/**
+ * The envelope's text. A `JsonList` of data is joined from its items' texts, which `JSON.stringify` would have
+ * written the same way (same keys, same order: `success`, `data`, `pagination`, `meta`).
+ */
+function bodyText(body: SuccessBody<unknown> | ErrorBody): string {
+  if (!body.success || !(body.data instanceof JsonList)) return JSON.stringify(body);
+  let text = `{"success":true,"data":[${body.data.items.join(',')}]`;
+  if (body.pagination !== undefined) text += `,"pagination":${JSON.stringify(body.pagination)}`;
+  return `${text},"meta":${JSON.stringify(body.meta)}}`;
+}
+
+function json(status: number, body: SuccessBody<unknown> | ErrorBody, meta: Meta, extra?: Record<string, string>): Response {
+  const text = bodyText(body);
   // The base headers first, then the answer's own, then the request id: an object literal, not three spreads.
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',

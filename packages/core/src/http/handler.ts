@@ -1,4 +1,4 @@
-import { err, ok, okAsync, type Result } from 'neverthrow';
+import { err, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
@@ -248,7 +248,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         if (read.isErr()) return fail(read.error);
         body = read.value;
       }
-      const outcome = await operation.run({ principal, params, query: queryOf(request.url), body });
+      // Over the memory stores a listing answers at once; anything else is waited for.
+      const ran = operation.run({ principal, params, query: queryOf(request.url), body });
+      const outcome = ran instanceof ResultAsync ? await ran : ran;
       return outcome.match(
         ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders),
         fail,
@@ -348,6 +350,8 @@ function mcpPath(segments: readonly string[]): { serverId?: string } | undefined
 function splitPath(path: string): Result<string[], FleetError> {
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
   const raw = trimmed.split('/').slice(1);
+  // Without a `%` there is nothing to decode: the segments are the path's own.
+  if (!trimmed.includes('%')) return ok(raw);
   const segments: string[] = [];
   for (const segment of raw) {
     try {

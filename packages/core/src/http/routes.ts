@@ -1,12 +1,13 @@
-import { ok, type Result, type ResultAsync } from 'neverthrow';
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import type { Principal, Scope } from '../auth/scopes.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { Operations } from '../operations/index.js';
 import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import type { ListServersQuery } from '../registry/registry.js';
-import { toSummary } from '../registry/views.js';
+import { type ServerSummary, toSummary } from '../registry/views.js';
 import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
 import type { InvokeOptions } from '../toolcalls/tool-service.js';
+import { type JsonText, JsonList } from '../util/json-text.js';
 import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
 
@@ -38,7 +39,8 @@ export interface Operation {
   scope: Scope;
   /** Reads a JSON body before running. */
   body: boolean;
-  run(input: OperationInput): ResultAsync<Outcome, FleetError>;
+  /** A `Result` when the operation could answer at once (over the memory stores), else a `ResultAsync` to wait for. */
+  run(input: OperationInput): ResultAsync<Outcome, FleetError> | Result<Outcome, FleetError>;
 }
 
 export interface Route {
@@ -60,6 +62,8 @@ interface RouteSpec<A extends unknown[], T> {
   /** Whether `input` needs the JSON body. @default false */
   body?: boolean;
   run: (account: string, ...args: A) => ResultAsync<T, FleetError>;
+  /** `run` answered at once when it can be (the memory stores), else `undefined` and `run` goes. @default none */
+  now?: (account: string, ...args: A) => Result<T, FleetError> | undefined;
   /** @default 200 */
   status?: number;
   /** The HTTP view of the operation's value. @default the value itself */
@@ -77,6 +81,8 @@ const query =
   ({ query: params }: OperationInput) =>
     parseQuery(params, spec).map((parsed) => [parsed] as [typeof parsed]);
 const listed = <T>(page: Page<T>) => ({ data: page.data, pagination: page.pagination });
+/** Summaries as JSON text, joined by the envelope as they are. */
+const listedJson = (page: Page<JsonText<ServerSummary>>) => ({ data: new JsonList(page.data), pagination: page.pagination });
 
 const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
 const listServersInput = ({ query: params }: OperationInput): Result<[Partial<ListServersQuery>, 'summary'], FleetError> =>
@@ -92,8 +98,8 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
   const specs = [
     // The HTTP contract lists the seed's eight fields of each server (the operation's `summary` shape), and shows them
     // for a created one: the embedder's `fleet.servers` answers details.
-    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listed,
-      input: listServersInput, run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
+    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listedJson, input: listServersInput,
+      run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape), now: (account, q) => servers.listNow(account, q) }),
     route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
       status: 201, view: (server) => ({ data: toSummary(server) }) }),
     route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
@@ -140,6 +146,10 @@ interface Declared {
 function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
   const view: (value: T) => { data: unknown; pagination?: Pagination } = spec.view ?? ((value) => ({ data: value }));
   const status = spec.status ?? 200;
+  const shown = (value: T): Outcome => {
+    const { data, pagination } = view(value);
+    return pagination === undefined ? { status, data } : { status, data, pagination };
+  };
   return {
     method: spec.method,
     path: spec.path,
@@ -149,14 +159,13 @@ function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
       limit: spec.limit,
       scope: spec.scope,
       body: spec.body ?? false,
-      run: (input) =>
-        spec
-          .input(input)
-          .asyncAndThen((args) => spec.run(input.principal.account, ...args))
-          .map((value) => {
-            const { data, pagination } = view(value);
-            return pagination === undefined ? { status, data } : { status, data, pagination };
-          }),
+      run: (input) => {
+        const args = spec.input(input);
+        if (args.isErr()) return err(args.error);
+        const { account } = input.principal;
+        const now = spec.now?.(account, ...args.value);
+        return now !== undefined ? now.map(shown) : spec.run(account, ...args.value).map(shown);
+      },
     },
   };
 }
@@ -180,14 +189,12 @@ export function matchRoute(routes: readonly Route[], segments: readonly string[]
   for (const route of routes) {
     if (route.segments.length !== segments.length) continue;
     const params: Record<string, string> = {};
-    const matches = route.segments.every((pattern, i) => {
-      const segment = segments[i] as string;
-      if (pattern.startsWith(':')) {
-        params[pattern.slice(1)] = segment;
-        return true;
-      }
-      return pattern === segment;
-    });
+    let matches = true;
+    for (let i = 0; i < segments.length && matches; i++) {
+      const pattern = route.segments[i] as string;
+      if (pattern.startsWith(':')) params[pattern.slice(1)] = segments[i] as string;
+      else matches = pattern === segments[i];
+    }
     if (!matches) continue;
     const operation = route.methods[method as Method];
     if (operation !== undefined) return { kind: 'found', operation, params };

@@ -1,13 +1,14 @@
 import type { Tool } from '@modelcontextprotocol/client';
-import type { ResultAsync } from 'neverthrow';
+import type { Result, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
 import type { ListServersQuery, ServerRegistry } from '../registry/registry.js';
 import type { ServerInput, ServerPatch } from '../registry/schema.js';
-import { type ServerDetail, type ServerSummary, toDetail, toSummary } from '../registry/views.js';
+import { type ServerDetail, type ServerSummary, summaryJson, toDetail } from '../registry/views.js';
 import type { ListToolCallsQuery, ToolCallDetail, ToolCallLog, ToolCallRecord } from '../toolcalls/tool-call-log.js';
 import type { InvokeOptions, ToolCallOutcome, ToolService } from '../toolcalls/tool-service.js';
+import type { JsonText } from '../util/json-text.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
 import type { WebhookOperations } from '../webhooks/service.js';
 
@@ -32,11 +33,14 @@ export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' |
   create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
   /**
-   * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows), made straight from
-   * the records rather than narrowed from details: a listing is the hottest read there is.
+   * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows) as JSON text, made
+   * straight from the records rather than narrowed from details, and kept with the stored record over the fleet's own
+   * memory (`summaryJson`): a listing is the hottest read there is.
    */
   list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
-  list(account: string, query: Partial<ListServersQuery>, shape: 'summary'): ResultAsync<Page<ServerSummary>, FleetError>;
+  list(account: string, query: Partial<ListServersQuery>, shape: 'summary'): ResultAsync<Page<JsonText<ServerSummary>>, FleetError>;
+  /** `list(…, 'summary')` answered at once over the memory stores; `undefined` otherwise (then `list`). */
+  listNow(account: string, query: Partial<ListServersQuery>): Result<Page<JsonText<ServerSummary>>, FleetError> | undefined;
 }
 
 export interface ToolOperations extends ToolsApi {
@@ -94,8 +98,9 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       list: ((account: string, query: Partial<ListServersQuery> = {}, shape?: 'summary') =>
         // The summary is made from each record as read (no copy of the whole record first): it holds strings only.
         shape === 'summary'
-          ? registry.list(account, withPageDefaults(query), toSummary)
+          ? registry.list(account, withPageDefaults(query), summaryJson)
           : registry.list(account, withPageDefaults(query)).map(({ data, pagination }) => ({ data: data.map(toDetail), pagination }))) as ServerOperations['list'],
+      listNow: (account, query) => registry.listNow(account, withPageDefaults(query), summaryJson),
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),

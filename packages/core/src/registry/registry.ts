@@ -1,19 +1,26 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
+import { memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
 import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
-import { readPage, readRange } from '../storage/read-page.js';
+import { type PageRead, readPage, readPageNow, readRange } from '../storage/read-page.js';
 import { SecretBox } from '../util/secret-box.js';
 import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
+
+/**
+ * How `list` shows each record: it must only read it. `stored`: the record is the stored object itself, never
+ * changed while stored, so a value derived from it may be kept for as long as the object lives (`summaryJson`).
+ */
+export type ListView<V> = (record: ServerRecord, stored: boolean) => V;
 
 export interface ListServersQuery extends PageQuery {
   type?: ServerType;
@@ -41,7 +48,7 @@ export interface RegistryDeps {
 /** Servers per account unless `quotas.serversPerAccount` says otherwise. */
 export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 
-const recordKey = (id: string) => `server:${id}`;
+const recordKey = memoKeys((id) => `server:${id}`);
 const nameKey = (account: string, name: string) => `name:${encodeURIComponent(account)}:${name}`;
 
 function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
@@ -218,30 +225,50 @@ export class ServerRegistry {
   /**
    * One page of the account's servers. With a `view`, each record is shown through it as read, without a copy of the
    * whole record first: the view must only read the record and build a value of its own from its strings and
-   * numbers (`toSummary`), since over the fleet's own memory it is given the stored object.
+   * numbers (`toSummary`), since over the fleet's own memory it is given the stored object. The view's second
+   * argument says so (`RecordStore.sharesStoredObjects`): then the record is the stored object, which never changes.
    */
   list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError>;
-  list<V>(account: string, query: ListServersQuery, view: (record: ServerRecord) => V): ResultAsync<Page<V>, FleetError>;
-  list<V>(account: string, query: ListServersQuery, view?: (record: ServerRecord) => V): ResultAsync<Page<V | ServerRecord>, FleetError> {
+  list<V>(account: string, query: ListServersQuery, view: ListView<V>): ResultAsync<Page<V>, FleetError>;
+  list<V>(account: string, query: ListServersQuery, view?: ListView<V>): ResultAsync<Page<V | ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    const shared = view !== undefined;
-    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared }).andThen(({ ids, found, total }) => {
-      const data: (V | ServerRecord)[] = [];
-      const repairs: IndexTransaction[] = [];
-      found.forEach((record, i) => {
-        const id = ids[i] as string;
-        if (record === undefined || record.account !== account) {
-          repairs.push({ remove: allSetsOf(account).map((s) => ({ set: s, member: id })) });
-        } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
-          repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
-        } else {
-          data.push(view === undefined ? record : view(record));
-        }
-      });
-      const result = { data, pagination: pagination(query, total - repairs.length) };
-      if (repairs.length === 0) return okAsync(result);
-      return this.commitQuietly(mergeTransactions(...repairs)).map(() => result);
+    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined }).andThen((read) => {
+      const { page, repairs } = this.shown(account, set, query, read, view);
+      if (repairs.length === 0) return okAsync(page);
+      return this.commitQuietly(mergeTransactions(...repairs)).map(() => page);
     });
+  }
+
+  /**
+   * `list` with a view, answered at once when the listings and records are held in this process (the memory stores)
+   * and the page needs no repair; `undefined` otherwise: use `list` then, which repairs.
+   */
+  listNow<V>(account: string, query: ListServersQuery, view: ListView<V>): Result<Page<V>, FleetError> | undefined {
+    const set = setKey(account, query);
+    const read = readPageNow<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: true });
+    if (read === undefined) return undefined;
+    const { page, repairs } = this.shown(account, set, query, read, view);
+    // Given a view, every item is the view's.
+    return repairs.length === 0 ? ok(page as Page<V>) : undefined;
+  }
+
+  /** A page as listed: the records that belong, through the view; the repairs of listing entries that do not. */
+  private shown<V>(account: string, set: string, query: ListServersQuery, { ids, found, total }: PageRead<ServerRecord>, view: ListView<V> | undefined) {
+    const stored = view !== undefined && this.deps.records.sharesStoredObjects;
+    const data: (V | ServerRecord)[] = [];
+    const repairs: IndexTransaction[] = [];
+    for (let i = 0; i < found.length; i++) {
+      const record = found[i];
+      const id = ids[i] as string;
+      if (record === undefined || record.account !== account) {
+        repairs.push({ remove: allSetsOf(account).map((s) => ({ set: s, member: id })) });
+      } else if ((query.type ?? record.config.type) !== record.config.type || (query.health ?? record.health) !== record.health) {
+        repairs.push({ remove: [{ set, member: id }], add: setsOf(record).map((s) => ({ set: s, member: id, score: score(record) })) });
+      } else {
+        data.push(view === undefined ? record : view(record, stored));
+      }
+    }
+    return { page: { data, pagination: pagination(query, total - repairs.length) }, repairs };
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { JsonText } from '../util/json-text.js';
 import type { Health, ServerAuthentication, ServerConfig, ServerType } from './schema.js';
 
 /** A server as stored: its validated configuration (secrets included) and what the service observes. */
@@ -66,6 +67,21 @@ export function toSummary(server: ServerRecord | ServerDetail): ServerSummary {
     created_at: server.created_at,
     updated_at: server.updated_at,
   };
+}
+
+/** Summaries' JSON by the stored record they show: a stored record never changes, so its text is made once. */
+const summaryTexts = new WeakMap<ServerRecord, JsonText<ServerSummary>>();
+
+/**
+ * The JSON text of a record's summary, as `GET /servers` lists it. `stored`: the record is the stored object itself
+ * (`ListView`), which is never changed while it is stored (a write stores a new object), so its text is kept with it
+ * and made again only for a new version; it goes when the record does. Any other record is stringified afresh.
+ */
+export function summaryJson(record: ServerRecord, stored: boolean): JsonText<ServerSummary> {
+  if (!stored) return JSON.stringify(toSummary(record));
+  let text = summaryTexts.get(record);
+  if (text === undefined) summaryTexts.set(record, (text = JSON.stringify(toSummary(record))));
+  return text;
 }
 
 export function redactAuthentication(auth: ServerAuthentication): RedactedAuthentication {

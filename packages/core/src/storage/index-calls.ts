@@ -21,6 +21,16 @@ export class IndexCalls {
   count(set: string): ResultAsync<number, FleetError> {
     return ResultAsync.fromPromise(this.store.count(set), storageUnavailable);
   }
+
+  /** `range` at once over a store that answers in this process (`IndexStore.rangeNow`); `undefined` otherwise. */
+  rangeNow(set: string, options: RangeOptions): string[] | undefined {
+    return this.store.rangeNow?.(set, options);
+  }
+
+  /** `count` at once over a store that answers in this process; `undefined` otherwise. */
+  countNow(set: string): number | undefined {
+    return this.store.countNow?.(set);
+  }
 }
 
 /** Unions index transactions, so that several writes land in one `commit`; undefined parts are skipped. */

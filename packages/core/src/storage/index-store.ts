@@ -18,6 +18,13 @@ export interface IndexStore {
   /** Members of a set, ordered by score then member; `order: 'desc'` reverses both. */
   range(set: string, options: RangeOptions): Promise<string[]>;
   count(set: string): Promise<number>;
+  /**
+   * `range` answered at once, by a store that holds its index in this process (`MemoryIndexStore`). Optional: the
+   * fleet then reads a listing without waiting for a promise; a store over the network leaves it out.
+   */
+  rangeNow?(set: string, options: RangeOptions): string[];
+  /** `count` answered at once; present exactly when `rangeNow` is. */
+  countNow?(set: string): number;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }

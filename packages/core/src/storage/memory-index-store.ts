@@ -106,10 +106,18 @@ export class MemoryIndexStore implements IndexStore {
   }
 
   async range(set: string, options: RangeOptions): Promise<string[]> {
-    return this.sets.get(set)?.range(options) ?? [];
+    return this.rangeNow(set, options);
   }
 
   async count(set: string): Promise<number> {
+    return this.countNow(set);
+  }
+
+  rangeNow(set: string, options: RangeOptions): string[] {
+    return this.sets.get(set)?.range(options) ?? [];
+  }
+
+  countNow(set: string): number {
     return this.sets.get(set)?.size ?? 0;
   }
 

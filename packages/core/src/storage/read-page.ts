@@ -3,7 +3,7 @@ import type { FleetError } from '../errors/fleet-error.js';
 import type { PageQuery } from '../util/pagination.js';
 import type { IndexCalls } from './index-calls.js';
 import type { RangeOptions } from './index-store.js';
-import type { RecordStore } from './records.js';
+import { NOT_NOW, type RecordStore } from './records.js';
 
 /** Records read through a listing: ids and records side by side. */
 export interface ListedRecords<T> {
@@ -39,6 +39,31 @@ export function readPage<T>(
   keyOf: (id: string) => string,
   options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
 ): ResultAsync<PageRead<T>, FleetError> {
-  const range: RangeOptions = { offset: (query.page - 1) * query.limit, limit: query.limit, ...(options.order !== undefined && { order: options.order }) };
+  const range = rangeOf(query, options.order);
   return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).map(([total, { ids, found }]) => ({ ids, found, total }));
+}
+
+/**
+ * `readPage` at once, when the listing and the records are both held in this process (the memory stores): the same
+ * page, read without a promise. `undefined` when either store answers in its own time: use `readPage` then.
+ */
+export function readPageNow<T>(
+  index: IndexCalls,
+  records: RecordStore,
+  set: string,
+  query: PageQuery,
+  keyOf: (id: string) => string,
+  options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
+): PageRead<T> | undefined {
+  const total = index.countNow(set);
+  const ids = total === undefined ? undefined : index.rangeNow(set, rangeOf(query, options.order));
+  if (total === undefined || ids === undefined) return undefined;
+  const keys = new Array<string>(ids.length);
+  for (let i = 0; i < ids.length; i++) keys[i] = keyOf(ids[i] as string);
+  const found = records.getManyNow<T>(keys, options.shared === true);
+  return found === NOT_NOW ? undefined : { ids, found, total };
+}
+
+function rangeOf(query: PageQuery, order: 'asc' | 'desc' | undefined): RangeOptions {
+  return order === undefined ? { offset: (query.page - 1) * query.limit, limit: query.limit } : { offset: (query.page - 1) * query.limit, limit: query.limit, order };
 }

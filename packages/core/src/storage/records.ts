@@ -1,6 +1,7 @@
 import Keyv from 'keyv';
 import { okAsync, ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import { memoKeys } from '../util/key-memo.js';
 import { copy, installDecodeCache } from './decode-cache.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
@@ -60,6 +61,8 @@ function objectMemoryOf(keyv: Keyv): Map<string, Stored> | undefined {
 export class RecordStore {
   private readonly keyPrefix: string;
   private readonly memory: Map<string, Stored> | undefined;
+  /** The prefixed keys of pages read again and again (`getManyNow`), made once each (`memoKeys`). */
+  private readonly prefixed: (key: string) => string;
 
   constructor(
     private readonly keyv: Keyv,
@@ -67,6 +70,8 @@ export class RecordStore {
     private readonly now: () => number = Date.now,
   ) {
     this.keyPrefix = isStorePrefixed(keyv) ? '' : keyPrefix;
+    const prefix = this.keyPrefix;
+    this.prefixed = memoKeys((key) => prefix + key);
     this.memory = objectMemoryOf(keyv);
     // Records read again are not decoded again (exact across processes: keyed by the stored text, see decode-cache.ts).
     if (this.memory === undefined) installDecodeCache(keyv);
@@ -78,12 +83,12 @@ export class RecordStore {
   }
 
   /**
-   * `get` at once, over the fleet's own memory (a copy, as `get` gives); `NOT_NOW` over any other store, which
-   * answers in its own time: use `get` then.
+   * `get` at once, over the fleet's own memory (a copy, as `get` gives; with `shared` the stored value itself, as
+   * `getMany` hands it out); `NOT_NOW` over any other store, which answers in its own time: use `get` then.
    */
-  getNow<T>(key: string): T | undefined | typeof NOT_NOW {
+  getNow<T>(key: string, shared = false): T | undefined | typeof NOT_NOW {
     if (this.memory === undefined) return NOT_NOW;
-    return this.readMemory(this.memory, this.keyPrefix + key) as T | undefined;
+    return this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined;
   }
 
   /**
@@ -93,12 +98,8 @@ export class RecordStore {
    */
   getMany<T>(keys: readonly string[], shared = false): ResultAsync<(T | undefined)[], FleetError> {
     if (keys.length === 0) return okAsync([]);
-    const { memory } = this;
-    if (memory !== undefined) {
-      const values = new Array<T | undefined>(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.keyPrefix + keys[i], shared) as T | undefined;
-      return okAsync(values);
-    }
+    const now = this.getManyNow<T>(keys, shared);
+    if (now !== NOT_NOW) return okAsync(now);
     const prefixed = keys.map((key) => this.keyPrefix + key);
     // Keyv.getMany over a store without a getMany of its own settles each read separately and turns a failed one
     // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
@@ -108,6 +109,24 @@ export class RecordStore {
       batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))),
       storageUnavailable,
     );
+  }
+
+  /** `getMany` at once over the fleet's own memory (as `getMany` gives, `shared` included); `NOT_NOW` over any other store. */
+  getManyNow<T>(keys: readonly string[], shared = false): (T | undefined)[] | typeof NOT_NOW {
+    const { memory } = this;
+    if (memory === undefined) return NOT_NOW;
+    const values = new Array<T | undefined>(keys.length);
+    for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.prefixed(keys[i] as string), shared) as T | undefined;
+    return values;
+  }
+
+  /**
+   * Whether a `shared` read hands out the stored object itself: true over the fleet's own memory, where a stored
+   * object is never changed (a write stores a new copy), so that anything derived from one object stays exact for as
+   * long as that object is what is stored (the summaries' JSON, `registry/views.ts`).
+   */
+  get sharesStoredObjects(): boolean {
+    return this.memory !== undefined;
   }
 
   /** Writes a record; with `ttlMs` the store lets it expire. */

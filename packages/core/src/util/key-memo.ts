@@ -1,0 +1,17 @@
+/**
+ * Keys made from ids, kept and handed out again. A key made afresh is a new string, which every `Map` lookup must
+ * flatten and hash again (about 0.4 µs a lookup, against 0.04 µs for a string hashed before); the same id asked again
+ * (a listing's ids come from the memory index as the very same strings) gets back the same key string, hashed once.
+ * Bounded: forgotten all at once when it holds `max` keys, so it never grows with the number of records.
+ */
+export function memoKeys(keyOf: (id: string) => string, max = 10_000): (id: string) => string {
+  const keys = new Map<string, string>();
+  return (id) => {
+    let key = keys.get(id);
+    if (key === undefined) {
+      if (keys.size >= max) keys.clear();
+      keys.set(id, (key = keyOf(id)));
+    }
+    return key;
+  };
+}
