@@ -9,6 +9,7 @@ import { newId, randomToken } from '../util/ids.js';
 import { parse } from '../validation/parse.js';
 import { ACCOUNT_PATTERN, type Principal, SCOPES, type Scope, TIERS, type Tier } from './scopes.js';
 import { toolPatternsSchema } from './tool-patterns.js';
+import { okWith } from '../util/result.js';
 
 /** An API key as listed: never its secret, which is stored only as a SHA-256 hash. */
 export interface ApiKey {
@@ -126,7 +127,7 @@ export class ApiKeys {
   /** A new key with a generated secret, returned once. */
   create(input: CreateApiKeyInput): ResultAsync<CreatedApiKey, FleetError> {
     const secret = SECRET_PREFIX + randomToken(40);
-    return parse(inputSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen((valid) => this.store(valid, secret).map((key) => ({ key, secret })));
+    return parse(inputSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen((valid) => this.store(valid, secret).andThen(okWith((key) => ({ key, secret }))));
   }
 
   /**
@@ -154,7 +155,7 @@ export class ApiKeys {
           return this.records
             .set(keyRecord(key.id), key)
             .andThen(() => this.records.set(hashRecord(hashSecret(secret)), this.hashEntry(key)))
-            .map(() => key);
+            .andThen(okWith(() => key));
         });
       }),
     );
@@ -174,7 +175,7 @@ export class ApiKeys {
         .set(keyRecord(id), revoked)
         .andThen(() => this.records.get<string>(`apikey-hash-of:${id}`))
         .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.set(hashRecord(hash), { ...this.hashEntry(key), revoked: true })))
-        .map(() => revoked);
+        .andThen(okWith(() => revoked));
     });
   }
 
@@ -187,8 +188,8 @@ export class ApiKeys {
   /** The account's keys, oldest first, revoked ones included. */
   list(account: string): ResultAsync<ApiKey[], FleetError> {
     return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).andThen(({ ids, found }) =>
-      this.records.getMany<string>(ids.map(usedRecord)).map((used) =>
-        found.flatMap((key, i) => (key === undefined ? [] : [withDefaults(key, used[i])])),
+      this.records.getMany<string>(ids.map(usedRecord)).andThen(okWith((used) =>
+        found.flatMap((key, i) => (key === undefined ? [] : [withDefaults(key, used[i])]))),
       ),
     );
   }
@@ -200,7 +201,7 @@ export class ApiKeys {
 
   /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. `hash`: `hashSecret(secret)`, when the caller has it already. */
   verify(secret: string, hash: string = hashSecret(secret)): ResultAsync<Principal | null, FleetError> {
-    return this.records.get<KeyHashEntry>(hashRecord(hash)).map((entry) => this.verified(hash, entry));
+    return this.records.get<KeyHashEntry>(hashRecord(hash)).andThen(okWith((entry) => this.verified(hash, entry)));
   }
 
   /**
@@ -286,7 +287,7 @@ export class ApiKeys {
         }),
       )
       .andThen(() => this.records.set(hashRecord(hash), this.hashEntry(key)))
-      .map(() => key);
+      .andThen(okWith(() => key));
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {

@@ -4,6 +4,7 @@ import type { IndexTransaction } from '../storage/index-store.js';
 import type { EventBus } from './bus.js';
 import type { FleetEventData, FleetEventType } from './catalog.js';
 import type { ChangeCheck, EventOutbox } from './outbox.js';
+import { okWith } from '../util/result.js';
 
 /** The event a change announces once it has landed. */
 export interface ChangeEvent<T extends FleetEventType> {
@@ -50,11 +51,11 @@ export class ChangeWriter {
       writes({
         publish: staged?.publish,
         abandon: () => (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))),
-      }).map((result) => {
+      }).andThen(okWith((result) => {
         staged?.published();
         this.bus.emit(event.type, { account: event.account, ...event.data });
         return result;
-      }),
+      })),
     );
   }
 }

@@ -4,6 +4,7 @@ import { type IndexCalls, mergeTransactions } from '../storage/index-calls.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { RecordStore } from '../storage/records.js';
 import { newId } from '../util/ids.js';
+import { okWith } from '../util/result.js';
 
 /**
  * How recovery tells whether the change behind an event landed: the record at `key` (a RecordStore key, e.g.
@@ -97,7 +98,7 @@ export class EventOutbox {
       return this.write(account, type, data, createdAt, check, recipients).andThen((staged) =>
         this.deps.index
           .commit({ add: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] })
-          .map(() => staged),
+          .andThen(okWith(() => staged)),
       );
     });
   }
@@ -106,10 +107,10 @@ export class EventOutbox {
   emitNow(account: string, type: string, data: unknown, recipients: string[]): ResultAsync<EventRecord, FleetError> {
     const createdAt = new Date(this.deps.now()).toISOString();
     return this.write(account, type, data, createdAt, null, recipients).andThen((staged) =>
-      this.deps.index.commit(staged.publish).map(() => {
+      this.deps.index.commit(staged.publish).andThen(okWith(() => {
         staged.published();
         return staged.event;
-      }),
+      })),
     );
   }
 
@@ -127,28 +128,28 @@ export class EventOutbox {
           const id = member.slice(member.indexOf(':') + 1);
           const forget: IndexTransaction = { remove: [{ set: INTENT_SET, member }] };
           return records.get<EventRecord>(eventKey(id)).andThen((event) => {
-            if (event === undefined) return index.commit(forget).map(() => 0);
+            if (event === undefined) return index.commit(forget).andThen(okWith(() => 0));
             return this.landed(event.check).andThen((landed) => {
-              if (landed) return index.commit(mergeTransactions(forget, this.publishOf(event))).map(() => 1);
-              return this.erase(event).andThen(() => index.commit(forget)).map(() => 0);
+              if (landed) return index.commit(mergeTransactions(forget, this.publishOf(event))).andThen(okWith(() => 1));
+              return this.erase(event).andThen(() => index.commit(forget)).andThen(okWith(() => 0));
             });
           });
         }),
-      ).map((published) => {
+      ).andThen(okWith((published) => {
         const count = published.reduce<number>((sum, n) => sum + n, 0);
         if (count > 0) this.deps.wake();
         return count;
-      });
+      }));
     });
   }
 
   private landed(check: ChangeCheck | null): ResultAsync<boolean, FleetError> {
     if (check === null) return okAsync(true);
-    return this.deps.records.get<Record<string, unknown>>(check.key).map((record) => {
+    return this.deps.records.get<Record<string, unknown>>(check.key).andThen(okWith((record) => {
       if (check.absent === true) return record === undefined;
       if (record === undefined) return false;
       return Object.entries(check.match ?? {}).every(([field, value]) => record[field] === value);
-    });
+    }));
   }
 
   private write(
@@ -172,7 +173,7 @@ export class EventOutbox {
     return this.deps.recipients
       .prepare(event)
       .andThen(() => this.deps.records.set(eventKey(id), event, this.deps.retentionMs))
-      .map(() => ({
+      .andThen(okWith(() => ({
         event,
         publish: this.publishOf(event),
         published: () => this.deps.wake(),
@@ -180,7 +181,7 @@ export class EventOutbox {
           this.deps.index
             .commit({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), id) }] })
             .andThen(() => this.erase(event)),
-      }));
+      })));
   }
 
   private publishOf(event: EventRecord): IndexTransaction {

@@ -9,6 +9,7 @@ import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Route } from './routes.js';
+import { okWith } from '../util/result.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
 export interface RequestContext {
@@ -189,10 +190,10 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
           {
             principal,
             serverId: mcpTarget.serverId,
-            admit: (operation) => (limiter === undefined ? okAsync(null) : limiter.admit(principal, operation)).map((decision) => {
+            admit: (operation) => (limiter === undefined ? okAsync(null) : limiter.admit(principal, operation)).andThen(okWith((decision) => {
               limitHeaders = RateLimiter.headers(decision, deps.now());
               return decision;
-            }),
+            })),
           },
           (decision) => {
             const refusal = RateLimiter.refusal(decision);

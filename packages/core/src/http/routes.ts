@@ -10,6 +10,7 @@ import type { InvokeOptions } from '../toolcalls/tool-service.js';
 import { type JsonText, JsonList } from '../util/json-text.js';
 import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
+import { okWith } from '../util/result.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -164,7 +165,7 @@ function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
         if (args.isErr()) return err(args.error);
         const { account } = input.principal;
         const now = spec.now?.(account, ...args.value);
-        return now !== undefined ? now.map(shown) : spec.run(account, ...args.value).map(shown);
+        return now !== undefined ? now.map(shown) : spec.run(account, ...args.value).andThen(okWith(shown));
       },
     },
   };

@@ -11,6 +11,7 @@ import type { InvokeOptions, ToolCallOutcome, ToolService } from '../toolcalls/t
 import type { JsonText } from '../util/json-text.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
 import type { WebhookOperations } from '../webhooks/service.js';
+import { okWith } from '../util/result.js';
 
 /**
  * The operations of mcp-fleet, once: `fleet.servers`, `fleet.tools`, `fleet.toolCalls`, `fleet.webhooks` are these
@@ -89,9 +90,9 @@ export interface OperationServices {
 export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
   return {
     servers: {
-      create: (account, input) => registry.create(account, input).map(toDetail),
-      get: (account, id) => registry.get(account, id).map(toDetail),
-      update: (account, id, patch) => registry.update(account, id, patch).map(toDetail),
+      create: (account, input) => registry.create(account, input).andThen(okWith(toDetail)),
+      get: (account, id) => registry.get(account, id).andThen(okWith(toDetail)),
+      update: (account, id, patch) => registry.update(account, id, patch).andThen(okWith(toDetail)),
       delete: (account, id) => registry.delete(account, id),
       health: (account, id) => health.check(account, id),
       healthHistory: (account, id) => health.history(account, id),
@@ -99,7 +100,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
         // The summary is made from each record as read (no copy of the whole record first): it holds strings only.
         shape === 'summary'
           ? registry.list(account, withPageDefaults(query), summaryJson)
-          : registry.list(account, withPageDefaults(query)).map(({ data, pagination }) => ({ data: data.map(toDetail), pagination }))) as ServerOperations['list'],
+          : registry.list(account, withPageDefaults(query)).andThen(okWith(({ data, pagination }) => ({ data: data.map(toDetail), pagination })))) as ServerOperations['list'],
       listNow: (account, query) => registry.listNow(account, withPageDefaults(query), summaryJson),
     },
     tools: {

@@ -3,6 +3,7 @@ import { FleetError } from '../errors/fleet-error.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { RecordStore } from '../storage/records.js';
 import { type SecretBox, unreadableSecret } from '../util/secret-box.js';
+import { okWith } from '../util/result.js';
 
 /** What `fleet.secrets.rotate()` wrote: the records whose secrets it sealed again under the current key. */
 export interface RotationCounts {
@@ -85,7 +86,7 @@ export function createSecrets(deps: {
           // Everything is under the current key now: older keys are no longer needed to start.
           records
             .set(CHECK_KEY, { checks: { [current.kid]: box.sealNow(CHECK_TEXT, CHECK_KEY) } } satisfies CheckRecord)
-            .map(() => ({ servers, webhooks: rotatedWebhooks })),
+            .andThen(okWith(() => ({ servers, webhooks: rotatedWebhooks }))),
         ),
       );
     },

@@ -15,6 +15,7 @@ import { type PageRead, readPage, readPageNow, readRange } from '../storage/read
 import { SecretBox } from '../util/secret-box.js';
 import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
+import { okWith, recover } from '../util/result.js';
 
 /**
  * How `list` shows each record: it must only read it. `stored`: the record is the stored object itself, never
@@ -128,17 +129,15 @@ export class ServerRegistry {
       .count(setKey(account, {}))
       .andThen((count) => (count >= maxPerAccount ? errAsync(quotaExceeded('servers', maxPerAccount)) : okAsync(undefined)))
       .andThen(() => this.deps.changes.write(event, ({ publish, abandon }) =>
-      records
-        .set(recordKey(record.id), record)
-        .andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish, limit)))
-        .orElse((error) =>
+      recover(
+        records.set(recordKey(record.id), record).andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish, limit))),
+        (error) =>
           // The record was written but never listed or named: remove it so nothing half-made remains.
           records
             .delete(recordKey(record.id))
             .andThen(abandon)
             .andThen(() => errAsync(error)),
-        )
-        .map(() => record),
+      ).andThen(okWith(() => record)),
     ));
   }
 
@@ -157,7 +156,7 @@ export class ServerRegistry {
 
   /** A record just read from this registry (`get`, `list`) with its secrets opened, without reading it again. */
   reveal(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
-    return revealConfig(this.deps.secrets, record.id, record.config).map((config) => ({ ...record, config }));
+    return revealConfig(this.deps.secrets, record.id, record.config).andThen(okWith((config) => ({ ...record, config })));
   }
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
@@ -177,7 +176,7 @@ export class ServerRegistry {
               at: next.updated_at,
               check: { key: recordKey(id), match: { updated_at: next.updated_at } },
             };
-            return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).map(() => next);
+            return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).andThen(okWith(() => next));
           }),
       ),
     );
@@ -216,7 +215,7 @@ export class ServerRegistry {
                 mergeTransactions({ ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] }, publish),
               ),
             )
-            .map(() => ({ id, deleted: true as const })),
+            .andThen(okWith(() => ({ id, deleted: true as const }))),
         );
       }),
     );
@@ -235,7 +234,7 @@ export class ServerRegistry {
     return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined }).andThen((read) => {
       const { page, repairs } = this.shown(account, set, query, read, view);
       if (repairs.length === 0) return okAsync(page);
-      return this.commitQuietly(mergeTransactions(...repairs)).map(() => page);
+      return this.commitQuietly(mergeTransactions(...repairs)).andThen(okWith(() => page));
     });
   }
 
@@ -276,8 +275,8 @@ export class ServerRegistry {
    * whose record is gone are skipped; the account listings repair them.
    */
   everyServer(offset: number, limit: number): ResultAsync<ServerRecord[], FleetError> {
-    return readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey).map(({ found }) =>
-      found.filter((record): record is ServerRecord => record !== undefined),
+    return readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey).andThen(okWith(({ found }) =>
+      found.filter((record): record is ServerRecord => record !== undefined)),
     );
   }
 
@@ -296,14 +295,14 @@ export class ServerRegistry {
           return revealConfig(secrets, id, current.config)
             .andThen((plain) => sealConfig(secrets, id, plain))
             .andThen((config) => records.set(recordKey(id), { ...current, config }))
-            .map(() => true);
+            .andThen(okWith(() => true));
         }),
       );
     const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
       readRange<ServerRecord>(this.deps.index, records, ALL_SERVERS, { offset, limit: PAGE }, recordKey).andThen(({ ids, found }) => {
         const stale = found.filter((server): server is ServerRecord => server !== undefined && hasStaleSecrets(secrets, server.config));
         // One at a time: rotation is an operator's batch, not a burst on the store.
-        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, server) => sum.andThen((n) => rotateOne(server.id).map((did) => n + (did ? 1 : 0))), okAsync(0));
+        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, server) => sum.andThen((n) => rotateOne(server.id).andThen(okWith((did) => n + (did ? 1 : 0)))), okAsync(0));
         return rotated.andThen((n) => (ids.length < PAGE ? okAsync(done + n) : page(offset + PAGE, done + n)));
       });
     return page(0, 0);
@@ -329,7 +328,7 @@ export class ServerRegistry {
           this.deps.records
             .set(recordKey(id), next)
             .andThen(() => this.commitQuietly(mergeTransactions(indexChanges(current, next), publish)))
-            .map(() => next),
+            .andThen(okWith(() => next)),
         );
       }),
     );
@@ -360,7 +359,7 @@ export class ServerRegistry {
   private commitQuietly(tx: IndexTransaction): ResultAsync<void, FleetError> {
     const empty = !tx.add?.length && !tx.remove?.length && !tx.claims?.length && !tx.releases?.length;
     if (empty) return okAsync(undefined);
-    return this.deps.index.commit(tx).map(() => undefined).orElse(() => okAsync(undefined));
+    return this.deps.index.commit(tx).andThen(okWith(() => undefined)).orElse(() => okAsync(undefined));
   }
 
   /** Now, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */

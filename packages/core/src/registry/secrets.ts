@@ -2,6 +2,7 @@ import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { SecretBox } from '../util/secret-box.js';
 import type { ServerConfig } from './schema.js';
+import { okWith } from '../util/result.js';
 
 /**
  * The secrets of a server configuration, field by field: `authentication.token`, `authentication.client_secret`,
@@ -16,18 +17,18 @@ function mapSecrets(id: string, config: ServerConfig, transform: Transform): Res
     const env = config.env;
     if (env === undefined) return okAsync(config);
     const names = Object.keys(env);
-    return ResultAsync.combine(names.map((name) => transform(env[name] as string, place(`env:${name}`)))).map((values) => ({
+    return ResultAsync.combine(names.map((name) => transform(env[name] as string, place(`env:${name}`)))).andThen(okWith((values) => ({
       ...config,
       env: Object.fromEntries(names.map((name, i) => [name, values[i] as string])),
-    }));
+    })));
   }
   const auth = config.authentication;
   if (auth === undefined) return okAsync(config);
-  if (auth.type === 'bearer') return transform(auth.token, place('token')).map((token) => ({ ...config, authentication: { ...auth, token } }));
+  if (auth.type === 'bearer') return transform(auth.token, place('token')).andThen(okWith((token) => ({ ...config, authentication: { ...auth, token } })));
   // oauth2 carries exactly one of `client_secret` and `private_key`.
   const { client_secret: secret, private_key: key } = auth;
-  if (secret !== undefined) return transform(secret, place('client_secret')).map((client_secret) => ({ ...config, authentication: { ...auth, client_secret } }));
-  if (key !== undefined) return transform(key, place('private_key')).map((private_key) => ({ ...config, authentication: { ...auth, private_key } }));
+  if (secret !== undefined) return transform(secret, place('client_secret')).andThen(okWith((client_secret) => ({ ...config, authentication: { ...auth, client_secret } })));
+  if (key !== undefined) return transform(key, place('private_key')).andThen(okWith((private_key) => ({ ...config, authentication: { ...auth, private_key } })));
   return okAsync(config);
 }
 

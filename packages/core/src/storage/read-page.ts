@@ -4,6 +4,7 @@ import type { PageQuery } from '../util/pagination.js';
 import type { IndexCalls } from './index-calls.js';
 import type { RangeOptions } from './index-store.js';
 import { NOT_NOW, type RecordStore } from './records.js';
+import { okWith } from '../util/result.js';
 
 /** Records read through a listing: ids and records side by side. */
 export interface ListedRecords<T> {
@@ -27,7 +28,7 @@ export function readRange<T>(
   keyOf: (id: string) => string,
   shared = false,
 ): ResultAsync<ListedRecords<T>, FleetError> {
-  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf), shared).map((found) => ({ ids, found })));
+  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf), shared).andThen(okWith((found) => ({ ids, found }))));
 }
 
 /** One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. */
@@ -40,7 +41,7 @@ export function readPage<T>(
   options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
 ): ResultAsync<PageRead<T>, FleetError> {
   const range = rangeOf(query, options.order);
-  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).map(([total, { ids, found }]) => ({ ids, found, total }));
+  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).andThen(okWith(([total, { ids, found }]) => ({ ids, found, total })));
 }
 
 /**

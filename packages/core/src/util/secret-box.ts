@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { err, errAsync, ok, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError } from '../errors/fleet-error.js';
+import { okWith } from './result.js';
 
 /** A 32-byte key as an option takes it: bytes, or their base64 (standard or url-safe). */
 export type EncryptionKey = Uint8Array | string;
@@ -129,7 +130,7 @@ export class SecretBox {
 
   /** `value` sealed under the current key, or as it is without one. `place` binds the ciphertext to where it is stored. */
   seal(value: string, place: string): ResultAsync<string, FleetError> {
-    return this.gate().map(() => this.sealNow(value, place));
+    return this.gate().andThen(okWith(() => this.sealNow(value, place)));
   }
 
   /** The plaintext of a stored value (plaintext stays as it is). */
@@ -153,11 +154,11 @@ export class SecretBox {
     const memo = `${place}\n${value}`;
     const known = this.opened.get(memo);
     if (known !== undefined) return okAsync(known);
-    return this.decrypt(value, place).map((plain) => {
+    return this.decrypt(value, place).andThen(okWith((plain) => {
       if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value as string);
       this.opened.set(memo, plain);
       return plain;
-    });
+    }));
   }
 
   private decrypt(value: string, place: string): ResultAsync<string, FleetError> {

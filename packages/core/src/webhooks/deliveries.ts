@@ -6,6 +6,7 @@ import { readPage } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { ID_PREFIXES } from '../util/ids.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+import { okWith } from '../util/result.js';
 
 /** One try at sending a delivery. Response bodies are never read into it. */
 export interface DeliveryAttempt {
@@ -104,7 +105,7 @@ export class DeliveryLog {
       if (expired.length === 0) return okAsync(page);
       return this.index
         .commit({ remove: expired.map((member) => ({ set, member })) })
-        .map(() => page)
+        .andThen(okWith(() => page))
         .orElse(() => okAsync(page));
     });
   }

@@ -3,11 +3,12 @@ import type { EventRecipients } from '../events/outbox.js';
 import { type DeliveryLog, type DeliveryRecord, DUE_SET, deliveriesSet, deliveryId, deliveryKey, dueMember } from './deliveries.js';
 import type { WebhookEventType } from './schema.js';
 import type { WebhookStore } from './subscriptions.js';
+import { okWith } from '../util/result.js';
 
 /** The webhooks as the outbox's recipients: the enabled webhooks of the account that subscribe to the event. */
 export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLog): EventRecipients {
   return {
-    of: (account, type) => webhooks.subscribers(account, type as WebhookEventType).map((subscribed) => subscribed.map((webhook) => webhook.id)),
+    of: (account, type) => webhooks.subscribers(account, type as WebhookEventType).andThen(okWith((subscribed) => subscribed.map((webhook) => webhook.id))),
     deliveryId,
     prepare: (event) =>
       ResultAsync.combine(
@@ -25,7 +26,7 @@ export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLo
           };
           return deliveries.save(pending);
         }),
-      ).map(() => undefined),
+      ).andThen(okWith(() => undefined)),
     due: (event) => {
       const at = Date.parse(event.created_at);
       return {

@@ -14,6 +14,7 @@ import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.j
 import { DeliveryWorker } from './worker.js';
 import { checkOption, positiveNumber } from '../util/options.js';
 import { SecretBox } from '../util/secret-box.js';
+import { okWith } from '../util/result.js';
 
 export interface WebhooksOptions {
   /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
@@ -118,16 +119,16 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     worker.start();
   }
   const api: WebhookOperations = {
-    create: (account, input) => webhooks.create(account, input).map((record) => ({ ...toWebhookView(record), secret: record.secret })),
-    get: (account, id) => webhooks.get(account, id).map(toWebhookView),
-    update: (account, id, patch) => webhooks.update(account, id, patch).map(toWebhookView),
+    create: (account, input) => webhooks.create(account, input).andThen(okWith((record) => ({ ...toWebhookView(record), secret: record.secret }))),
+    get: (account, id) => webhooks.get(account, id).andThen(okWith(toWebhookView)),
+    update: (account, id, patch) => webhooks.update(account, id, patch).andThen(okWith(toWebhookView)),
     delete: (account, id) => webhooks.delete(account, id),
-    list: (account, query = {}) => webhooks.list(account, withPageDefaults(query)).map((page) => ({ ...page, data: page.data.map(toWebhookView) })),
+    list: (account, query = {}) => webhooks.list(account, withPageDefaults(query)).andThen(okWith((page) => ({ ...page, data: page.data.map(toWebhookView) }))),
     test: (account, id) =>
       webhooks.get(account, id).andThen((webhook) =>
         outbox
           .emitNow(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, [webhook.id])
-          .map((event) => ({ event_id: event.id, delivery_id: event.deliveries[0]?.id ?? '' })),
+          .andThen(okWith((event) => ({ event_id: event.id, delivery_id: event.deliveries[0]?.id ?? '' }))),
       ),
     deliveries: (account, id, query = {}) => webhooks.get(account, id).andThen(() => deliveries.list(id, withPageDefaults(query))),
   };

@@ -9,6 +9,7 @@ import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { SecretBox } from '../util/secret-box.js';
 import type { WebhookEventType, WebhookValidator } from './schema.js';
 import { newWebhookSecret } from './signature.js';
+import { okWith } from '../util/result.js';
 
 /** A webhook as stored: the secret included. */
 export interface WebhookRecord {
@@ -139,13 +140,13 @@ export class WebhookStore {
             .open(current.secret, secretPlace(id))
             .andThen((plain) => secrets.seal(plain, secretPlace(id)))
             .andThen((secret) => records.set(webhookKey(id), { ...current, secret }))
-            .map(() => true);
+            .andThen(okWith(() => true));
         }),
       );
     const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
       readRange<WebhookRecord>(this.deps.index, records, ALL_WEBHOOKS, { offset, limit: PAGE }, webhookKey).andThen(({ ids, found }) => {
         const stale = found.filter((w): w is WebhookRecord => w !== undefined && secrets.isStale(w.secret));
-        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, w) => sum.andThen((n) => rotateOne(w.id).map((did) => n + (did ? 1 : 0))), okAsync(0));
+        const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, w) => sum.andThen((n) => rotateOne(w.id).andThen(okWith((did) => n + (did ? 1 : 0)))), okAsync(0));
         return rotated.andThen((n) => (ids.length < PAGE ? okAsync(done + n) : page(offset + PAGE, done + n)));
       });
     return page(0, 0);
@@ -170,7 +171,7 @@ export class WebhookStore {
           ...(patch.enabled !== undefined && { enabled: patch.enabled, disabled_reason: null }),
           updated_at: new Date(Math.max(this.deps.now(), Date.parse(current.updated_at) + 1)).toISOString(),
         };
-        return this.deps.records.set(webhookKey(id), next).map(() => next);
+        return this.deps.records.set(webhookKey(id), next).andThen(okWith(() => next));
       }),
     );
   }
@@ -196,16 +197,16 @@ export class WebhookStore {
               .commit({ remove: [{ set: accountSet(account), member: id }, { set: ALL_WEBHOOKS, member: id }] })
               .orElse(() => okAsync(undefined)),
           )
-          .map(() => ({ id, deleted: true as const })),
+          .andThen(okWith(() => ({ id, deleted: true as const }))),
       ),
     );
   }
 
   list(account: string, query: PageQuery): ResultAsync<Page<WebhookRecord>, FleetError> {
-    return readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey).map(({ found, total }) => {
+    return readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey).andThen(okWith(({ found, total }) => {
       const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
       return { data, pagination: pagination(query, total - (found.length - data.length)) };
-    });
+    }));
   }
 
   /**
@@ -214,6 +215,6 @@ export class WebhookStore {
    */
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
     return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey)
-      .map(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type)));
+      .andThen(okWith(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type))));
   }
 }

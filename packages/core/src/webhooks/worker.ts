@@ -10,6 +10,7 @@ import { parseRetryAfter, retryDelay, type RetryPolicy } from './retry.js';
 import type { Sender, SendOutcome } from './sender.js';
 import { sign } from './signature.js';
 import type { WebhookStore } from './subscriptions.js';
+import { okWith } from '../util/result.js';
 
 export interface WorkerDeps {
   records: RecordStore;
@@ -231,14 +232,14 @@ export class DeliveryWorker {
   private attempt(member: string): ResultAsync<boolean, FleetError> {
     const parsed = parseDueMember(member);
     const { index } = this.deps;
-    if (parsed === undefined) return index.commit({ remove: [{ set: DUE_SET, member }] }).map(() => true);
+    if (parsed === undefined) return index.commit({ remove: [{ set: DUE_SET, member }] }).andThen(okWith(() => true));
     const lease = leaseKey(parsed.id);
     // One owner per attempt, not per process: two rounds of this worker never share a lease either.
     const owner = `${this.id}:${randomToken(8)}`;
     return this.lease(lease, owner).andThen((held) => {
       if (!held) return okAsync(false);
       const release = { releases: [{ key: lease, owner }] };
-      const drop = () => index.commit({ ...release, remove: [{ set: DUE_SET, member }] }).map(() => true);
+      const drop = () => index.commit({ ...release, remove: [{ set: DUE_SET, member }] }).andThen(okWith(() => true));
       return this.deps.deliveries.get(parsed.id).andThen((delivery) => {
         // Already attempted (by this member's time) or settled: the member is stale.
         if (delivery === undefined || delivery.status !== 'pending' || Date.parse(delivery.next_attempt_at ?? '') !== parsed.dueMs) return drop();
@@ -246,7 +247,7 @@ export class DeliveryWorker {
           ([webhook, event]) => {
             // The webhook was deleted or turned off (or the event outlived its retention): nothing to send.
             if (webhook === undefined || !webhook.enabled || event === undefined) {
-              return this.settle(member, { ...delivery, status: 'cancelled', next_attempt_at: null }, release).map(() => true);
+              return this.settle(member, { ...delivery, status: 'cancelled', next_attempt_at: null }, release).andThen(okWith(() => true));
             }
             // The secret is opened here only, to sign; it never leaves this attempt.
             return this.deps.webhooks.secretOf(webhook).andThen((secret) => {
@@ -272,7 +273,7 @@ export class DeliveryWorker {
                 const gone = outcome.statusCode === 410;
                 return this.settle(member, next, release)
                   .andThen(() => (gone ? this.deps.webhooks.disable(webhook.id, 'gone') : okAsync(undefined)))
-                  .map(() => true);
+                  .andThen(okWith(() => true));
               });
             });
           },
@@ -304,7 +305,7 @@ export class DeliveryWorker {
     return this.deps.deliveries
       .save(next)
       .andThen(() => this.deps.index.commit({ ...release, remove: [{ set: DUE_SET, member }], add }))
-      .map(() => undefined);
+      .andThen(okWith(() => undefined));
   }
 
   /** Takes the lease, or takes it over from a holder that has kept it longer than `leaseMs`. */
@@ -313,7 +314,7 @@ export class DeliveryWorker {
     return index.commit({ claims: [{ key, owner }] }).andThen((result) => {
       if (result.ok) return okAsync(true);
       if (result.conflict === undefined || result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
-      return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).map((retry) => retry.ok);
+      return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).andThen(okWith((retry) => retry.ok));
     });
   }
 }
