@@ -19,15 +19,17 @@ function randomByte(): number {
   return POOL[poolAt++] as number;
 }
 
+const CODES = Array.from(ALPHABET, (char) => char.charCodeAt(0));
+
 /** `length` characters of `[0-9A-Za-z]` from the system's CSPRNG. */
 export function randomToken(length: number): string {
-  let out = '';
-  while (out.length < length) {
+  // Character codes made into one string at the end: one allocation, not one per character.
+  const codes = new Array<number>(length);
+  for (let i = 0; i < length; ) {
     const byte = randomByte();
-    if (byte >= UNBIASED_LIMIT) continue;
-    out += ALPHABET[byte % 62];
+    if (byte < UNBIASED_LIMIT) codes[i++] = CODES[byte % 62] as number;
   }
-  return out;
+  return String.fromCharCode(...codes);
 }
 
 export const ID_PREFIXES = {
