@@ -20,6 +20,8 @@ function randomByte(): number {
 }
 
 const CODES = Array.from(ALPHABET, (char) => char.charCodeAt(0));
+/** Characters per `fromCharCode` call: a spread of a long array would overflow the stack. */
+const CHUNK = 1024;
 
 /** `length` characters of `[0-9A-Za-z]` from the system's CSPRNG. */
 export function randomToken(length: number): string {
@@ -29,7 +31,10 @@ export function randomToken(length: number): string {
     const byte = randomByte();
     if (byte < UNBIASED_LIMIT) codes[i++] = CODES[byte % 62] as number;
   }
-  return String.fromCharCode(...codes);
+  if (length <= CHUNK) return String.fromCharCode(...codes);
+  let out = '';
+  for (let at = 0; at < length; at += CHUNK) out += String.fromCharCode(...codes.slice(at, at + CHUNK));
+  return out;
 }
 
 export const ID_PREFIXES = {
