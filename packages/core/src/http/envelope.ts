@@ -1,5 +1,5 @@
 import { newId } from '../util/ids.js';
-import { JsonList } from '../util/json-text.js';
+import { joinJson, JsonList } from '../util/json-text.js';
 import type { Pagination } from '../util/pagination.js';
 
 export interface SuccessBody<T> {
@@ -57,7 +57,7 @@ export function envelopeText(response: Response): string | undefined {
  */
 function bodyText(body: SuccessBody<unknown> | ErrorBody): string {
   if (!body.success || !(body.data instanceof JsonList)) return JSON.stringify(body);
-  let text = `{"success":true,"data":[${body.data.items.join(',')}]`;
+  let text = `{"success":true,"data":[${joinJson(body.data.items)}]`;
   if (body.pagination !== undefined) text += `,"pagination":${JSON.stringify(body.pagination)}`;
   return `${text},"meta":${JSON.stringify(body.meta)}}`;
 }
