@@ -213,8 +213,13 @@ describe('toWebRequest: the stand-in gives what the real Request gives', () => {
   });
 
   it('url: what new Request makes of the same target and Host, odd ones included', async () => {
-    const targets = ['/v1/servers?page=2&limit=5', '/v1/a/../b', '/v1/%2e%2e/x', '/v1/caf\u00e9?q=a b', "/v1/x?q='<>", '/v1//double', '/v1/x#frag', '/v1\\back', '/v1/x?'];
-    const hosts = ['example.com', 'EXAMPLE.com:80', '127.1:8080', 'a b', 'user:pw@host', '[::1]:3000', 'xn--nxasmq6b.example'];
+    // Hand-picked odd targets, then random ones over the bytes the URL parser treats specially (a fixed seed).
+    const targets = ['/v1/servers?page=2&limit=5', '/v1/a/../b', '/v1/%2e%2e/x', '/v1/.%2E/x', '/v1/caf\u00e9?q=a b', "/v1/x?q='<>", '/v1//double', '/v1/x#frag', '/v1\\back', '/v1/x?', '/v1/a%zz?b=%41', '/v1/.', '/v1/..?x'];
+    let seed = 12;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = [...'/.?#%2eEaZ09 \'"<>`{}|\\^[]:@!$&()*+,;=~_-\u00e9\t'];
+    for (let n = 0; n < 200; n++) targets.push(`/${Array.from({ length: 1 + Math.floor(random() * 12) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('')}`);
+    const hosts = ['example.com', 'EXAMPLE.com:80', '127.1:8080', '0x7f.1', 'a b', 'user:pw@host', '[::1]:3000', '[::FFFF:127.0.0.1]', 'xn--nxasmq6b.example', 'xn--a.example', 'host:99999', 'a#b', 'localhost.'];
     const seen: Array<{ host: string; target: string; url: string | Error; expected: string | Error }> = [];
     const attempt = (make: () => string) => {
       try {

@@ -38,7 +38,7 @@ export function toWebRequest(req: IncomingMessage, res: ServerResponse, options:
   const method = req.method ?? 'GET';
   const url = requestUrl(req, options.target ?? req.url ?? '/');
   const exact = options.exactBody === true;
-  if (typeof url !== 'string' && url.username === '' && url.password === '' && LIGHT_METHODS.has(method) && !bodyRead(req as ParsedRequest, method)) {
+  if (typeof url !== 'string' && LIGHT_METHODS.has(method) && !bodyRead(req as ParsedRequest, method)) {
     return new NodeRequest(req, res, method, url.href, exact) as unknown as Request;
   }
   return webRequest(req, res, method, typeof url === 'string' ? url : url.href, headersOf(req.rawHeaders), exact);
@@ -238,14 +238,56 @@ delegate(NodeHeaders.prototype, Headers.prototype, (self: NodeHeaders) => self[N
 /**
  * The URL from the socket's protocol, the `Host` header and the target; a `Host` that makes no URL gives `localhost`.
  * Parsed, as `new Request` would parse it, when it parses: a string left for `new Request` to refuse otherwise.
+ * The common case costs no parse: see `plainHref`.
  */
-function requestUrl(req: IncomingMessage, target: string): URL | string {
+function requestUrl(req: IncomingMessage, target: string): { href: string } | string {
   const scheme = 'encrypted' in req.socket && req.socket.encrypted === true ? 'https' : 'http';
+  const host = req.headers.host ?? 'localhost';
+  const href = plainHref(scheme, host, target);
+  if (href !== undefined) return { href };
   try {
-    return new URL(`${scheme}://${req.headers.host ?? 'localhost'}${target}`);
+    const url = new URL(`${scheme}://${host}${target}`);
+    return url.username === '' && url.password === '' ? url : url.href;
   } catch {
     return `${scheme}://localhost${target}`;
   }
+}
+
+/** A `Host` of a name, an IPv4 or a bracketed IPv6 address and a port: nothing that could end the authority early. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+/**
+ * A target the URL parser leaves as it is: none of the bytes it percent-encodes in a path or a special URL's query
+ * (space, quotes, `<>`, backtick, braces, non-ASCII…), no backslash (a `/` to it), no fragment, no dot segment, plain
+ * or encoded (`%2e`); any other `%` it keeps as it is.
+ */
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*$/;
+const DOT_SEGMENT = /\/\.\.?(?:[/?]|$)|%2e/i;
+/** Scheme and `Host` → the origin as the URL parser writes it (lower case, default port dropped); bounded, as clients pick the `Host`. */
+const origins = new Map<string, string | null>();
+
+/**
+ * `new URL(scheme://host + target).href` without parsing the target, when the target is plain (`PLAIN_TARGET`):
+ * then the href is the origin as the parser writes it, which depends on the host alone, followed by the target.
+ * `undefined` for anything else, and for a host with credentials or that makes no URL: the caller parses.
+ */
+function plainHref(scheme: string, host: string, target: string): string | undefined {
+  if (!PLAIN_TARGET.test(target) || DOT_SEGMENT.test(target)) return undefined;
+  const key = `${scheme}://${host}`;
+  let origin = origins.get(key);
+  if (origin === undefined) {
+    origin = null;
+    if (PLAIN_HOST.test(host)) {
+      try {
+        const url = new URL(`${key}/`);
+        origin = url.href.slice(0, -1);
+      } catch {
+        // No URL: the caller's parse fails the same way and takes `localhost`.
+      }
+    }
+    if (origins.size >= 256) origins.clear();
+    origins.set(key, origin);
+  }
+  return origin === null ? undefined : `${origin}${target}`;
 }
 
 /**
