@@ -29,10 +29,10 @@ type ParsedRequest = IncomingMessage & { body?: unknown; _body?: boolean };
  * `AbortController` and `Request` for each was most of what the Express adapter cost beyond Express. So the result is
  * a stand-in (`instanceof Request` holds) whose `method`, `url` and `headers.get`/`has` read the Node request; the
  * real `Request`, with the body and the abort wiring, is made the first time anything else is touched (`body`,
- * `signal`, `text()`, `clone()`…), and answers from then on. What either gives is what the real one gives; one
+ * `signal`, `text()`, `clone()`…), and answers from then on. Every member gives what the real `Request` gives; one
  * difference remains: `new Request(result)` needs a real `Request`, which `result.clone()` is.
- * A request whose body a parser already read, or with a method or URL outside the common forms, gets the real
- * `Request` at once, as before.
+ * A request whose body a parser already read, with a method undici would fold or refuse, or with a URL `new Request`
+ * refuses, gets the real `Request` at once, as before (docs/performance.md, "Express: the request without a Request").
  */
 export function toWebRequest(req: IncomingMessage, res: ServerResponse, options: ToWebRequestOptions = {}): Request {
   const method = req.method ?? 'GET';
