@@ -22,12 +22,17 @@ export function fleetMiddleware(fleet: Fleet, options: FleetExpressOptions = {})
   const clientAddress = options.clientAddress ?? ((req: Request) => req.socket.remoteAddress);
   return (req: Request, res: Response, next: NextFunction) => {
     // req.url is below Express's mount point; the raw path, which the core decodes once.
-    const path = mountPath(req.url.split('?', 1)[0] as string, fleet.prefix);
+    const query = req.url.indexOf('?');
+    const path = mountPath(query < 0 ? req.url : req.url.slice(0, query), fleet.prefix);
     if (path === undefined) return next();
-    Promise.resolve()
-      .then(() => fleet.handle(toWebRequest(req, res, { target: req.originalUrl }), { path, clientAddress: clientAddress(req) }))
-      .then((response) => writeWebResponse(res, response))
-      .catch(next);
+    // Called at once, not from a promise turn: a turn less per request; a synchronous throw still reaches next().
+    let answered: ReturnType<Fleet['handle']>;
+    try {
+      answered = fleet.handle(toWebRequest(req, res, { target: req.originalUrl }), { path, clientAddress: clientAddress(req) });
+    } catch (error) {
+      return next(error);
+    }
+    answered.then((response) => writeWebResponse(res, response)).then(undefined, next);
   };
 }
 

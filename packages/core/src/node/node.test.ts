@@ -156,6 +156,182 @@ describe('toWebRequest', () => {
   });
 });
 
+describe('toWebRequest: the stand-in gives what the real Request gives', () => {
+  /** What `toWebRequest` built before it had a stand-in: a real `Headers` from `rawHeaders`. */
+  const realHeaders = (raw: string[]) => {
+    const headers = new Headers();
+    for (let i = 0; i < raw.length; i += 2) headers.append(raw[i] as string, raw[i + 1] as string);
+    return headers;
+  };
+  /** Sends `head` (request line and headers, CRLF-separated, no blank line) on a raw socket and waits for the close. */
+  const sendRaw = async (port: number, head: string) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.end(`${head}\r\nConnection: close\r\n\r\n`);
+    await new Promise((resolve) => socket.on('close', resolve).resume());
+  };
+
+  it('headers: repeated ones joined as Headers joins them (Cookie with "; "), names in any case, absent ones null', async () => {
+    let checked: (() => void) | undefined;
+    const { port } = await listen((req, res) => {
+      const request = toWebRequest(req, res);
+      const reference = realHeaders(req.rawHeaders);
+      checked = () => {
+        expect(request).toBeInstanceOf(Request);
+        expect(request.headers).toBeInstanceOf(Headers);
+        for (const name of ['x-a', 'X-A', 'cookie', 'Set-Cookie', 'authorization', 'x-empty', 'x-spaced', 'x-latin', 'absent', 'host']) {
+          expect(request.headers.get(name), name).toBe(reference.get(name));
+          expect(request.headers.has(name), name).toBe(reference.has(name));
+        }
+        expect(request.headers.get('x-a')).toBe('1, 2,3, 4');
+        expect(request.headers.get('cookie')).toBe('a=1; b=2');
+        // Names Headers refuses are refused the same way, not answered null.
+        expect(() => request.headers.get('bad name')).toThrow(TypeError);
+        expect([...request.headers]).toEqual([...reference]);
+      };
+      res.end();
+    });
+    await sendRaw(
+      port,
+      [
+        'GET /v1/servers HTTP/1.1',
+        'Host: x',
+        'X-A: 1',
+        'Cookie: a=1',
+        'x-a: 2,3',
+        'Authorization: Bearer k',
+        'X-Empty:',
+        'X-Spaced:   padded value\t ',
+        'X-Latin: caf\u00e9',
+        'cookie: b=2',
+        'Set-Cookie: s=1',
+        'set-cookie: t=2',
+        'X-A: 4',
+      ].join('\r\n'),
+    );
+    checked?.();
+    expect(checked).toBeDefined();
+  });
+
+  it('url: what new Request makes of the same target and Host, odd ones included', async () => {
+    // Hand-picked odd targets, then random ones over the bytes the URL parser treats specially (a fixed seed).
+    const targets = ['/v1/servers?page=2&limit=5', '/v1/a/../b', '/v1/%2e%2e/x', '/v1/.%2E/x', '/v1/caf\u00e9?q=a b', "/v1/x?q='<>", '/v1//double', '/v1/x#frag', '/v1\\back', '/v1/x?', '/v1/a%zz?b=%41', '/v1/.', '/v1/..?x'];
+    let seed = 12;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = [...'/.?#%2eEaZ09 \'"<>`{}|\\^[]:@!$&()*+,;=~_-\u00e9\t'];
+    for (let n = 0; n < 200; n++) targets.push(`/${Array.from({ length: 1 + Math.floor(random() * 12) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('')}`);
+    const hosts = ['example.com', 'EXAMPLE.com:80', '127.1:8080', '0x7f.1', 'a b', 'user:pw@host', '[::1]:3000', '[::FFFF:127.0.0.1]', 'xn--nxasmq6b.example', 'xn--a.example', 'host:99999', 'a#b', 'localhost.'];
+    const seen: Array<{ host: string; target: string; url: string | Error; expected: string | Error }> = [];
+    const attempt = (make: () => string) => {
+      try {
+        return make();
+      } catch (error) {
+        return error as Error;
+      }
+    };
+    const { port } = await listen((req, res) => {
+      const host = req.headers.host ?? '';
+      for (const target of targets) {
+        const candidate = `http://${host}${target}`;
+        const expected = attempt(() => new Request(URL.canParse(candidate) ? candidate : `http://localhost${target}`).url);
+        seen.push({ host, target, url: attempt(() => toWebRequest(req, res, { target }).url), expected });
+      }
+      res.end();
+    });
+    for (const host of hosts) await sendRaw(port, `GET /v1/servers HTTP/1.1\r\nHost: ${host}`);
+    expect(seen.length).toBe(targets.length * hosts.length);
+    for (const { host, target, url, expected } of seen) {
+      if (expected instanceof Error) expect(url, `${host} ${target}`).toBeInstanceOf(TypeError);
+      else expect(url, `${host} ${target}`).toBe(expected);
+    }
+  });
+
+  it('the body, the signal and everything else come from the real Request, with headers changed on the stand-in', async () => {
+    let result: Record<string, unknown> | undefined;
+    const { origin } = await listen(async (req, res) => {
+      const request = toWebRequest(req, res);
+      request.headers.set('x-added', 'yes');
+      const copy = request.clone();
+      result = {
+        method: request.method,
+        used: request.bodyUsed,
+        redirect: request.redirect,
+        text: await request.text(),
+        usedAfter: request.bodyUsed,
+        copy: await copy.text(),
+        copyIsRequest: copy instanceof Request,
+        added: request.headers.get('x-added'),
+        copyAdded: copy.headers.get('x-added'),
+        aborted: request.signal.aborted,
+        again: await request.text().then(
+          () => 'read twice',
+          (error: unknown) => (error as Error).name,
+        ),
+      };
+      res.end('ok');
+    });
+    const res = await fetch(`${origin}/v1/servers`, { method: 'PATCH', body: '{"name":"é"}', headers: { 'content-type': 'application/json' } });
+    expect(await res.text()).toBe('ok');
+    expect(result).toEqual({
+      method: 'PATCH',
+      used: false,
+      redirect: 'follow',
+      text: '{"name":"é"}',
+      usedAfter: true,
+      copy: '{"name":"é"}',
+      copyIsRequest: true,
+      added: 'yes',
+      copyAdded: 'yes',
+      aborted: false,
+      again: 'TypeError',
+    });
+  });
+
+  it('a signal first read after the client went away is already aborted; one first read after the answer is not', async () => {
+    const signals: Record<string, AbortSignal> = {};
+    const { port, origin } = await listen(async (req, res) => {
+      const request = toWebRequest(req, res);
+      if (req.url === '/quick') {
+        await writeWebResponse(res, new Response('done'));
+        signals.quick = request.signal;
+        return;
+      }
+      await new Promise((resolve) => res.once('close', resolve));
+      signals.gone = request.signal;
+    });
+    expect(await (await fetch(`${origin}/quick`)).text()).toBe('done');
+    const pending = get({ port, host: '127.0.0.1', path: '/slow' }).on('error', () => {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    pending.destroy();
+    await eventually(() => signals.gone !== undefined);
+    expect(signals.gone?.aborted).toBe(true);
+    expect(signals.quick?.aborted).toBe(false);
+  });
+
+  it('a body left unread on a stand-in that never made its real Request is drained: the kept-alive connection stays usable', async () => {
+    const { port } = await listen((req, res) => {
+      const request = toWebRequest(req, res);
+      return writeWebResponse(res, new Response(request.headers.get('x-n') ?? '', { status: 401 }));
+    });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (n: string) =>
+      new Promise<{ text: string; reused: boolean }>((resolve, reject) => {
+        const req = httpRequest({ port, host: '127.0.0.1', method: 'POST', agent, headers: { 'x-n': n } });
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ text, reused: req.reusedSocket }));
+        });
+        req.on('error', reject).end('x'.repeat(256 * 1024));
+      });
+    try {
+      expect(await send('1')).toEqual({ text: '1', reused: false });
+      expect(await send('2')).toEqual({ text: '2', reused: true });
+    } finally {
+      agent.destroy();
+    }
+  });
+});
+
 describe('writeWebResponse', () => {
   it('sends the status, every header and each Set-Cookie on its own line', async () => {
     const { port } = await listen((_req, res) => {

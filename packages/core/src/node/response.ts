@@ -11,14 +11,16 @@ import { envelopeText } from '../http/envelope.js';
  * `Content-Length` and the body in one write, as `res.json` would send it, not as a chunked stream.
  */
 export async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  // One pass over the headers: iteration gives each Set-Cookie on its own, as getSetCookie() would.
   const headers: Record<string, string | string[]> = {};
+  let cookies: string[] | undefined;
   response.headers.forEach((value, name) => {
     if (name !== 'set-cookie') headers[name] = value;
+    else (cookies ??= []).push(value);
   });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  if (cookies !== undefined) headers['set-cookie'] = cookies;
   const text = envelopeText(response);
-  if (text !== undefined && response.headers.get('content-encoding') === null) {
+  if (text !== undefined && headers['content-encoding'] === undefined) {
     headers['content-length'] = String(Buffer.byteLength(text));
     res.writeHead(response.status, headers);
     res.end(text);
