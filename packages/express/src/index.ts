@@ -28,7 +28,8 @@ export function fleetMiddleware(fleet: Fleet, options: FleetExpressOptions = {})
     // Called at once, not from a promise turn: a turn less per request; a synchronous throw still reaches next().
     let answered: ReturnType<Fleet['handle']>;
     try {
-      answered = fleet.handle(toWebRequest(req, res, { target: req.originalUrl }), { path, clientAddress: clientAddress(req) });
+      // writeWebResponse sends the answer: envelopes are made for it, without undici's Response (`writesAnswer`).
+      answered = fleet.handle(toWebRequest(req, res, { target: req.originalUrl }), { path, clientAddress: clientAddress(req), writesAnswer: true });
     } catch (error) {
       return next(error);
     }

@@ -1,5 +1,6 @@
 import { newId } from '../util/ids.js';
 import { joinJson, JsonList } from '../util/json-text.js';
+import { delegate } from '../util/stand-in.js';
 import type { Pagination } from '../util/pagination.js';
 
 export interface SuccessBody<T> {
@@ -51,6 +52,63 @@ export function envelopeText(response: Response): string | undefined {
   return typeof text === 'string' && !response.bodyUsed ? text : undefined;
 }
 
+/** `Symbol.for`, as `BODY_TEXT`: the plain headers of an `EnvelopeResponse` nobody has turned into a real one. */
+const PLAIN_HEADERS = Symbol.for('mcp-fleet.plainHeaders');
+const REAL = Symbol('mcp-fleet.realResponse');
+
+/**
+ * The headers of an envelope answer made for an adapter that writes answers itself (`light`), as a plain object,
+ * while nothing has asked for the real `Response`: `writeWebResponse` sends them as they are. `undefined` otherwise.
+ */
+export function envelopeHeaders(response: Response): Readonly<Record<string, string>> | undefined {
+  const plain = (response as unknown as { [PLAIN_HEADERS]?: () => Record<string, string> | undefined })[PLAIN_HEADERS];
+  return typeof plain === 'function' ? plain.call(response) : undefined;
+}
+
+/**
+ * A `Response` (`instanceof` holds) for an adapter that writes the answer itself: its status, headers and text are
+ * kept as they are, and undici's `Response`, which sets up a body stream for the text (a tenth of the CPU of an
+ * Express GET), is made only when something reads more than that; every member of `Response` then answers from it.
+ */
+class EnvelopeResponse {
+  readonly #status: number;
+  readonly #headers: Record<string, string>;
+  readonly #text: string;
+  #real: Response | undefined;
+
+  constructor(status: number, headers: Record<string, string>, text: string) {
+    this.#status = status;
+    this.#headers = headers;
+    this.#text = text;
+  }
+
+  get status(): number {
+    return this.#status;
+  }
+
+  get bodyUsed(): boolean {
+    return this.#real?.bodyUsed ?? false;
+  }
+
+  get [BODY_TEXT](): string {
+    return this.#text;
+  }
+
+  [PLAIN_HEADERS](): Record<string, string> | undefined {
+    // Once the real one exists its headers may have been changed: they are the answer's then.
+    return this.#real === undefined ? this.#headers : undefined;
+  }
+
+  [REAL](): Response {
+    this.#real ??= new PlatformResponse(this.#text, { status: this.#status, headers: this.#headers });
+    return this.#real;
+  }
+}
+
+/** The runtime's own `Response`, even where a framework replaces the global one later (`@hono/node-server`). */
+const PlatformResponse = globalThis.Response;
+delegate(EnvelopeResponse.prototype, PlatformResponse.prototype, (self: EnvelopeResponse) => self[REAL]());
+
 /**
  * The envelope's text. A `JsonList` of data is joined from its items' texts, which `JSON.stringify` would have
  * written the same way (same keys, same order: `success`, `data`, `pagination`, `meta`).
@@ -62,7 +120,12 @@ function bodyText(body: SuccessBody<unknown> | ErrorBody): string {
   return `${text},"meta":${JSON.stringify(body.meta)}}`;
 }
 
-function json(status: number, body: SuccessBody<unknown> | ErrorBody, meta: Meta, extra?: Record<string, string>): Response {
+/**
+ * `light`: the adapter writes the answer itself with `writeWebResponse` (Express), which takes an envelope's text and
+ * plain headers as they are: an `EnvelopeResponse`. Otherwise a `Response` of the global class, which a framework
+ * may have made light itself (`@hono/node-server`).
+ */
+function json(status: number, body: SuccessBody<unknown> | ErrorBody, meta: Meta, extra: Record<string, string> | undefined, light: boolean): Response {
   const text = bodyText(body);
   // The base headers first, then the answer's own, then the request id: an object literal, not three spreads.
   const headers: Record<string, string> = {
@@ -73,20 +136,21 @@ function json(status: number, body: SuccessBody<unknown> | ErrorBody, meta: Meta
   };
   if (extra !== undefined) for (const name in extra) headers[name] = extra[name] as string;
   headers['x-request-id'] = meta.request_id;
+  if (light) return new EnvelopeResponse(status, headers, text) as unknown as Response;
   const response = new Response(text, { status, headers });
   Object.defineProperty(response, BODY_TEXT, { value: text });
   return response;
 }
 
-export function successResponse<T>(status: number, data: T, meta: Meta, page?: Pagination, headers?: Record<string, string>): Response {
+export function successResponse<T>(status: number, data: T, meta: Meta, page?: Pagination, headers?: Record<string, string>, light = false): Response {
   const body: SuccessBody<T> = page === undefined ? { success: true, data, meta } : { success: true, data, pagination: page, meta };
-  return json(status, body, meta, headers);
+  return json(status, body, meta, headers, light);
 }
 
 export function errorBody(error: AnsweredError, meta: Meta): ErrorBody {
   return { success: false, error: { code: error.code, message: error.message, details: error.details }, meta };
 }
 
-export function errorResponse(error: AnsweredError, meta: Meta, headers?: Record<string, string>): Response {
-  return json(error.status, errorBody(error, meta), meta, { ...error.headers, ...headers });
+export function errorResponse(error: AnsweredError, meta: Meta, headers?: Record<string, string>, light = false): Response {
+  return json(error.status, errorBody(error, meta), meta, { ...error.headers, ...headers }, light);
 }

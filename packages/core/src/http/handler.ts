@@ -24,6 +24,12 @@ export interface RequestContext {
    * that declares a length within the limit is then read whole. @default false (read as a stream, counted as it comes)
    */
   bodyWithinLength?: boolean;
+  /**
+   * The adapter writes the answer with `writeWebResponse` (`@mcp-fleet/core/node`), which sends an envelope's text
+   * and headers as they are: API answers are then made without building undici's `Response` and its body stream,
+   * unless something reads more of them. @default false
+   */
+  writesAnswer?: boolean;
 }
 
 /** Maps a request to the account it acts for, or `null` (401). Replaces the built-in API key check. */
@@ -125,7 +131,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     let limitHeaders: Record<string, string> = {};
     const fail = (error: FleetError) => {
       if (error.status >= 500) deps.onError(error, { requestId, method: request.method, path: path ?? '' });
-      return errorResponse(error, meta(), limitHeaders);
+      return errorResponse(error, meta(), limitHeaders, light);
     };
     /** Applies a limiter decision: its headers from now on, and the 429 when it refuses. */
     const limited = (decision: RateLimitDecision | null): Response | undefined => {
@@ -133,6 +139,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       return decision !== null && !decision.allowed ? fail(RateLimiter.refusal(decision)) : undefined;
     };
     const { limiter } = deps;
+    const light = context.writesAnswer === true;
 
     try {
       if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
@@ -253,7 +260,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const ran = operation.run({ principal, params, query: queryOf(request.url), body });
       const outcome = ran instanceof ResultAsync ? await ran : ran;
       return outcome.match(
-        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders),
+        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders, light),
         fail,
       );
     } catch (cause) {

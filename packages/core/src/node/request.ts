@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { delegate } from '../util/stand-in.js';
 
 export interface ToWebRequestOptions {
   /**
@@ -81,7 +82,6 @@ function webRequest(req: IncomingMessage, res: ServerResponse, method: string, u
   }
   return new Request(url, init);
 }
-
 const REAL = Symbol('mcp-fleet.realRequest');
 const NATIVE = Symbol('mcp-fleet.nativeHeaders');
 const ADOPT = Symbol('mcp-fleet.adoptHeaders');
@@ -198,38 +198,6 @@ function trimHttpWhitespace(value: string): string {
   while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
   while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
   return start === 0 && end === value.length ? value : value.slice(start, end);
-}
-
-/**
- * Gives `stand-in` every member of `real` it does not define itself, each answered by the real object `of` returns:
- * whatever a later Node adds to `Request` or `Headers` still works on the stand-in.
- */
-function delegate(standIn: object, real: object, of: (self: never) => object): void {
-  Object.setPrototypeOf(standIn, real);
-  for (const key of Reflect.ownKeys(real)) {
-    if (key === 'constructor' || Object.prototype.hasOwnProperty.call(standIn, key)) continue;
-    const descriptor = Object.getOwnPropertyDescriptor(real, key) as PropertyDescriptor;
-    const { value, get, set } = descriptor;
-    if (typeof value === 'function') {
-      Object.defineProperty(standIn, key, {
-        configurable: true,
-        writable: true,
-        value(this: never, ...args: unknown[]) {
-          return (value as (...a: unknown[]) => unknown).apply(of(this), args);
-        },
-      });
-    } else if (get !== undefined) {
-      Object.defineProperty(standIn, key, {
-        configurable: true,
-        get(this: never) {
-          return get.call(of(this));
-        },
-        ...(set === undefined ? {} : { set(this: never, v: unknown) {
-          set.call(of(this), v);
-        } }),
-      });
-    }
-  }
 }
 
 delegate(NodeRequest.prototype, Request.prototype, (self: NodeRequest) => self[REAL]());

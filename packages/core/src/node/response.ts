@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { envelopeText } from '../http/envelope.js';
+import { envelopeHeaders, envelopeText } from '../http/envelope.js';
 
 /**
  * Sends a Web `Response` on a Node `ServerResponse`: status, headers (each `Set-Cookie` on its own line, which
@@ -11,6 +11,14 @@ import { envelopeText } from '../http/envelope.js';
  * `Content-Length` and the body in one write, as `res.json` would send it, not as a chunked stream.
  */
 export async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  // An envelope made for us (`writesAnswer`): its plain headers and text as they are, no Headers, no body stream.
+  const plain = envelopeHeaders(response);
+  const plainText = plain === undefined ? undefined : envelopeText(response);
+  if (plain !== undefined && plainText !== undefined) {
+    res.writeHead(response.status, { ...plain, 'content-length': String(Buffer.byteLength(plainText)) });
+    res.end(plainText);
+    return;
+  }
   // One pass over the headers: iteration gives each Set-Cookie on its own, as getSetCookie() would.
   const headers: Record<string, string | string[]> = {};
   let cookies: string[] | undefined;
