@@ -48,4 +48,11 @@ describe('MemoryIndexStore', () => {
     expect(await store.range('s', { offset: 0, limit: 10_000 })).toEqual(expected);
     expect(await store.range('s', { offset: 10, limit: 25, order: 'desc' })).toEqual([...expected].reverse().slice(10, 35));
   });
+
+  it('keeps order when adds mostly come newest last, with ties and an older one between', async () => {
+    const store = new MemoryIndexStore();
+    const adds: [string, number][] = [['b', 1], ['c', 2], ['a', 2], ['d', 2], ['e', 3], ['f', 0], ['g', 3], ['c', 4]];
+    for (const [member, score] of adds) await store.commit({ add: [{ set: 's', member, score }] });
+    expect(await store.range('s', { offset: 0, limit: 100 })).toEqual(['f', 'b', 'a', 'd', 'e', 'g', 'c']);
+  });
 });

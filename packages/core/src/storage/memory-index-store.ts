@@ -22,7 +22,10 @@ class SortedSet {
     if (this.scores.get(member) === score) return;
     this.remove(member);
     const entry = { member, score };
-    this.entries.splice(this.indexOf(entry), 0, entry);
+    // Most adds are the newest entry of their set (a record created now): appended without a search or a splice.
+    const last = this.entries[this.entries.length - 1];
+    if (last === undefined || compare(last, entry) < 0) this.entries.push(entry);
+    else this.entries.splice(this.indexOf(entry), 0, entry);
     this.scores.set(member, score);
   }
 

@@ -40,6 +40,37 @@ function setup() {
 
 const query = { page: 1, limit: 100 };
 
+describe('ToolCallLog listings', () => {
+  it('lists a call under every combination of its filters, names that need encoding included, and a sweep unlists it from all', async () => {
+    const { log, advance } = setup();
+    const call: ToolCallRecord = {
+      id: newId('toolCall'),
+      server_id: 'srv_a',
+      server_name: 'a',
+      tool: 'odd|tool=name/ü %',
+      status: 'error',
+      duration_ms: 1,
+      attempts: 1,
+      error: { code: 'TOOL_ERROR', message: 'no' },
+      created_at: new Date(T0).toISOString(),
+    };
+    (await log.append('acme', call))._unsafeUnwrap();
+    const combos = [0, 1, 2, 3, 4, 5, 6, 7].map((mask) => ({
+      ...(mask & 1 ? { server_id: call.server_id } : {}),
+      ...(mask & 2 ? { status: call.status } : {}),
+      ...(mask & 4 ? { tool: call.tool } : {}),
+    }));
+    for (const filters of combos) {
+      const page = (await log.list('acme', { ...query, ...filters }))._unsafeUnwrap();
+      expect(page.data.map((c) => c.id), JSON.stringify(filters)).toEqual([call.id]);
+    }
+    expect((await log.list('acme', { ...query, tool: 'odd|tool=name/ü' }))._unsafeUnwrap().pagination.total).toBe(0);
+    advance(25 * HOUR);
+    expect((await log.sweep(10))._unsafeUnwrap()).toBe(1);
+    for (const filters of combos) expect((await log.list('acme', { ...query, ...filters }))._unsafeUnwrap().pagination.total).toBe(0);
+  });
+});
+
 describe('ToolCallLog expiry', () => {
   it('a sweep removes at most its batch of the oldest due calls, of every account, with all their listing entries', async () => {
     const { log, store, append, advance } = setup();

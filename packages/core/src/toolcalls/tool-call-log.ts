@@ -71,15 +71,18 @@ function listingOf(account: string, filters: ToolCallFilters): string {
   return set;
 }
 
-/** Every listing a record belongs to: one per subset of its filter values (8). */
+/**
+ * Every listing a record belongs to: one per subset of its filter values (8), named as `listingOf` names them. Each
+ * part is encoded once, not once per listing: this runs for every tool call.
+ */
 function listingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): string[] {
-  const sets: string[] = [];
-  for (let mask = 0; mask < 1 << FILTERS.length; mask++) {
-    const filters: ToolCallFilters = {};
-    FILTERS.forEach((field, bit) => {
-      if (mask & (1 << bit)) filters[field] = call[field] as never;
-    });
-    sets.push(listingOf(account, filters));
+  const base = `toolcalls:${encodeURIComponent(account)}`;
+  const parts = FILTERS.map((field) => `|${field}=${encodeURIComponent(call[field])}`);
+  const sets = new Array<string>(1 << FILTERS.length);
+  for (let mask = 0; mask < sets.length; mask++) {
+    let set = base;
+    for (let bit = 0; bit < parts.length; bit++) if (mask & (1 << bit)) set += parts[bit];
+    sets[mask] = set;
   }
   return sets;
 }
@@ -172,12 +175,12 @@ export class ToolCallLog {
         ? undefined
         : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
     const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
-    const listings = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
-    const expiry = this.retention === undefined ? [] : [{ set: EXPIRY_SET, member: expiryMember(account, call), score }];
+    const add = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
+    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call), score });
     return this.changes.write(event, ({ publish }) =>
       this.records
         .set(recordKey(call.id), stored, ttlMs)
-        .andThen(() => this.index.commit(mergeTransactions({ add: [...listings, ...expiry] }, publish)))
+        .andThen(() => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish)))
         .map(() => call),
     );
   }

@@ -5,6 +5,8 @@ import { createFleet, type Fleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { FleetEventMap } from '../events/catalog.js';
 import type { ServerInput } from '../registry/schema.js';
+import type { IndexStore } from '../storage/index-store.js';
+import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
 import { startModernServer } from '../mcp/fixtures/modern-server.js';
@@ -57,6 +59,36 @@ describe.each([
     const stored = (await f.toolCalls.get(ACCOUNT, failed.id))._unsafeUnwrap();
     const { result: _result, ...record } = failed;
     expect(stored).toEqual(record);
+  });
+
+  it('a call is listed under every filter and counted in health the moment it answers; a failed record write fails the call and frees its lane', async () => {
+    const server = await started(start());
+    let failCommits = false;
+    const memory = new MemoryIndexStore();
+    const index: IndexStore = {
+      commit: (tx) => (failCommits ? Promise.reject(new Error('index down')) : memory.commit(tx)),
+      claimOf: (key) => memory.claimOf(key),
+      range: (set, options) => memory.range(set, options),
+      count: (set) => memory.count(set),
+      close: () => memory.close(),
+    };
+    const f = fleet({ index, toolCalls: { maxConcurrentPerAccount: 1 } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    const failed = (await f.tools.call(ACCOUNT, id, 'fail', {}))._unsafeUnwrap();
+    const page = { page: 1, limit: 10 };
+    for (const filters of [{}, { server_id: id }, { status: 'error' as const }, { tool: 'fail' }, { server_id: id, status: 'error' as const, tool: 'fail' }]) {
+      expect((await f.toolCalls.list(ACCOUNT, { ...page, ...filters }))._unsafeUnwrap().data.map((c) => c.id)).toEqual([failed.id]);
+    }
+    const ok = (await f.tools.call(ACCOUNT, id, 'echo', { text: 'x' }))._unsafeUnwrap();
+    expect((await f.toolCalls.list(ACCOUNT, { ...page, status: 'success' }))._unsafeUnwrap().data.map((c) => c.id)).toEqual([ok.id]);
+    // The probe at registration and two calls, one failed.
+    expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().error_rate).toBe('33.33%');
+
+    failCommits = true;
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'lost' }))._unsafeUnwrapErr()).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    failCommits = false;
+    // With one lane per account, a lane kept by the failed write would make this a 429.
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'again' }))._unsafeUnwrap().status).toBe('success');
   });
 
   it('retries a server that fails twice (HTTP 503) to success: attempts = 3; without retry: one attempt, error', async () => {
