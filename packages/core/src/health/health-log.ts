@@ -3,6 +3,7 @@ import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
 import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
+import { okWith } from '../util/result.js';
 
 /** One request the service made to a server: a probe, or (with tool calls) a call. */
 export interface Attempt {
@@ -123,15 +124,15 @@ export class HealthLog {
 
   /** The protocol era the server last answered with, if any. */
   eraOf(serverId: string): ResultAsync<string | undefined, FleetError> {
-    return this.records.get<LastProbe>(lastKey(serverId)).map((last) => last?.era);
+    return this.records.get<LastProbe>(lastKey(serverId)).andThen(okWith((last) => last?.era));
   }
 
   /** The health record after the latest probe, or `undefined` before the first. */
   read(serverId: string): ResultAsync<HealthRecord | undefined, FleetError> {
     return this.records.get<LastProbe>(lastKey(serverId)).andThen((last) => {
       if (last === undefined) return okAsync(undefined);
-      return this.history(serverId).map(
-        ({ uptime, error_rate }) =>
+      return this.history(serverId).andThen(
+        okWith(({ uptime, error_rate }) =>
           ({
             status: last.ok ? 'healthy' : 'unhealthy',
             response_time: last.response_time,
@@ -139,7 +140,7 @@ export class HealthLog {
             uptime,
             error_rate,
             error: last.error,
-          }) satisfies HealthRecord,
+          }) satisfies HealthRecord),
       );
     });
   }
@@ -151,7 +152,7 @@ export class HealthLog {
     const oldest = Math.floor((now - DAY_MS) / BUCKET_MS);
     const keys: string[] = [];
     for (let index = oldest; index <= newest; index++) keys.push(bucketKey(serverId, index));
-    return this.records.getMany<Bucket>(keys).map((found) => {
+    return this.records.getMany<Bucket>(keys).andThen(okWith((found) => {
       const sum = { probes: 0, probesOk: 0, requests: 0, failures: 0 };
       const buckets: HealthBucket[] = [];
       found.forEach((bucket, i) => {
@@ -168,7 +169,7 @@ export class HealthLog {
         error_rate: formatPercent(sum.requests === 0 ? 0 : sum.failures / sum.requests),
         buckets,
       };
-    });
+    }));
   }
 
   /** docs/http-api.md "Server": a deleted server's health history goes with it (its buckets would expire within a day anyway). */

@@ -7,6 +7,7 @@ import type { RecordStore } from '../storage/records.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { ChangeWriter } from '../events/change-writer.js';
 import { mergeTransactions } from '../storage/index-calls.js';
+import { okWith } from '../util/result.js';
 
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
@@ -154,7 +155,7 @@ export class ToolCallLog {
       return this.index
         .commit({ remove })
         .andThen(() => this.records.deleteMany(keys))
-        .map(() => due.length);
+        .andThen(okWith(() => due.length));
     });
   }
 
@@ -181,7 +182,7 @@ export class ToolCallLog {
       this.records
         .set(recordKey(call.id), stored, ttlMs)
         .andThen(() => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish)))
-        .map(() => call),
+        .andThen(okWith(() => call)),
     );
   }
 
@@ -194,10 +195,10 @@ export class ToolCallLog {
 
   /** Newest first; filters narrow to the listing of their combination. Records carry no payload here. */
   list(account: string, query: ListToolCallsQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
-    return readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' }).map(({ found, total }) => ({
+    return readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' }).andThen(okWith(({ found, total }) => ({
       data: found.filter((call): call is StoredToolCall => call !== undefined && call.account === account).map(strip),
       pagination: pagination(query, total),
-    }));
+    })));
   }
 }
 
