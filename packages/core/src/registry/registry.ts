@@ -88,8 +88,14 @@ function indexChanges(before: ServerRecord | undefined, after: ServerRecord | un
   const id = (after ?? before)?.id ?? '';
   return {
     remove: [...old].filter((set) => !next.has(set)).map((set) => ({ set, member: id })),
-    add: after ? [...next].filter((set) => !old.has(set)).map((set) => ({ set, member: id, score: score(after) })) : [],
+    add: after === undefined ? [] : added(after, [...next].filter((set) => !old.has(set)), id),
   };
+}
+
+/** The listing entries of `record` in `sets`, its score read once. */
+function added(record: ServerRecord, sets: string[], id: string): { set: string; member: string; score: number }[] {
+  const at = score(record);
+  return sets.map((set) => ({ set, member: id, score: at }));
 }
 
 const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { details: { name } });
