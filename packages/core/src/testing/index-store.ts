@@ -212,6 +212,27 @@ export function indexStoreContract(
         expect(await store.range('s', { offset: 7, limit: 2, order: 'desc' })).toEqual([]);
       });
 
+      it('rangeNow and countNow, where the store has them, answer what range and count answer', async () => {
+        await seed();
+        if (store.rangeNow === undefined || store.countNow === undefined) {
+          // Both or neither: the fleet reads a listing at once only when it can read all of it at once.
+          expect(store.rangeNow === undefined && store.countNow === undefined).toBe(true);
+          return;
+        }
+        for (const options of [
+          { offset: 0, limit: 2 },
+          { offset: 2, limit: 2 },
+          { offset: 100, limit: 2 },
+          { offset: 1, limit: 3, order: 'desc' as const },
+          { offset: 0, limit: Number.MAX_SAFE_INTEGER },
+        ]) {
+          expect(store.rangeNow('s', options)).toEqual(await store.range('s', options));
+        }
+        expect(store.countNow('s')).toBe(await store.count('s'));
+        expect(store.countNow('absent')).toBe(0);
+        expect(store.rangeNow('absent', { offset: 0, limit: 10 })).toEqual([]);
+      });
+
       it('a limit of Number.MAX_SAFE_INTEGER reads the whole set', async () => {
         await seed();
         expect(await store.range('s', { offset: 0, limit: Number.MAX_SAFE_INTEGER })).toHaveLength(5);
