@@ -59,6 +59,9 @@ function setKey(account: string, filter: { type?: ServerType | undefined; health
   return key;
 }
 
+/** Items of the pages `listNow` keeps, at most, over all pages (about 5 MB of summaries' texts): then it starts again. */
+const MAX_PAGE_ITEMS_KEPT = 20_000;
+
 /** Every server of every account, for the background monitor. Account keys start `servers:`, so no clash. */
 const ALL_SERVERS = 'servers-all';
 
@@ -110,6 +113,9 @@ const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { deta
  */
 export class ServerRegistry {
   private readonly mutex = new KeyedMutex();
+  /** The last page read at once for each listing, page and size, with the change counts it was read at (`listNow`). */
+  private readonly pages = new Map<string, { changes: number; commits: number; view: ListView<unknown>; page: Page<unknown> }>();
+  private pagesItems = 0;
   private readonly deps: RegistryDeps & { secrets: SecretBox };
 
   constructor(deps: RegistryDeps) {
@@ -250,11 +256,27 @@ export class ServerRegistry {
    */
   listNow<V>(account: string, query: ListServersQuery, view: ListView<V>): Result<Page<V>, FleetError> | undefined {
     const set = setKey(account, query);
+    // The same page as last time while neither the records nor the listings have changed since, by anyone: both
+    // memories count every change made to them (`changesNow`, `commitsNow`). Server records carry no expiry.
+    const changes = this.deps.records.changesNow;
+    const commits = this.deps.index.commitsNow();
+    const cacheKey = `${set}\n${query.page}\n${query.limit}`;
+    const known = changes === undefined || commits === undefined ? undefined : this.pages.get(cacheKey);
+    if (known !== undefined && known.changes === changes && known.commits === commits && known.view === view) return ok(known.page as Page<V>);
     const read = readPageNow<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: true });
     if (read === undefined) return undefined;
     const { page, repairs } = this.shown(account, set, query, read, view);
+    if (repairs.length > 0) return undefined;
+    if (changes !== undefined && commits !== undefined) {
+      if (this.pagesItems + page.data.length > MAX_PAGE_ITEMS_KEPT) {
+        this.pages.clear();
+        this.pagesItems = 0;
+      }
+      this.pages.set(cacheKey, { changes, commits, view, page });
+      this.pagesItems += page.data.length;
+    }
     // Given a view, every item is the view's.
-    return repairs.length === 0 ? ok(page as Page<V>) : undefined;
+    return ok(page as Page<V>);
   }
 
   /** A page as listed: the records that belong, through the view; the repairs of listing entries that do not. */

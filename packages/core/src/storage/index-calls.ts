@@ -27,6 +27,11 @@ export class IndexCalls {
     return this.store.rangeNow?.(set, options);
   }
 
+  /** The store's count of applied commits (`IndexStore.commitsNow`); `undefined` when it keeps none. */
+  commitsNow(): number | undefined {
+    return this.store.commitsNow?.();
+  }
+
   /** `count` at once over a store that answers in this process; `undefined` otherwise. */
   countNow(set: string): number | undefined {
     return this.store.countNow?.(set);

@@ -25,6 +25,11 @@ export interface IndexStore {
   rangeNow?(set: string, options: RangeOptions): string[];
   /** `count` answered at once; present exactly when `rangeNow` is. */
   countNow?(set: string): number;
+  /**
+   * How many commits the store has applied, for a store that answers `rangeNow`: what was read from it is still what
+   * it holds while this has not moved. Optional.
+   */
+  commitsNow?(): number;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }

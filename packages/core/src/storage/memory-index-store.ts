@@ -68,6 +68,7 @@ export class MemoryIndexStore implements IndexStore {
   private readonly claims = new Map<string, Claim>();
   private readonly sets = new Map<string, SortedSet>();
   private readonly now: () => number;
+  private applied = 0;
 
   constructor(options: MemoryIndexStoreOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -84,6 +85,7 @@ export class MemoryIndexStore implements IndexStore {
       if ((this.sets.get(set)?.size ?? 0) >= max) return { ok: false, full: { set, max } };
     }
     const since = this.now();
+    this.applied++;
     for (const { key, owner } of tx.releases ?? []) {
       if (this.claims.get(key)?.owner === owner) this.claims.delete(key);
     }
@@ -122,6 +124,10 @@ export class MemoryIndexStore implements IndexStore {
 
   countNow(set: string): number {
     return this.sets.get(set)?.size ?? 0;
+  }
+
+  commitsNow(): number {
+    return this.applied;
   }
 
   async close(): Promise<void> {}

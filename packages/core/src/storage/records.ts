@@ -39,9 +39,32 @@ interface Stored {
  * restart, as before.
  */
 export function createMemoryStorage(): Keyv {
-  const keyv = new Keyv({ store: new Map(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
+  const keyv = new Keyv({ store: new CountedMap(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
   Object.defineProperty(keyv, OBJECT_MEMORY, { value: true });
   return keyv;
+}
+
+/**
+ * The object memory's `Map`, counting every change made to it, through the fleet or through Keyv (`set`, `delete`,
+ * `clear`): a value read from it earlier is still what it holds while the count has not moved.
+ */
+class CountedMap<K, V> extends Map<K, V> {
+  changes = 0;
+
+  override set(key: K, value: V): this {
+    this.changes++;
+    return super.set(key, value);
+  }
+
+  override delete(key: K): boolean {
+    this.changes++;
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.changes++;
+    super.clear();
+  }
 }
 
 function objectMemoryOf(keyv: Keyv): Map<string, Stored> | undefined {
@@ -127,6 +150,14 @@ export class RecordStore {
    */
   get sharesStoredObjects(): boolean {
     return this.memory !== undefined;
+  }
+
+  /**
+   * How many changes the object memory has seen, by any fleet or through Keyv itself: what was read from it is
+   * still what it holds while this has not moved. `undefined` over any other store (or a memory without the count).
+   */
+  get changesNow(): number | undefined {
+    return this.memory instanceof CountedMap ? this.memory.changes : undefined;
   }
 
   /** Writes a record; with `ttlMs` the store lets it expire. */

@@ -233,6 +233,16 @@ export function indexStoreContract(
         expect(store.rangeNow('absent', { offset: 0, limit: 10 })).toEqual([]);
       });
 
+      it('commitsNow, where the store has it, moves with every commit applied and never with one refused', async () => {
+        if (store.commitsNow === undefined) return;
+        const before = store.commitsNow();
+        await commitOk({ claims: [{ key: 'counted', owner: 'a' }], add: [{ set: 'counted', member: 'm', score: 1 }] });
+        const after = store.commitsNow();
+        expect(after).toBeGreaterThan(before);
+        expect((await store.commit({ claims: [{ key: 'counted', owner: 'b' }], add: [{ set: 'counted', member: 'n', score: 2 }] })).ok).toBe(false);
+        expect(store.commitsNow()).toBe(after);
+      });
+
       it('a limit of Number.MAX_SAFE_INTEGER reads the whole set', async () => {
         await seed();
         expect(await store.range('s', { offset: 0, limit: Number.MAX_SAFE_INTEGER })).toHaveLength(5);
