@@ -262,7 +262,11 @@ export class ServerRegistry {
     const commits = this.deps.index.commitsNow();
     const cacheKey = `${set}\n${query.page}\n${query.limit}`;
     const known = changes === undefined || commits === undefined ? undefined : this.pages.get(cacheKey);
-    if (known !== undefined && known.changes === changes && known.commits === commits && known.view === view) return ok(known.page as Page<V>);
+    if (known !== undefined && known.changes === changes && known.commits === commits && known.view === view) {
+      // A page of its own, as the one kept is (the items are the view's values: the summaries' texts are strings), so
+      // that whoever holds one cannot change what the next request is given.
+      return ok({ data: known.page.data.slice() as V[], pagination: { ...known.page.pagination } });
+    }
     const read = readPageNow<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: true });
     if (read === undefined) return undefined;
     const { page, repairs } = this.shown(account, set, query, read, view);
@@ -272,7 +276,7 @@ export class ServerRegistry {
         this.pages.clear();
         this.pagesItems = 0;
       }
-      this.pages.set(cacheKey, { changes, commits, view, page });
+      this.pages.set(cacheKey, { changes, commits, view, page: { data: page.data.slice(), pagination: { ...page.pagination } } });
       this.pagesItems += page.data.length;
     }
     // Given a view, every item is the view's.
