@@ -1,4 +1,4 @@
-import { ResultAsync } from 'neverthrow';
+import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { PageQuery } from '../util/pagination.js';
 import type { IndexCalls } from './index-calls.js';
@@ -31,15 +31,24 @@ export function readRange<T>(
   return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf), shared).andThen(okWith((found) => ({ ids, found }))));
 }
 
-/** One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. */
-export function readPage<T>(
+/** What reads a page: the stores, the listing, the page asked for, the record key of an id, and how to read it. */
+type PageArgs = [
   index: IndexCalls,
   records: RecordStore,
   set: string,
   query: PageQuery,
   keyOf: (id: string) => string,
-  options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
-): ResultAsync<PageRead<T>, FleetError> {
+  options?: { order?: 'asc' | 'desc'; shared?: boolean },
+];
+
+/**
+ * One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. Over
+ * the memory stores it is read at once (`readPageNow`); otherwise from the stores, count and range side by side.
+ */
+export function readPage<T>(...args: PageArgs): ResultAsync<PageRead<T>, FleetError> {
+  const now = readPageNow<T>(...args);
+  if (now !== undefined) return okAsync(now);
+  const [index, records, set, query, keyOf, options = {}] = args;
   const range = rangeOf(query, options.order);
   return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).andThen(okWith(([total, { ids, found }]) => ({ ids, found, total })));
 }
@@ -48,14 +57,7 @@ export function readPage<T>(
  * `readPage` at once, when the listing and the records are both held in this process (the memory stores): the same
  * page, read without a promise. `undefined` when either store answers in its own time: use `readPage` then.
  */
-export function readPageNow<T>(
-  index: IndexCalls,
-  records: RecordStore,
-  set: string,
-  query: PageQuery,
-  keyOf: (id: string) => string,
-  options: { order?: 'asc' | 'desc'; shared?: boolean } = {},
-): PageRead<T> | undefined {
+export function readPageNow<T>(...[index, records, set, query, keyOf, options = {}]: PageArgs): PageRead<T> | undefined {
   const total = index.countNow(set);
   const ids = total === undefined ? undefined : index.rangeNow(set, rangeOf(query, options.order));
   if (total === undefined || ids === undefined) return undefined;
