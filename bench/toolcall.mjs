@@ -4,6 +4,9 @@
 //   direct   the SDK's Client, connected once and kept, callTool (what an embedder would do without mcp-fleet)
 //   fleet    fleet.tools.call: registry read, kept connection, guarded fetch, record + listings + health written
 //   http     POST /v1/servers/:id/tools/call through the Hono adapter on a real port (auth, rate limits off)
+//   route    the same POST to a bare Hono route on its own port that does what an embedder without mcp-fleet would:
+//            JSON body in, callTool on an SDK Client kept by the route, the fleet's answer shape out (same bytes).
+//            It is the baseline of the HTTP target: both pay the same HTTP hop from this process.
 // Run by bench/run.mjs; can also run alone: `node --expose-gc bench/toolcall.mjs`.
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -12,6 +15,7 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
+import { Hono } from 'hono';
 import { fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_TOOLCALL_ROUNDS ?? 10);
@@ -35,10 +39,40 @@ async function scenario(title, list) {
     const addedPerRound = ts.map((t, i) => t - base[i]);
     const added = median(addedPerRound);
     const cells = v.id === 'direct' ? ['', ''] : [fmtRatio(ratio), fmtAddedMs(added)];
+    // The HTTP route against the bare route, per round (the HTTP target's figure).
+    if (v.id === 'http' && perRound.route !== undefined) {
+      const overRoute = ts.map((t, i) => t - perRound.route[i]);
+      out.httpOverRoute = { ratio: median(ts.map((t, i) => t / perRound.route[i])), addedMs: median(overRoute), addedLow: min(overRoute), addedHigh: max(overRoute) };
+    }
     console.log(`  ${pad(v.label, 56)} ${padLeft(fmtMs(median(ts)), 10)} ${padLeft(`${fmtMs(min(ts))}..${fmtMs(max(ts))}`, 13)} ${padLeft(cells[0], 9)} ${padLeft(cells[1], 9)}`);
     out[v.id] = { ms: median(ts), ratio, addedMs: added, addedLow: min(addedPerRound), addedHigh: max(addedPerRound) };
   }
+  if (out.httpOverRoute !== undefined) {
+    const r = out.httpOverRoute;
+    console.log(`  ${pad('POST via the fleet − the bare Hono route, per round', 56)} ${padLeft('', 10)} ${padLeft(`${fmtAddedMs(r.addedLow)}..${fmtAddedMs(r.addedHigh)}`, 13)} ${padLeft('', 9)} ${padLeft(fmtAddedMs(r.addedMs), 9)}`);
+  }
   return out;
+}
+
+/**
+ * The baseline of the HTTP route: a bare Hono app answering `POST /v1/servers/:id/tools/call` by calling the tool on
+ * an SDK Client it keeps per server, with the fleet's answer (`template`, one real answer) around the result, so that
+ * the bytes on the wire match. No auth, no record: what an embedder's own route would do.
+ */
+function bareRoute(clientsById, template) {
+  const app = new Hono();
+  app.post('/v1/servers/:id/tools/call', async (c) => {
+    const body = await c.req.json();
+    const result = await clientsById[c.req.param('id')].callTool({ name: body.name, arguments: body.arguments ?? {} });
+    return c.json({ ...template, data: { ...template.data, result } });
+  });
+  return app;
+}
+
+async function listen(fetch) {
+  const server = serve({ fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  return server;
 }
 
 export async function runToolCallBench() {
@@ -53,15 +87,18 @@ export async function runToolCallBench() {
   const { secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap();
   const register = async (name, endpoint) => (await fleet.servers.create('bench-acct', { name, type: 'http', endpoint }))._unsafeUnwrap().id;
   const ids = { v1: await register('bench-v1', urls.v1), v2: await register('bench-v2', urls.v2) };
-  const server = serve({ fetch: createFleetApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
-  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  const server = await listen(createFleetApp(fleet).fetch);
   const base = `http://127.0.0.1:${server.address().port}/v1`;
 
   const clients = [];
-  async function direct(url) {
+  async function connected(url) {
     const client = new Client({ name: 'bench-direct', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     clients.push(client);
+    return client;
+  }
+  async function direct(url) {
+    const client = await connected(url);
     return async () => check(await client.callTool({ name: 'ping', arguments: {} }));
   }
   const viaFleet = (id) => async () => {
@@ -69,8 +106,8 @@ export async function runToolCallBench() {
     if (outcome.status !== 'success') throw new Error(JSON.stringify(outcome));
     check(outcome.result);
   };
-  const viaHttp = (id) => async () => {
-    const response = await fetch(`${base}/servers/${id}/tools/call`, {
+  const viaHttp = (id, origin = base) => async () => {
+    const response = await fetch(`${origin}/servers/${id}/tools/call`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'ping', arguments: {} }),
@@ -79,16 +116,29 @@ export async function runToolCallBench() {
     if (response.status !== 200 || body.data?.status !== 'success') throw new Error(`${response.status} ${JSON.stringify(body).slice(0, 300)}`);
     check(body.data.result);
   };
+  // The bare route's answer around the result: one real answer of the fleet's route.
+  const template = await (
+    await fetch(`${base}/servers/${ids.v2}/tools/call`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ping', arguments: {} }),
+    })
+  ).json();
+  const routeClients = { [ids.v1]: await connected(urls.v1), [ids.v2]: await connected(urls.v2) };
+  const bare = await listen(bareRoute(routeClients, template).fetch);
+  const bareBase = `http://127.0.0.1:${bare.address().port}/v1`;
   const variants = async (era) => [
     { id: 'direct', label: 'direct: SDK Client (kept connection) callTool', run: await direct(urls[era]) },
     { id: 'fleet', label: 'fleet.tools.call (recorded)', run: viaFleet(ids[era]) },
     { id: 'http', label: 'POST /v1/servers/:id/tools/call via Hono', run: viaHttp(ids[era]) },
+    { id: 'route', label: 'the same POST to a bare Hono route (kept SDK Client)', run: viaHttp(ids[era], bareBase) },
   ];
   const legacy = await scenario('4a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', await variants('v1'));
   const modern = await scenario('4b. 2026-07-28 server: v2 SDK createMcpHandler', await variants('v2'));
 
   for (const client of clients) await client.close();
   server.close();
+  bare.close();
   await fleet.close();
   proc.send({ type: 'exit' });
   const seconds = (Date.now() - started) / 1000;
