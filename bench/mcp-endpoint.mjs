@@ -6,8 +6,12 @@
 //   direct   the v2 SDK Client, connected once to the upstream and kept, callTool `ping`
 //   mcp      the v2 SDK Client, connected once to /v1/mcp with the API key and kept (one session), callTool
 //            `bench-v1__ping` / `bench-v2__ping` (the `{prefix}__{tool}` name)
-// Added latency: median of the paired differences (mcp − direct, call i of each, made back to back) and p99 of mcp
-// minus p99 of direct. Target: ≤ 0.5 ms median added. Then `tools/list` of another account that has the 20 × 20
+//   relay    the v2 SDK Client, connected once to a bare relay and kept: the v2 SDK's createMcpHandler in Hono on its
+//            own port in this process, tools `bench-v1__ping` / `bench-v2__ping` whose handlers call `ping` on an SDK
+//            Client kept per upstream. It is what an embedder would write without mcp-fleet, and it pays the same
+//            extra MCP hop as /v1/mcp, so it is the baseline of the target.
+// Added latency: median of the paired differences (call i of each, made back to back) and p99 minus p99, for mcp
+// against direct (information) and mcp against relay. Target: ≤ 0.5 ms median added over the relay. Then `tools/list` of another account that has the 20 × 20
 // servers, after the lists that fill the cache: ms per list (400 tools each).
 // Until /v1/mcp exists (it answers 404), the section prints one line saying so, times the direct calls alone (so
 // that half stays checked) and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs`.
@@ -18,6 +22,8 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { Hono } from 'hono';
 import { collect, fmtAddedMs, fmtMs, median, pad, padLeft, quantile } from './stats.mjs';
 
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 400);
@@ -71,6 +77,30 @@ async function alternate(list) {
   return times;
 }
 
+/**
+ * The baseline: a bare MCP relay. One `McpServer` per request (createMcpHandler's factory), with a tool per upstream
+ * that calls `ping` on the SDK Client kept for it and answers its result as it is.
+ */
+async function bareRelay(upstreams) {
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: 'bench-relay', version: '1.0.0' });
+    for (const [name, client] of Object.entries(upstreams)) {
+      server.registerTool(name, { description: 'Relays ping' }, () => client.callTool({ name: 'ping', arguments: {} }));
+    }
+    return server;
+  });
+  const app = new Hono();
+  app.all('/mcp', (c) => handler.fetch(c.req.raw));
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  return { server, url: `http://127.0.0.1:${server.address().port}/mcp` };
+}
+
+/** The paired figures of `variant` against `base`: medians, p99s, the median of the per-call differences. */
+function added(variant, base) {
+  return { addedMs: median(variant.map((t, i) => t - base[i])), addedP99: quantile(variant, 0.99) - quantile(base, 0.99) };
+}
+
 function report(title, times) {
   console.log(`\n${title}`);
   console.log(`  ${pad('variant', 56)} ${padLeft('median ms', 10)} ${padLeft('p99 ms', 8)} ${padLeft('added median', 13)} ${padLeft('added p99', 10)}`);
@@ -81,11 +111,19 @@ function report(title, times) {
     const mcp = times.mcp;
     out.mcpMs = median(mcp);
     out.mcpP99 = quantile(mcp, 0.99);
-    out.addedMs = median(mcp.map((t, i) => t - direct[i]));
-    out.addedP99 = out.mcpP99 - out.directP99;
+    Object.assign(out, added(mcp, direct));
     console.log(
       `  ${pad('mcp: SDK Client on /v1/mcp (kept session) callTool', 56)} ${padLeft(fmtMs(out.mcpMs), 10)} ${padLeft(fmtMs(out.mcpP99), 8)} ${padLeft(fmtAddedMs(out.addedMs), 13)} ${padLeft(fmtAddedMs(out.addedP99), 10)}`,
     );
+    const relay = times.relay;
+    out.relayMs = median(relay);
+    out.relayP99 = quantile(relay, 0.99);
+    const relayAdded = added(relay, direct);
+    console.log(
+      `  ${pad('relay: SDK Client on a bare SDK relay (Hono) callTool', 56)} ${padLeft(fmtMs(out.relayMs), 10)} ${padLeft(fmtMs(out.relayP99), 8)} ${padLeft(fmtAddedMs(relayAdded.addedMs), 13)} ${padLeft(fmtAddedMs(relayAdded.addedP99), 10)}`,
+    );
+    out.overRelay = added(mcp, relay);
+    console.log(`  ${pad('mcp − relay (the target: ≤ 0.5 ms median)', 56)} ${padLeft('', 10)} ${padLeft('', 8)} ${padLeft(fmtAddedMs(out.overRelay.addedMs), 13)} ${padLeft(fmtAddedMs(out.overRelay.addedP99), 10)}`);
   }
   return out;
 }
@@ -119,13 +157,15 @@ export async function runMcpEndpointBench() {
   else if (status >= 400) throw new Error(`/v1/mcp answered ${status} to an initialize with a valid key`);
 
   const mcpClient = present ? await kept(endpoint, secret) : undefined;
+  const relay = present ? await bareRelay({ 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) }) : undefined;
+  const relayClient = relay === undefined ? undefined : await kept(relay.url);
   const result = { skipped: !present };
   for (const [era, title] of [
     ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP'],
     ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler'],
   ]) {
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
-    if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) });
+    if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) }, { id: 'relay', run: caller(relayClient, `bench-${era}__ping`) });
     result[era === 'v1' ? 'legacy' : 'modern'] = report(title, await alternate(list));
   }
 
@@ -152,6 +192,7 @@ export async function runMcpEndpointBench() {
 
   for (const client of clients) await client.close();
   server.close();
+  relay?.server.close();
   await fleet.close();
   proc.send({ type: 'exit' });
   result.seconds = (Date.now() - started) / 1000;

@@ -74,10 +74,12 @@ if (mcpEndpoint.skipped) {
     ['7a MCP endpoint, 2025-era upstream', mcpEndpoint.legacy],
     ['7b MCP endpoint, 2026-07-28 upstream', mcpEndpoint.modern],
   ]) {
-    const mark = r.addedMs <= mcpEndpoint.targetAddedMs ? 'meets target' : 'misses target';
+    const over = r.overRelay;
+    const mark = over.addedMs <= mcpEndpoint.targetAddedMs ? 'meets target' : 'misses target';
     console.log(
-      `  ${pad(`${name}: /v1/mcp callTool − direct callTool`, 67)} median ${fmtAddedMs(r.addedMs)} ms, p99 ${fmtAddedMs(r.addedP99)} ms (${mark}: ≤ ${mcpEndpoint.targetAddedMs} ms median)`,
+      `  ${pad(`${name}: /v1/mcp callTool − bare SDK relay callTool`, 67)} median ${fmtAddedMs(over.addedMs)} ms, p99 ${fmtAddedMs(over.addedP99)} ms (${mark}: ≤ ${mcpEndpoint.targetAddedMs} ms median)`,
     );
+    console.log(`  ${pad(`${name}: /v1/mcp callTool − direct callTool`, 67)} median ${fmtAddedMs(r.addedMs)} ms, p99 ${fmtAddedMs(r.addedP99)} ms (information: the extra MCP hop included)`);
   }
   console.log(`  ${pad('7c MCP endpoint: tools/list, 20 servers × 20 tools, from cache', 67)} p50 ${fmtMs(mcpEndpoint.list.ms)} ms, p99 ${fmtMs(mcpEndpoint.list.p99)} ms per list (information)`);
 }
