@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import type { Principal, Scope } from '@mcp-fleet/core';
+import { MemoryIndexStore, type Principal, type RangeOptions, type Scope } from '@mcp-fleet/core';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -452,6 +452,52 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     expect(JSON.stringify(echoed.content)).toContain('through the fleet');
     await client.close();
   }, 30_000);
+});
+
+/** The memory index, counting the reads of account listings (`servers:{account}…` sets). */
+class CountingIndexStore extends MemoryIndexStore {
+  listingReads = 0;
+
+  override rangeNow(set: string, options: RangeOptions): string[] {
+    if (set.startsWith('servers:')) this.listingReads += 1;
+    return super.rangeNow(set, options);
+  }
+}
+
+describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or id ($name)', (adapter) => {
+  const index = new CountingIndexStore();
+  const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, index });
+
+  it('the longest prefix wins, a name that is not a prefix is reached by id, and no call reads the account listing', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    const team = await createServer(rest, { name: 'team', type: 'http', endpoint: beta.url });
+    const nested = await createServer(rest, { name: 'team__ops', type: 'http', endpoint: beta.url });
+    const spaced = await createServer(rest, { name: 'my server', type: 'http', endpoint: beta.url });
+    // Servers of another account, one with the same name: never reached from this one.
+    const other = api(suite.served, account());
+    await createServer(other, { name: 'ghost', type: 'http', endpoint: beta.url });
+    await createServer(other, { name: 'team', type: 'http', endpoint: beta.url });
+    const client = await v2Client(`${suite.served.url}/mcp`, name);
+
+    const before = index.listingReads;
+    const echo = async (tool: string) => (await client.callTool({ name: tool, arguments: { text: tool } })).content;
+    expect(await echo('team__ops__echo')).toEqual([{ type: 'text', text: 'team__ops__echo' }]);
+    expect(await echo('team__echo')).toEqual([{ type: 'text', text: 'team__echo' }]);
+    expect(await echo(`${spaced.id}__echo`)).toEqual([{ type: 'text', text: `${spaced.id}__echo` }]);
+    for (const unknown of ['my server__echo', `${team.id}__echo`, 'ghost__echo', 'team__', '__echo', `${'x'.repeat(70)}__echo`]) {
+      expect((await rpcError(client.callTool({ name: unknown, arguments: { text: 'x' } }))).code).toBe(-32602);
+    }
+    expect(index.listingReads - before).toBe(0);
+
+    const calls = expectSuccess(await rest.get('/tool-calls?limit=10'), 200) as Json[];
+    expect(calls.map((c: Json) => c.server_id).sort()).toEqual([team.id, nested.id, spaced.id].sort());
+    // A rename moves the prefix: the old name is no prefix any more, the new one is.
+    expectSuccess(await rest.put(`/servers/${nested.id}`, { name: 'ops' }), 200);
+    expect((await rpcError(client.callTool({ name: 'team__ops__echo', arguments: { text: 'x' } }))).code).toBe(-32602);
+    expect(await echo('ops__echo')).toEqual([{ type: 'text', text: 'ops__echo' }]);
+    await client.close();
+  });
 });
 
 describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) => {

@@ -2,7 +2,9 @@ import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool }
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ConnectionPool, ListKind } from '../toolcalls/connection-pool.js';
+import { namesItsPrefix, toolPrefix } from '../toolcalls/tool-names.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
+import { isId } from '../util/ids.js';
 import { KeyedLanes } from '../util/keyed-lanes.js';
 
 export interface CatalogDeps {
@@ -116,6 +118,27 @@ export class UpstreamCatalog {
       if (page >= listed.value.pagination.pages) break;
     }
     return found;
+  }
+
+  /**
+   * The account's server whose items are exposed under `prefix`: the one named `prefix` when that name is its prefix,
+   * else the one whose id is `prefix` when its name is not usable as one; `undefined` for neither. At most two reads
+   * (a name claim and a record, or a record), however many servers the account has. Throws a `FleetError`.
+   */
+  async serverOfPrefix(account: string, prefix: string): Promise<ServerRecord | undefined> {
+    const { registry } = this.deps;
+    if (namesItsPrefix(prefix)) {
+      const named = await registry.getByName(account, prefix);
+      if (named.isErr()) throw named.error;
+      if (named.value !== undefined) return named.value;
+    }
+    if (!isId('server', prefix)) return undefined;
+    const found = await registry.get(account, prefix);
+    if (found.isErr()) {
+      if (found.error.code === 'SERVER_NOT_FOUND') return undefined;
+      throw found.error;
+    }
+    return toolPrefix({ id: found.value.id, name: found.value.config.name }) === prefix ? found.value : undefined;
   }
 
   /** `server`'s list of `kind`, or `undefined` when it is unhealthy, failed or was too slow for this answer. */

@@ -5,7 +5,7 @@ import { type FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { ToolOperations } from '../operations/index.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
-import { NAMESPACE_SEPARATOR, namespacedTool, toolAllowed, toolPrefix } from '../toolcalls/tool-names.js';
+import { MAX_PREFIX_LENGTH, NAMESPACE_SEPARATOR, namespacedTool, toolAllowed } from '../toolcalls/tool-names.js';
 import type { UpstreamCatalog } from './catalog.js';
 
 /** Who an exchange acts for, and which servers it sees: all of the account's, or one (`/servers/{id}/mcp`). */
@@ -90,28 +90,30 @@ const exposedName = (scope: EndpointScope, server: ServerRecord, name: string) =
   scope.serverId !== undefined ? name : namespacedTool({ id: server.id, name: server.config.name }, name);
 
 /**
- * Which server and upstream name a client's name stands for. With several servers the longest matching prefix wins
- * (a prefix may itself hold `__`); `undefined` when no server of the exchange has that prefix.
+ * Which server and upstream name a client's name stands for; `undefined` when no server of the exchange has that
+ * prefix. On `/mcp` every `__` in the name is a place the prefix may end (a prefix may itself hold `__`), and the
+ * longest prefix that stands for a server wins: each is looked up by its name claim or id (`serverOfPrefix`), not by
+ * reading the account's servers, so a call costs the same in an account of 2 servers or of 10,000. Prefixes are at
+ * most 64 characters (names) or an id's length, so a long name cannot make it look up more than about 32.
  */
 async function resolveName(catalog: UpstreamCatalog, scope: EndpointScope, name: string): Promise<{ server: ServerRecord; name: string } | undefined> {
-  let servers: ServerRecord[];
+  const { account } = scope.principal;
   try {
-    servers = await catalog.servers(scope.principal.account, scope.serverId);
+    if (scope.serverId !== undefined) {
+      const [server] = await catalog.servers(account, scope.serverId);
+      return server === undefined ? undefined : { server, name };
+    }
+    for (let at = name.lastIndexOf(NAMESPACE_SEPARATOR, MAX_PREFIX_LENGTH); at > 0; at = name.lastIndexOf(NAMESPACE_SEPARATOR, at - 1)) {
+      const tool = name.slice(at + NAMESPACE_SEPARATOR.length);
+      if (tool.length === 0) continue;
+      const server = await catalog.serverOfPrefix(account, name.slice(0, at));
+      if (server !== undefined) return { server, name: tool };
+    }
+    return undefined;
   } catch (error) {
     if (isFleetError(error) && error.code === 'SERVER_NOT_FOUND') return undefined;
     throw upstreamFailure(error);
   }
-  if (scope.serverId !== undefined) return servers[0] === undefined ? undefined : { server: servers[0], name };
-  let best: { server: ServerRecord; name: string } | undefined;
-  let bestLength = -1;
-  for (const server of servers) {
-    const prefix = toolPrefix({ id: server.id, name: server.config.name }) + NAMESPACE_SEPARATOR;
-    if (name.startsWith(prefix) && name.length > prefix.length && prefix.length > bestLength) {
-      best = { server, name: name.slice(prefix.length) };
-      bestLength = prefix.length;
-    }
-  }
-  return best;
 }
 
 /** The visible tool names of an exchange, sorted: what a session remembers to tell whether its union changed. */

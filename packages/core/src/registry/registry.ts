@@ -166,6 +166,20 @@ export class ServerRegistry {
     return this.get(account, id).andThen((record) => this.reveal(record));
   }
 
+  /**
+   * The account's server named `name`, through the name's claim (one claim read and one record read, whatever the
+   * size of the account), or `undefined` when no server of the account holds that name. A claim whose owner no
+   * longer carries the name (a rename or delete in flight) is no answer.
+   */
+  getByName(account: string, name: string): ResultAsync<ServerRecord | undefined, FleetError> {
+    return this.deps.index.claimOf(nameKey(account, name)).andThen((claim) => {
+      if (claim === undefined || !isId('server', claim.owner)) return okAsync(undefined);
+      return this.deps.records
+        .get<ServerRecord>(recordKey(claim.owner))
+        .andThen(okWith((record) => (record !== undefined && record.account === account && record.config.name === name ? record : undefined)));
+    });
+  }
+
   /** A record just read from this registry (`get`, `list`) with its secrets opened, without reading it again. */
   reveal(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
     return revealConfig(this.deps.secrets, record.id, record.config).andThen(okWith((config) => ({ ...record, config })));

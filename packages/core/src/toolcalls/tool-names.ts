@@ -6,12 +6,19 @@
 
 export { MAX_TOOL_PATTERN_LENGTH, MAX_TOOL_PATTERNS } from '../auth/tool-patterns.js';
 
-const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** The longest name that is its server's prefix (an id, 28 characters, is shorter). */
+export const MAX_PREFIX_LENGTH = 64;
+const PREFIX_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_PREFIX_LENGTH}}$`);
 export const NAMESPACE_SEPARATOR = '__';
+
+/** Whether a server named `name` is known by its name in the namespace (`^[A-Za-z0-9_-]{1,64}$`), not its id. */
+export function namesItsPrefix(name: string): boolean {
+  return PREFIX_PATTERN.test(name);
+}
 
 /** A server's prefix: its name if it matches `^[A-Za-z0-9_-]{1,64}$`, else its id. */
 export function toolPrefix(server: { id: string; name: string }): string {
-  return PREFIX_PATTERN.test(server.name) ? server.name : server.id;
+  return namesItsPrefix(server.name) ? server.name : server.id;
 }
 
 /** `{prefix}__{tool}`. */
