@@ -24,7 +24,7 @@ import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
-import { collect, fmtAddedMs, fmtMs, median, pad, padLeft, quantile } from './stats.mjs';
+import { collect, fmtAddedMs, fmtMs, median, pad, padLeft, quantile, settled } from './stats.mjs';
 
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 400);
 const WARMUP = Number(process.env.BENCH_MCP_WARMUP ?? 50);
@@ -69,6 +69,7 @@ async function alternate(list) {
   for (let i = 0; i < CALLS; i++) {
     const order = i % 2 === 0 ? list : [...list].reverse();
     for (const v of order) {
+      await settled();
       const start = performance.now();
       await v.run();
       times[v.id].push(performance.now() - start);

@@ -63,7 +63,10 @@ export function verdictAtMost(value, target, unit = '') {
 /**
  * Times `variant.run()` of every variant in `rounds` rounds of `batch` passes; a pass runs each variant once, in an
  * order rotated (and reversed every other pass) so that no variant always goes first or follows the same neighbour.
- * Runs of different variants are thus milliseconds apart, and drift in the machine hits them alike.
+ * Runs of different variants are thus milliseconds apart, and drift in the machine hits them alike. Each timed run
+ * starts after one turn of the event loop (`settled`): the end of the previous run's exchange (undici and the SDK
+ * closing its response stream, which outlives the answer) then lands before the clock starts, instead of in whichever
+ * variant happens to come next.
  * Answers the median time of each round, per variant id.
  */
 export async function interleavedRounds(list, rounds, batch) {
@@ -75,6 +78,7 @@ export async function interleavedRounds(list, rounds, batch) {
       const order = list.map((_, i) => list[(i + pass + round) % list.length]);
       if (pass % 2 === 1) order.reverse();
       for (const v of order) {
+        await settled();
         const start = performance.now();
         await v.run();
         times[v.id].push(performance.now() - start);
@@ -83,4 +87,9 @@ export async function interleavedRounds(list, rounds, batch) {
     for (const v of list) perRound[v.id].push(median(times[v.id]));
   }
   return perRound;
+}
+
+/** One turn of the event loop: what the last run left queued (I/O callbacks, stream ends) runs before the next. */
+export function settled() {
+  return new Promise((resolve) => setImmediate(resolve));
 }
