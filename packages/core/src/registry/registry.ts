@@ -1,8 +1,8 @@
-import { errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
-import type { IndexTransaction } from '../storage/index-store.js';
+import type { CommitResult, IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
-import type { RecordStore } from '../storage/records.js';
+import { NOT_NOW, type RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
@@ -13,7 +13,7 @@ import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
 import { type PageRead, readPage, readPageNow, readRange } from '../storage/read-page.js';
 import { SecretBox } from '../util/secret-box.js';
-import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
+import { hasStaleSecrets, revealConfig, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { okWith, recover } from '../util/result.js';
 
@@ -128,6 +128,40 @@ export class ServerRegistry {
     const now = new Date(this.deps.now()).toISOString();
     const id = newId('server');
     return sealConfig(this.deps.secrets, id, validated.value).andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
+  }
+
+  /**
+   * `create` at once, when the records and the listings are held in this process (the memory stores, whose index
+   * applies a commit at once) and nothing waits: no secret to seal before the key check has settled, no webhook to
+   * stage the event for. The same checks in the same order and the same writes in the same order as `create`, in one
+   * synchronous step, so no other change can come between them. `undefined` otherwise, having written nothing: use
+   * `create` then.
+   */
+  createNow(account: string, input: unknown): Result<ServerRecord, FleetError> | undefined {
+    const { records, index, changes, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
+    if (!records.sharesStoredObjects || !index.commitsAtOnce) return undefined;
+    const validated = this.deps.validator.config(input);
+    if (validated.isErr()) return err(validated.error);
+    const now = new Date(this.deps.now()).toISOString();
+    const id = newId('server');
+    const config = sealConfigNow(this.deps.secrets, id, validated.value);
+    if (config === undefined) return undefined;
+    if (config.isErr()) return err(config.error);
+    const record: ServerRecord = { id, account, config: config.value, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+    const all = setKey(account, {});
+    const count = index.countNow(all);
+    if (count === undefined) return undefined;
+    // A full account is refused before anything is written; the limit in the commit holds the quota all the same.
+    if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
+    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(id) } };
+    return changes.writeNow(event, () => {
+      const key = recordKey(id);
+      // Written before it is listed and named, as `insert` does, and removed when the commit is refused.
+      records.setNow(key, record);
+      const claimed = this.claimNameNow(record, { add: added(record, setsOf(record), id), limits: [{ set: all, max: maxPerAccount }] });
+      if (claimed.isErr()) records.deleteNow(key);
+      return claimed.map(() => record);
+    });
   }
 
   private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
@@ -385,6 +419,23 @@ export class ServerRegistry {
         );
       });
     });
+  }
+
+  /** `claimName` over an index that commits at once (`createNow`): the same claim, the same takeover of a stale one. */
+  private claimNameNow(record: ServerRecord, tx: IndexTransaction): Result<void, FleetError> {
+    const key = nameKey(record.account, record.config.name);
+    const attempt = (replacing?: string) =>
+      this.deps.index.commitNow({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] }) as CommitResult;
+    const first = attempt();
+    if (first.ok) return ok(undefined);
+    if (first.full !== undefined) return err(quotaExceeded('servers', first.full.max));
+    const { owner, since } = first.conflict;
+    if (since > this.deps.now() - this.deps.claimGraceMs) return err(nameExists(record.config.name));
+    const holder = this.deps.records.getNow<ServerRecord>(recordKey(owner), true);
+    const live = holder !== NOT_NOW && holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
+    if (live) return err(nameExists(record.config.name));
+    const retry = attempt(owner);
+    return retry.ok ? ok(undefined) : retry.full !== undefined ? err(quotaExceeded('servers', retry.full.max)) : err(nameExists(record.config.name));
   }
 
   /** Index bookkeeping after the record write: the record is already the truth, so the change is done either way. */

@@ -19,8 +19,10 @@ class SortedSet {
   }
 
   add(member: string, score: number): void {
-    if (this.scores.get(member) === score) return;
-    this.remove(member);
+    // One lookup of the member, not two: under load each lookup of a large set's map is a cache miss.
+    const known = this.scores.get(member);
+    if (known === score) return;
+    if (known !== undefined) this.entries.splice(this.indexOf({ member, score: known }), 1);
     const entry = { member, score };
     // Most adds are the newest entry of their set (a record created now): appended without a search or a splice.
     const last = this.entries[this.entries.length - 1];
@@ -75,6 +77,11 @@ export class MemoryIndexStore implements IndexStore {
   }
 
   async commit(tx: IndexTransaction): Promise<CommitResult> {
+    return this.commitNow(tx);
+  }
+
+  /** `commit` at once: the same batch, all-or-nothing, applied before it returns. */
+  commitNow(tx: IndexTransaction): CommitResult {
     for (const { key, owner, replacing } of tx.claims ?? []) {
       const held = this.claims.get(key);
       if (held !== undefined && held.owner !== owner && held.owner !== replacing) {
