@@ -176,9 +176,10 @@ export class ServerRegistry {
     if (count === undefined) return undefined;
     // A full account is refused before anything is written; the limit in the commit holds the quota all the same.
     if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
-    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(id) } };
+    // Not through `recordKey`: an id made now was never read, and keeping its key would only push out keys that are.
+    const key = `server:${id}`;
+    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key } };
     return changes.writeNow(event, () => {
-      const key = recordKey(id);
       // Written before it is listed and named, as `insert` does, and removed when the commit is refused. The score is
       // `created_at`'s own millisecond (`score` would parse it back).
       records.setNow(key, record);
