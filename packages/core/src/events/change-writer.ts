@@ -1,4 +1,4 @@
-import { okAsync, type ResultAsync } from 'neverthrow';
+import { okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { EventBus } from './bus.js';
@@ -57,5 +57,17 @@ export class ChangeWriter {
         return result;
       })),
     );
+  }
+
+  /**
+   * `write` at once, for a change with nothing to stage (webhooks off, or no recipient of the event in the account,
+   * known at once over the memory stores) whose `writes` answer at once: they run, and on success this process's
+   * listeners are told, as `write` tells them. `undefined` when staging might be needed: nothing ran; use `write`.
+   */
+  writeNow<T extends FleetEventType, R>(event: ChangeEvent<T>, writes: () => Result<R, FleetError>): Result<R, FleetError> | undefined {
+    if (this.outbox !== undefined && this.outbox.hasRecipientsNow(event.account, event.type) !== false) return undefined;
+    const result = writes();
+    if (result.isOk()) this.bus.emit(event.type, { account: event.account, ...event.data });
+    return result;
   }
 }

@@ -48,6 +48,8 @@ export interface StagedEvent {
 export interface EventRecipients {
   /** Ids of the recipients of `type` in `account`; none: nothing is staged. */
   of(account: string, type: string): ResultAsync<string[], FleetError>;
+  /** `of` answered at once, over stores held in this process; `undefined` otherwise. Optional. */
+  ofNow?(account: string, type: string): string[] | undefined;
   /** The id of the delivery of `eventId` to `recipient`: derived, so a recovering process names it the same. */
   deliveryId(eventId: string, recipient: string): string;
   /** Writes the pending deliveries of a new event, before it is published. */
@@ -101,6 +103,15 @@ export class EventOutbox {
           .andThen(okWith(() => staged)),
       );
     });
+  }
+
+  /**
+   * Whether `stage` would stage anything for `type` in `account`, when that is known at once (the memory stores):
+   * `false` when the account has no recipient of it, so a change may be written without staging; `undefined` otherwise.
+   */
+  hasRecipientsNow(account: string, type: string): boolean | undefined {
+    const recipients = this.deps.recipients.ofNow?.(account, type);
+    return recipients === undefined ? undefined : recipients.length > 0;
   }
 
   /** An event that needs no change (the test ping): written and due at once for these recipients. */

@@ -102,7 +102,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listedJson, input: listServersInput,
       run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape), now: (account, q) => servers.listNow(account, q) }),
     route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
-      status: 201, view: (server) => ({ data: toSummary(server) }) }),
+      now: servers.createNow, status: 201, view: (server) => ({ data: toSummary(server) }) }),
     route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
     route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', body: true, input: idAndBody, run: servers.update }),
     route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),

@@ -32,6 +32,8 @@ export interface Operations {
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
   create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
+  /** `create` answered at once over the memory stores when nothing waits; `undefined` otherwise, nothing done (then `create`). */
+  createNow(account: string, input: unknown): Result<ServerDetail, FleetError> | undefined;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
   /**
    * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows) as JSON text, made
@@ -91,6 +93,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
   return {
     servers: {
       create: (account, input) => registry.create(account, input).andThen(okWith(toDetail)),
+      createNow: (account, input) => registry.createNow(account, input)?.map(toDetail),
       get: (account, id) => registry.get(account, id).andThen(okWith(toDetail)),
       update: (account, id, patch) => registry.update(account, id, patch).andThen(okWith(toDetail)),
       delete: (account, id) => registry.delete(account, id),

@@ -1,8 +1,8 @@
-import { errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
-import type { IndexTransaction } from '../storage/index-store.js';
+import type { CommitResult, IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
-import type { RecordStore } from '../storage/records.js';
+import { NOT_NOW, type RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
@@ -13,7 +13,7 @@ import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
 import { type PageRead, readPage, readPageNow, readRange } from '../storage/read-page.js';
 import { SecretBox } from '../util/secret-box.js';
-import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
+import { hasStaleSecrets, revealConfig, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { okWith, recover } from '../util/result.js';
 
@@ -72,6 +72,25 @@ function setsOf(record: ServerRecord): string[] {
   return [setKey(account, {}), setKey(account, { type }), setKey(account, { health }), setKey(account, { type, health }), ALL_SERVERS];
 }
 
+/** `setsOf` by account, type and health, made once (at most 10,000 accounts, then forgotten all at once). */
+const listingsKept = new Map<string, Map<string, readonly string[]>>();
+
+/**
+ * `setsOf(record)`, the same names kept and handed out again (never to be changed): the index looks each set up by
+ * its name, and a name made afresh is a new string that must be flattened and hashed again (see `memoKeys`).
+ */
+function listingsOf(record: ServerRecord): readonly string[] {
+  let byAccount = listingsKept.get(record.account);
+  if (byAccount === undefined) {
+    if (listingsKept.size >= 10_000) listingsKept.clear();
+    listingsKept.set(record.account, (byAccount = new Map()));
+  }
+  const filter = `${record.config.type}:${record.health}`;
+  let sets = byAccount.get(filter);
+  if (sets === undefined) byAccount.set(filter, (sets = setsOf(record)));
+  return sets;
+}
+
 /** Every listing any server of the account could appear in: where an orphaned id must be removed from. */
 function allSetsOf(account: string): string[] {
   const sets = [setKey(account, {}), ALL_SERVERS];
@@ -116,6 +135,8 @@ export class ServerRegistry {
   /** The last page read at once for each listing, page and size, with the change counts it was read at (`listNow`). */
   private readonly pages = new Map<string, { changes: number; commits: number; view: ListView<unknown>; page: Page<unknown> }>();
   private pagesItems = 0;
+  private stampedAt = Number.NaN;
+  private stamp = '';
   private readonly deps: RegistryDeps & { secrets: SecretBox };
 
   constructor(deps: RegistryDeps) {
@@ -128,6 +149,53 @@ export class ServerRegistry {
     const now = new Date(this.deps.now()).toISOString();
     const id = newId('server');
     return sealConfig(this.deps.secrets, id, validated.value).andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
+  }
+
+  /**
+   * `create` at once, when the records and the listings are held in this process (the memory stores, whose index
+   * applies a commit at once) and nothing waits: no secret to seal before the key check has settled, no webhook to
+   * stage the event for. The same checks in the same order and the same writes in the same order as `create`, in one
+   * synchronous step, so no other change can come between them. `undefined` otherwise, having written nothing: use
+   * `create` then.
+   */
+  createNow(account: string, input: unknown): Result<ServerRecord, FleetError> | undefined {
+    const { records, index, changes, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
+    if (!records.sharesStoredObjects || !index.commitsAtOnce) return undefined;
+    const validated = this.deps.validator.config(input);
+    if (validated.isErr()) return err(validated.error);
+    const ms = this.deps.now();
+    const now = this.isoAt(ms);
+    const id = newId('server');
+    const config = sealConfigNow(this.deps.secrets, id, validated.value);
+    if (config === undefined) return undefined;
+    if (config.isErr()) return err(config.error);
+    const record: ServerRecord = { id, account, config: config.value, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+    const sets = listingsOf(record);
+    const all = sets[0] as string;
+    const count = index.countNow(all);
+    if (count === undefined) return undefined;
+    // A full account is refused before anything is written; the limit in the commit holds the quota all the same.
+    if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
+    // Not through `recordKey`: an id made now was never read, and keeping its key would only push out keys that are.
+    const key = `server:${id}`;
+    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key } };
+    return changes.writeNow(event, () => {
+      // Written before it is listed and named, as `insert` does, and removed when the commit is refused. The score is
+      // `created_at`'s own millisecond (`score` would parse it back).
+      records.setNow(key, record);
+      const claimed = this.claimNameNow(record, { add: sets.map((set) => ({ set, member: id, score: ms })), limits: [{ set: all, max: maxPerAccount }] });
+      if (claimed.isErr()) records.deleteNow(key);
+      return claimed.map(() => record);
+    });
+  }
+
+  /** `new Date(ms).toISOString()`, made again only when the clock has moved (creates in one millisecond share it). */
+  private isoAt(ms: number): string {
+    if (ms !== this.stampedAt) {
+      this.stamp = new Date(ms).toISOString();
+      this.stampedAt = ms;
+    }
+    return this.stamp;
   }
 
   private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
@@ -399,6 +467,24 @@ export class ServerRegistry {
         );
       });
     });
+  }
+
+  /** `claimName` over an index that commits at once (`createNow`): the same claim, the same takeover of a stale one. */
+  private claimNameNow(record: ServerRecord, { add, limits }: Pick<IndexTransaction, 'add' | 'limits'>): Result<void, FleetError> {
+    const key = nameKey(record.account, record.config.name);
+    const owner = record.id;
+    const attempt = (replacing?: string) =>
+      this.deps.index.commitNow({ add, limits, claims: [replacing === undefined ? { key, owner } : { key, owner, replacing }] }) as CommitResult;
+    const first = attempt();
+    if (first.ok) return ok(undefined);
+    if (first.full !== undefined) return err(quotaExceeded('servers', first.full.max));
+    const { owner: holderId, since } = first.conflict;
+    if (since > this.deps.now() - this.deps.claimGraceMs) return err(nameExists(record.config.name));
+    const holder = this.deps.records.getNow<ServerRecord>(recordKey(holderId), true);
+    const live = holder !== NOT_NOW && holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
+    if (live) return err(nameExists(record.config.name));
+    const retry = attempt(holderId);
+    return retry.ok ? ok(undefined) : retry.full !== undefined ? err(quotaExceeded('servers', retry.full.max)) : err(nameExists(record.config.name));
   }
 
   /** Index bookkeeping after the record write: the record is already the truth, so the change is done either way. */

@@ -1,4 +1,4 @@
-import { okAsync, ResultAsync } from 'neverthrow';
+import { err, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { SecretBox } from '../util/secret-box.js';
 import type { ServerConfig } from './schema.js';
@@ -35,6 +35,30 @@ function mapSecrets(id: string, config: ServerConfig, transform: Transform): Res
 /** The configuration as stored: its secrets sealed under the current key (as they are without one). */
 export function sealConfig(box: SecretBox, id: string, config: ServerConfig): ResultAsync<ServerConfig, FleetError> {
   return mapSecrets(id, config, (value, place) => box.seal(value, place));
+}
+
+/**
+ * `sealConfig` at once: a configuration without secrets as it is, one with secrets sealed when the key check has
+ * settled (`SecretBox.gateNow`); `undefined` while it runs: use `sealConfig` then.
+ */
+export function sealConfigNow(box: SecretBox, id: string, config: ServerConfig): Result<ServerConfig, FleetError> | undefined {
+  const place = (field: string) => `server:${id}:${field}`;
+  const seal = (value: string, field: string) => box.sealNow(value, place(field));
+  if (config.type === 'stdio' ? config.env === undefined : config.authentication === undefined) return ok(config);
+  const gate = box.gateNow();
+  if (gate === undefined) return undefined;
+  if (gate.isErr()) return err(gate.error);
+  if (config.type === 'stdio') {
+    const env = config.env as Record<string, string>;
+    return ok({ ...config, env: Object.fromEntries(Object.keys(env).map((name) => [name, seal(env[name] as string, `env:${name}`)])) });
+  }
+  const auth = config.authentication as NonNullable<typeof config.authentication>;
+  if (auth.type === 'bearer') return ok({ ...config, authentication: { ...auth, token: seal(auth.token, 'token') } });
+  // oauth2 carries exactly one of `client_secret` and `private_key`.
+  const { client_secret: secret, private_key: key } = auth;
+  if (secret !== undefined) return ok({ ...config, authentication: { ...auth, client_secret: seal(secret, 'client_secret') } });
+  if (key !== undefined) return ok({ ...config, authentication: { ...auth, private_key: seal(key, 'private_key') } });
+  return ok(config);
 }
 
 /** The configuration as used to connect: its secrets opened. */

@@ -22,6 +22,16 @@ export class IndexCalls {
     return ResultAsync.fromPromise(this.store.count(set), storageUnavailable);
   }
 
+  /** Whether the store applies a commit at once (`commitNow`). */
+  get commitsAtOnce(): boolean {
+    return typeof this.store.commitNow === 'function';
+  }
+
+  /** `commit` at once over a store that applies it in this process (`IndexStore.commitNow`); `undefined` otherwise. */
+  commitNow(tx: IndexTransaction): CommitResult | undefined {
+    return this.store.commitNow?.(tx);
+  }
+
   /** `range` at once over a store that answers in this process (`IndexStore.rangeNow`); `undefined` otherwise. */
   rangeNow(set: string, options: RangeOptions): string[] | undefined {
     return this.store.rangeNow?.(set, options);

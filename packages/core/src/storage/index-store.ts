@@ -26,6 +26,12 @@ export interface IndexStore {
   /** `count` answered at once; present exactly when `rangeNow` is. */
   countNow?(set: string): number;
   /**
+   * `commit` answered at once, by a store that holds its index in this process (`MemoryIndexStore`): the same batch,
+   * all-or-nothing, applied before it returns. Optional: the fleet then writes a change without waiting for a promise
+   * (a create over the memory stores); a store over the network leaves it out.
+   */
+  commitNow?(transaction: IndexTransaction): CommitResult;
+  /**
    * How many commits the store has applied, for a store that answers `rangeNow`: what was read from it is still what
    * it holds while this has not moved. Optional.
    */

@@ -49,6 +49,51 @@ describe('MemoryIndexStore', () => {
     expect(await store.range('s', { offset: 10, limit: 25, order: 'desc' })).toEqual([...expected].reverse().slice(10, 35));
   });
 
+  it('keeps members listed in several sets apart per set through random adds, re-scores, removes and emptied sets', async () => {
+    // One member's entries in all its sets hang from one lookup: moving or removing it in one set leaves the others.
+    const store = new MemoryIndexStore();
+    const sets = ['a', 'b', 'c', 'd'];
+    const model = new Map(sets.map((set) => [set, new Map<string, number>()]));
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 3000; i++) {
+      const member = `m${rand(40)}`;
+      const set = sets[rand(sets.length)] as string;
+      const scores = model.get(set) as Map<string, number>;
+      if (rand(3) === 0) {
+        scores.delete(member);
+        await store.commit({ remove: [{ set, member }] });
+      } else if (rand(10) === 0) {
+        // The same member into every set at once, as a create lists a server.
+        const score = rand(20);
+        for (const s of sets) model.get(s)?.set(member, score);
+        await store.commit({ add: sets.map((s) => ({ set: s, member, score })) });
+      } else {
+        const score = rand(20);
+        scores.set(member, score);
+        await store.commit({ add: [{ set, member, score }] });
+      }
+      if (i % 500 === 499) {
+        // Empty a set whole now and then: it is dropped and made again by the next add.
+        const emptied = sets[rand(sets.length)] as string;
+        const gone = [...(model.get(emptied) as Map<string, number>).keys()];
+        model.get(emptied)?.clear();
+        await store.commit({ remove: gone.map((member) => ({ set: emptied, member })) });
+        expect(await store.count(emptied)).toBe(0);
+      }
+    }
+    for (const set of sets) {
+      const expected = [...(model.get(set) as Map<string, number>).entries()]
+        .sort(([ma, sa], [mb, sb]) => sa - sb || (ma < mb ? -1 : ma > mb ? 1 : 0))
+        .map(([member]) => member);
+      expect(await store.range(set, { offset: 0, limit: 1000 })).toEqual(expected);
+      expect(await store.count(set)).toBe(expected.length);
+    }
+  });
+
   it('keeps order when adds mostly come newest last, with ties and an older one between', async () => {
     const store = new MemoryIndexStore();
     const adds: [string, number][] = [['b', 1], ['c', 2], ['a', 2], ['d', 2], ['e', 3], ['f', 0], ['g', 3], ['c', 4]];

@@ -1,39 +1,38 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
 
+/**
+ * A member's place in one set. The entries of one member in all its sets are chained (`next`), from the store's one
+ * map of members: a server is listed in five sets, a tool call in nine, and one lookup finds all of them.
+ */
 interface Entry {
-  member: string;
+  readonly member: string;
   score: number;
+  readonly set: SortedSet;
+  next: Entry | undefined;
 }
 
-function compare(a: Entry, b: Entry): number {
+function compare(a: { member: string; score: number }, b: { member: string; score: number }): number {
   return a.score - b.score || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0);
 }
 
-/** A set kept as a sorted array plus a member → score map: O(log n) search, O(1) count, O(limit) page. */
+/** A set kept as a sorted array of entries: O(log n) search, O(1) count, O(limit) page. */
 class SortedSet {
   private readonly entries: Entry[] = [];
-  private readonly scores = new Map<string, number>();
 
   get size(): number {
     return this.entries.length;
   }
 
-  add(member: string, score: number): void {
-    if (this.scores.get(member) === score) return;
-    this.remove(member);
-    const entry = { member, score };
+  insert(entry: Entry): void {
     // Most adds are the newest entry of their set (a record created now): appended without a search or a splice.
     const last = this.entries[this.entries.length - 1];
     if (last === undefined || compare(last, entry) < 0) this.entries.push(entry);
     else this.entries.splice(this.indexOf(entry), 0, entry);
-    this.scores.set(member, score);
   }
 
-  remove(member: string): void {
-    const score = this.scores.get(member);
-    if (score === undefined) return;
-    this.entries.splice(this.indexOf({ member, score }), 1);
-    this.scores.delete(member);
+  /** Takes out `entry`, which is in this set with its current score. */
+  delete(entry: Entry): void {
+    this.entries.splice(this.indexOf(entry), 1);
   }
 
   range({ offset, limit, order = 'asc' }: RangeOptions): string[] {
@@ -46,7 +45,7 @@ class SortedSet {
   }
 
   /** First position whose entry is not less than `entry`. */
-  private indexOf(entry: Entry): number {
+  private indexOf(entry: { member: string; score: number }): number {
     let lo = 0;
     let hi = this.entries.length;
     while (lo < hi) {
@@ -67,6 +66,12 @@ export interface MemoryIndexStoreOptions {
 export class MemoryIndexStore implements IndexStore {
   private readonly claims = new Map<string, Claim>();
   private readonly sets = new Map<string, SortedSet>();
+  /**
+   * Each member's first entry, its others chained from it. One map for all sets rather than one per set: an add of
+   * a new member (every create) is one lookup, not one per set, and under load each lookup of a large map is a cache
+   * miss.
+   */
+  private readonly members = new Map<string, Entry>();
   private readonly now: () => number;
   private applied = 0;
 
@@ -75,6 +80,11 @@ export class MemoryIndexStore implements IndexStore {
   }
 
   async commit(tx: IndexTransaction): Promise<CommitResult> {
+    return this.commitNow(tx);
+  }
+
+  /** `commit` at once: the same batch, all-or-nothing, applied before it returns. */
+  commitNow(tx: IndexTransaction): CommitResult {
     for (const { key, owner, replacing } of tx.claims ?? []) {
       const held = this.claims.get(key);
       if (held !== undefined && held.owner !== owner && held.owner !== replacing) {
@@ -94,15 +104,49 @@ export class MemoryIndexStore implements IndexStore {
     }
     for (const { set, member } of tx.remove ?? []) {
       const sorted = this.sets.get(set);
-      sorted?.remove(member);
-      if (sorted?.size === 0) this.sets.delete(set);
+      if (sorted === undefined) continue;
+      this.remove(sorted, member);
+      if (sorted.size === 0) this.sets.delete(set);
     }
     for (const { set, member, score } of tx.add ?? []) {
       let sorted = this.sets.get(set);
       if (sorted === undefined) this.sets.set(set, (sorted = new SortedSet()));
-      sorted.add(member, score);
+      this.add(sorted, member, score);
     }
     return { ok: true };
+  }
+
+  /** Adds `member` to `sorted`, or moves it to `score` there. */
+  private add(sorted: SortedSet, member: string, score: number): void {
+    const first = this.members.get(member);
+    let last: Entry | undefined;
+    for (let entry = first; entry !== undefined; entry = entry.next) {
+      if (entry.set === sorted) {
+        if (entry.score === score) return;
+        sorted.delete(entry);
+        entry.score = score;
+        sorted.insert(entry);
+        return;
+      }
+      last = entry;
+    }
+    const entry: Entry = { member, score, set: sorted, next: undefined };
+    if (last === undefined) this.members.set(member, entry);
+    else last.next = entry;
+    sorted.insert(entry);
+  }
+
+  /** Takes `member` out of `sorted`; absent, nothing happens. */
+  private remove(sorted: SortedSet, member: string): void {
+    let before: Entry | undefined;
+    for (let entry = this.members.get(member); entry !== undefined; before = entry, entry = entry.next) {
+      if (entry.set !== sorted) continue;
+      sorted.delete(entry);
+      if (before !== undefined) before.next = entry.next;
+      else if (entry.next !== undefined) this.members.set(member, entry.next);
+      else this.members.delete(member);
+      return;
+    }
   }
 
   async claimOf(key: string): Promise<Claim | undefined> {

@@ -163,8 +163,7 @@ export class RecordStore {
   /** Writes a record; with `ttlMs` the store lets it expire. */
   set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
     if (this.memory !== undefined) {
-      if (value === undefined) return this.delete(key);
-      this.memory.set(this.keyPrefix + key, { value: copy(value), expires: typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined });
+      this.writeMemory(this.memory, key, value, ttlMs);
       return okAsync(undefined);
     }
     return ResultAsync.fromPromise(
@@ -173,6 +172,23 @@ export class RecordStore {
       }),
       storageUnavailable,
     );
+  }
+
+  /**
+   * `set` at once over the fleet's own memory (a copy is stored, as `set` stores); `false` over any other store, which
+   * then wrote nothing: use `set`.
+   */
+  setNow(key: string, value: unknown, ttlMs?: number): boolean {
+    if (this.memory === undefined) return false;
+    this.writeMemory(this.memory, key, value, ttlMs);
+    return true;
+  }
+
+  /** `delete` at once over the fleet's own memory; `false` over any other store, which then deleted nothing. */
+  deleteNow(key: string): boolean {
+    if (this.memory === undefined) return false;
+    this.memory.delete(this.keyPrefix + key);
+    return true;
   }
 
   delete(key: string): ResultAsync<void, FleetError> {
@@ -193,6 +209,12 @@ export class RecordStore {
       this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)).then(() => undefined),
       storageUnavailable,
     );
+  }
+
+  /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
+  private writeMemory(memory: Map<string, Stored>, key: string, value: unknown, ttlMs: number | undefined): void {
+    if (value === undefined) memory.delete(this.keyPrefix + key);
+    else memory.set(this.keyPrefix + key, { value: copy(value), expires: typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined });
   }
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */

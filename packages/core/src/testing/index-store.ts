@@ -243,6 +243,18 @@ export function indexStoreContract(
         expect(store.commitsNow()).toBe(after);
       });
 
+      it('commitNow, where the store has it, applies a batch before it returns, all or nothing, as commit does', async () => {
+        if (store.commitNow === undefined) return;
+        // The fleet writes a create at once only over a store that also reads at once.
+        expect(store.rangeNow !== undefined && store.countNow !== undefined).toBe(true);
+        expect(store.commitNow({ claims: [{ key: 'now', owner: 'a' }], add: [{ set: 'now', member: 'm', score: 1 }], limits: [{ set: 'now', max: 2 }] })).toEqual({ ok: true });
+        expect(store.countNow?.('now')).toBe(1);
+        expect(store.commitNow({ claims: [{ key: 'now', owner: 'b' }], add: [{ set: 'now', member: 'n', score: 2 }] })).toMatchObject({ ok: false, conflict: { key: 'now', owner: 'a' } });
+        expect(store.commitNow({ add: [{ set: 'now', member: 'n', score: 2 }], limits: [{ set: 'now', max: 1 }] })).toEqual({ ok: false, full: { set: 'now', max: 1 } });
+        expect(await store.range('now', { offset: 0, limit: 10 })).toEqual(['m']);
+        expect((await store.claimOf('now'))?.owner).toBe('a');
+      });
+
       it('a limit of Number.MAX_SAFE_INTEGER reads the whole set', async () => {
         await seed();
         expect(await store.range('s', { offset: 0, limit: Number.MAX_SAFE_INTEGER })).toHaveLength(5);

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { err, errAsync, ok, okAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError } from '../errors/fleet-error.js';
 import { okWith } from './result.js';
 
@@ -78,6 +78,8 @@ export class SecretBox {
   /** The start check every use waits for; run again after a storage failure, so an outage at start heals. */
   private check: (() => Promise<FleetError | undefined>) | undefined;
   private pending: Promise<FleetError | undefined> | undefined;
+  /** The verdict of `pending` once it settled for good: `null` passed, else its error (`gateNow`). */
+  private verdict: FleetError | null | undefined;
   /**
    * Plaintexts of sealed values opened lately, by place and sealed value: every tool call opens its server's token,
    * and the same ciphertext under the same keys always opens to the same plaintext (a new seal has a new IV, so an
@@ -107,10 +109,23 @@ export class SecretBox {
   private runCheck(run: () => Promise<FleetError | undefined>): Promise<FleetError | undefined> {
     const pending = run();
     this.pending = pending;
+    this.verdict = undefined;
     void pending.then((error) => {
-      if (error?.code === 'STORAGE_UNAVAILABLE' && this.pending === pending) this.pending = undefined;
+      if (this.pending !== pending) return;
+      if (error?.code === 'STORAGE_UNAVAILABLE') this.pending = undefined;
+      else this.verdict = error ?? null;
     });
     return pending;
+  }
+
+  /**
+   * What `gate` would answer, when that is known at once: no start check, or one that has settled (an outage, which
+   * runs the check again on the next use, is not a verdict). `undefined` while it runs: wait through `seal` then.
+   */
+  gateNow(): Result<void, FleetError> | undefined {
+    if (this.check === undefined) return ok(undefined);
+    if (this.verdict === undefined || this.pending === undefined) return undefined;
+    return this.verdict === null ? ok(undefined) : err(this.verdict);
   }
 
   private gate(): ResultAsync<void, FleetError> {

@@ -9,6 +9,7 @@ import { okWith } from '../util/result.js';
 export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLog): EventRecipients {
   return {
     of: (account, type) => webhooks.subscribers(account, type as WebhookEventType).andThen(okWith((subscribed) => subscribed.map((webhook) => webhook.id))),
+    ofNow: (account, type) => webhooks.subscriberIdsNow(account, type as WebhookEventType),
     deliveryId,
     prepare: (event) =>
       ResultAsync.combine(

@@ -2,7 +2,7 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { readPage, readRange } from '../storage/read-page.js';
-import type { RecordStore } from '../storage/records.js';
+import { NOT_NOW, type RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
@@ -216,5 +216,20 @@ export class WebhookStore {
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
     return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey)
       .andThen(okWith(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type))));
+  }
+
+  /**
+   * The ids of `subscribers`, read at once over the memory stores (each webhook read in place: only its id is kept);
+   * `undefined` over a store that answers in its own time: use `subscribers` then.
+   */
+  subscriberIdsNow(account: string, type: WebhookEventType): string[] | undefined {
+    const ids = this.deps.index.rangeNow(accountSet(account), { offset: 0, limit: this.maxPerAccount });
+    if (ids === undefined) return undefined;
+    if (ids.length === 0) return ids;
+    const found = this.deps.records.getManyNow<WebhookRecord>(ids.map(webhookKey), true);
+    if (found === NOT_NOW) return undefined;
+    const subscribed: string[] = [];
+    for (const w of found) if (w !== undefined && w.account === account && w.enabled && w.events.includes(type)) subscribed.push(w.id);
+    return subscribed;
   }
 }
