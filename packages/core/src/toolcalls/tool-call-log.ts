@@ -169,21 +169,41 @@ export class ToolCallLog {
    * the record alone, never the arguments or result.
    */
   append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): ResultAsync<ToolCallRecord, FleetError> {
-    const stored: StoredToolCall = { ...call, ...payload, account };
-    const score = Date.parse(call.created_at);
+    const { stored, ttlMs, add } = this.writesOf(account, call, payload);
     const event =
       call.status === 'success'
         ? undefined
         : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
-    const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
-    const add = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
-    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call), score });
     return this.changes.write(event, ({ publish }) =>
       this.records
         .set(recordKey(call.id), stored, ttlMs)
         .andThen(() => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish)))
         .andThen(okWith(() => call)),
     );
+  }
+
+  /**
+   * `append` at once, for a call that succeeded (no event to stage) over stores that answer in this process (the
+   * fleet's memory and an index with `commitNow`): the same record, then the same listing commit, before it returns.
+   * `false` otherwise, having written nothing: use `append` then.
+   */
+  appendNow(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): boolean {
+    if (call.status !== 'success' || !this.index.commitsAtOnce) return false;
+    const { stored, ttlMs, add } = this.writesOf(account, call, payload);
+    if (!this.records.setNow(recordKey(call.id), stored, ttlMs)) return false;
+    // An index that commits at once has `commitNow` (checked above); a commit of additions alone is never refused.
+    this.index.commitNow({ add });
+    return true;
+  }
+
+  /** What a call's append writes: the stored record, its expiry, and its entries in the 8 listings and the expiry set. */
+  private writesOf(account: string, call: ToolCallRecord, payload: ToolCallPayload) {
+    const stored: StoredToolCall = { ...call, ...payload, account };
+    const score = Date.parse(call.created_at);
+    const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
+    const add = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
+    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call), score });
+    return { stored, ttlMs, add };
   }
 
   get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError> {
