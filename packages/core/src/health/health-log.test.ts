@@ -1,6 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import { RecordStore } from '../storage/records.js';
+import { createMemoryStorage, RecordStore } from '../storage/records.js';
 import { type Attempt, formatPercent, HealthLog } from './health-log.js';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -133,5 +133,27 @@ describe('HealthLog.history', () => {
     advance(23 * 60 * 60_000);
     expect((await log.history('srv_a'))._unsafeUnwrap().buckets.map((b) => b.probes)).toEqual([1]);
     expect((await log.history('srv_none'))._unsafeUnwrap()).toEqual({ uptime: '0%', error_rate: '0%', buckets: [] });
+  });
+});
+
+describe('HealthLog.recordNow', () => {
+  it('counts a call at once over the fleet memory, as record does; never while another count of the server runs, never a probe, never over another store', async () => {
+    const at = T0;
+    const log = new HealthLog(new RecordStore(createMemoryStorage(), 't:'), () => at);
+    // A probe's count holds the server's lane across its reads and writes: a count at once would be lost by its write.
+    const probing = log.record('srv_a', probe(at, true));
+    expect(log.recordNow('srv_a', call(at, false))).toBe(false);
+    expect(log.recordNow('srv_b', call(at, false))).toBe(true);
+    (await probing)._unsafeUnwrap();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log.recordNow('srv_a', probe(at, true))).toBe(false);
+    expect(log.recordNow('srv_a', call(at, false))).toBe(true);
+    expect(log.recordNow('srv_a', call(at, true))).toBe(true);
+    expect((await log.history('srv_a'))._unsafeUnwrap().buckets).toMatchObject([{ probes: 1, healthy: 1, requests: 3, failures: 1 }]);
+    expect((await log.history('srv_b'))._unsafeUnwrap().buckets).toMatchObject([{ probes: 0, requests: 1, failures: 1 }]);
+
+    const elsewhere = new HealthLog(new RecordStore(new Keyv({ throwOnErrors: true }), 't:'), () => at);
+    expect(elsewhere.recordNow('srv_a', call(at, true))).toBe(false);
+    expect((await elsewhere.history('srv_a'))._unsafeUnwrap().buckets).toEqual([]);
   });
 });

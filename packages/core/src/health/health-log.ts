@@ -1,7 +1,7 @@
 import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
-import type { RecordStore } from '../storage/records.js';
+import { NOT_NOW, type RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { okWith } from '../util/result.js';
 
@@ -73,6 +73,18 @@ const bucketKey = (serverId: string, index: number) => `health:${serverId}:b:${i
 const lastKey = (serverId: string) => `health:${serverId}:last`;
 
 /** `0.995` → `"99.5%"`: up to two decimals, no trailing zeros. */
+/** `found` (a copy, or nothing yet) with one more attempt counted. */
+function withAttempt(found: Bucket | undefined, attempt: Attempt): Bucket {
+  const bucket = found ?? { probes: 0, probesOk: 0, requests: 0, failures: 0 };
+  bucket.requests += 1;
+  if (!attempt.ok) bucket.failures += 1;
+  if (attempt.kind === 'probe') {
+    bucket.probes += 1;
+    if (attempt.ok) bucket.probesOk += 1;
+  }
+  return bucket;
+}
+
 export function formatPercent(share: number): string {
   return `${Number((share * 100).toFixed(2))}%`;
 }
@@ -94,16 +106,7 @@ export class HealthLog {
   record(serverId: string, attempt: Attempt): ResultAsync<void, FleetError> {
     const run = (): ResultAsync<void, FleetError> => {
       const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
-      const counted = this.records.get<Bucket>(key).andThen((found) => {
-        const bucket = found ?? { probes: 0, probesOk: 0, requests: 0, failures: 0 };
-        bucket.requests += 1;
-        if (!attempt.ok) bucket.failures += 1;
-        if (attempt.kind === 'probe') {
-          bucket.probes += 1;
-          if (attempt.ok) bucket.probesOk += 1;
-        }
-        return this.records.set(key, bucket, BUCKET_TTL_MS);
-      });
+      const counted = this.records.get<Bucket>(key).andThen((found) => this.records.set(key, withAttempt(found, attempt), BUCKET_TTL_MS));
       if (attempt.kind !== 'probe') return counted;
       // A probe that failed learns nothing of the era: keep the one that last answered (the only case read back).
       const era = attempt.era !== undefined ? okAsync(attempt.era) : this.eraOf(serverId);
@@ -120,6 +123,18 @@ export class HealthLog {
         );
     };
     return this.mutex.exclusive(serverId, run);
+  }
+
+  /**
+   * `record` of a tool call at once, over the fleet's own memory and when no other count of this server is under way
+   * in this process (so none could have come between the read and the write); `false` otherwise, having counted
+   * nothing: use `record` then. A probe always goes through `record` (it reads the last era too).
+   */
+  recordNow(serverId: string, attempt: Attempt): boolean {
+    if (attempt.kind !== 'call' || !this.mutex.idle(serverId)) return false;
+    const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
+    const found = this.records.getNow<Bucket>(key);
+    return found !== NOT_NOW && this.records.setNow(key, withAttempt(found, attempt), BUCKET_TTL_MS);
   }
 
   /** The protocol era the server last answered with, if any. */

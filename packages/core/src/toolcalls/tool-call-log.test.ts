@@ -4,7 +4,7 @@ import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
-import { RecordStore } from '../storage/records.js';
+import { createMemoryStorage, RecordStore } from '../storage/records.js';
 import { newId } from '../util/ids.js';
 import { ToolCallExpiry } from './tool-call-expiry.js';
 import { type ToolCallRecord, ToolCallLog } from './tool-call-log.js';
@@ -102,5 +102,62 @@ describe('ToolCallLog expiry', () => {
     await expiry.sweep();
     expect((await log.list('acme', query))._unsafeUnwrap().pagination.total).toBe(0);
     await expiry.stop();
+  });
+});
+
+describe('ToolCallLog.appendNow', () => {
+  const made = (status: ToolCallRecord['status']): ToolCallRecord => ({
+    id: newId('toolCall'),
+    server_id: 'srv_a',
+    server_name: 'a',
+    tool: 'odd|tool=name/ü %',
+    status,
+    duration_ms: 1,
+    attempts: 1,
+    error: status === 'success' ? null : { code: 'TOOL_ERROR', message: 'no' },
+    created_at: new Date(T0).toISOString(),
+  });
+  let clock = T0;
+  const logOver = (keyv: Keyv, store = new MemoryIndexStore()) =>
+    new ToolCallLog(new RecordStore(keyv, 'test:'), new IndexCalls(store), new ChangeWriter(new EventBus(() => {}), undefined), { retentionMs: HOUR, now: () => clock });
+  const filters = (call: ToolCallRecord) =>
+    [0, 1, 2, 3, 4, 5, 6, 7].map((mask) => ({
+      ...query,
+      ...(mask & 1 ? { server_id: call.server_id } : {}),
+      ...(mask & 2 ? { status: call.status } : {}),
+      ...(mask & 4 ? { tool: call.tool } : {}),
+    }));
+
+  it('writes a successful call at once over the fleet memory: the same record and listings as append, and its sweep', async () => {
+    const now = logOver(createMemoryStorage());
+    const async = logOver(new Keyv({ throwOnErrors: true }));
+    const call = made('success');
+    expect(now.appendNow('acme', call, { arguments: { a: 1 } })).toBe(true);
+    (await async.append('acme', call, { arguments: { a: 1 } }))._unsafeUnwrap();
+    for (const filter of filters(call)) {
+      expect((await now.list('acme', filter))._unsafeUnwrap()).toEqual((await async.list('acme', filter))._unsafeUnwrap());
+      expect((await now.list('acme', filter))._unsafeUnwrap().data).toEqual([call]);
+    }
+    expect((await now.get('acme', call.id))._unsafeUnwrap()).toEqual({ ...call, arguments: { a: 1 } });
+    expect((await now.list('other', query))._unsafeUnwrap().data).toEqual([]);
+    // Listed in the expiry set too: the sweep after the retention removes it from every listing.
+    expect((await now.sweep(10))._unsafeUnwrap()).toBe(0);
+    clock = T0 + 2 * HOUR;
+    expect((await now.sweep(10))._unsafeUnwrap()).toBe(1);
+    for (const filter of filters(call)) expect((await now.list('acme', filter))._unsafeUnwrap()).toMatchObject({ data: [], pagination: { total: 0 } });
+    clock = T0;
+  });
+
+  it('leaves a failed call (its event is staged first) and any store that answers later to append, writing nothing', async () => {
+    const memory = createMemoryStorage();
+    const index = new MemoryIndexStore();
+    const now = logOver(memory, index);
+    expect(now.appendNow('acme', made('error'))).toBe(false);
+    expect(now.appendNow('acme', made('timeout'))).toBe(false);
+    expect([...(memory.store as Map<string, unknown>).keys()]).toEqual([]);
+    expect((await now.list('acme', query))._unsafeUnwrap().data).toEqual([]);
+    const elsewhere = logOver(new Keyv({ throwOnErrors: true }));
+    expect(elsewhere.appendNow('acme', made('success'))).toBe(false);
+    expect((await elsewhere.list('acme', query))._unsafeUnwrap().data).toEqual([]);
   });
 });

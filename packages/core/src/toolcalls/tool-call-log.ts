@@ -76,6 +76,25 @@ function listingOf(account: string, filters: ToolCallFilters): string {
  * Every listing a record belongs to: one per subset of its filter values (8), named as `listingOf` names them. Each
  * part is encoded once, not once per listing: this runs for every tool call.
  */
+/** `listingsOf`'s answers by account, server, status and tool; at most `LISTINGS_KEPT`, then forgotten all at once. */
+const listingsKept = new Map<string, readonly string[]>();
+const LISTINGS_KEPT = 10_000;
+
+/**
+ * `listingsOf`, the same names handed out again for the same account, server, status and tool (never to be changed):
+ * the index looks each of the 8 sets up by its name, and a name made afresh is a new string that each lookup must
+ * flatten and hash again (see `memoKeys`). The account goes first with its length, so no two combinations share a key.
+ */
+function keptListingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): readonly string[] {
+  const key = `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`;
+  let sets = listingsKept.get(key);
+  if (sets === undefined) {
+    if (listingsKept.size >= LISTINGS_KEPT) listingsKept.clear();
+    listingsKept.set(key, (sets = listingsOf(account, call)));
+  }
+  return sets;
+}
+
 function listingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): string[] {
   const base = `toolcalls:${encodeURIComponent(account)}`;
   const parts = FILTERS.map((field) => `|${field}=${encodeURIComponent(call[field])}`);
@@ -96,8 +115,8 @@ const EXPIRY_SET = 'toolcalls-expiry';
 
 type ExpiryEntry = [number, string, string, string, ToolCallStatus, string];
 
-function expiryMember(account: string, call: ToolCallRecord): string {
-  const entry: ExpiryEntry = [Date.parse(call.created_at), account, call.id, call.server_id, call.status, call.tool];
+function expiryMember(account: string, call: ToolCallRecord, createdMs: number): string {
+  const entry: ExpiryEntry = [createdMs, account, call.id, call.server_id, call.status, call.tool];
   return JSON.stringify(entry);
 }
 
@@ -169,21 +188,41 @@ export class ToolCallLog {
    * the record alone, never the arguments or result.
    */
   append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): ResultAsync<ToolCallRecord, FleetError> {
-    const stored: StoredToolCall = { ...call, ...payload, account };
-    const score = Date.parse(call.created_at);
+    const { stored, ttlMs, add } = this.writesOf(account, call, payload);
     const event =
       call.status === 'success'
         ? undefined
         : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
-    const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
-    const add = listingsOf(account, call).map((set) => ({ set, member: call.id, score }));
-    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call), score });
     return this.changes.write(event, ({ publish }) =>
       this.records
         .set(recordKey(call.id), stored, ttlMs)
         .andThen(() => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish)))
         .andThen(okWith(() => call)),
     );
+  }
+
+  /**
+   * `append` at once, for a call that succeeded (no event to stage) over stores that answer in this process (the
+   * fleet's memory and an index with `commitNow`): the same record, then the same listing commit, before it returns.
+   * `false` otherwise, having written nothing: use `append` then.
+   */
+  appendNow(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): boolean {
+    if (call.status !== 'success' || !this.index.commitsAtOnce) return false;
+    const { stored, ttlMs, add } = this.writesOf(account, call, payload);
+    if (!this.records.setNow(recordKey(call.id), stored, ttlMs)) return false;
+    // An index that commits at once has `commitNow` (checked above); a commit of additions alone is never refused.
+    this.index.commitNow({ add });
+    return true;
+  }
+
+  /** What a call's append writes: the stored record, its expiry, and its entries in the 8 listings and the expiry set. */
+  private writesOf(account: string, call: ToolCallRecord, payload: ToolCallPayload) {
+    const stored: StoredToolCall = { ...call, ...payload, account };
+    const score = Date.parse(call.created_at);
+    const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
+    const add = keptListingsOf(account, call).map((set) => ({ set, member: call.id, score }));
+    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call, score), score });
+    return { stored, ttlMs, add };
   }
 
   get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError> {

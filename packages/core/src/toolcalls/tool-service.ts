@@ -1,5 +1,5 @@
 import { type CallToolResult, type Client, type Progress, ProtocolError, type Tool } from '@modelcontextprotocol/client';
-import { err, errAsync, ok, type Result, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
@@ -159,16 +159,17 @@ export class ToolService {
       ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
       ...(this.deps.record?.results === true && result !== null ? { result } : {}),
     };
+    const attempt = { kind: 'call', ok: record.status === 'success', at: this.deps.now(), responseTimeMs: record.duration_ms, error: record.error } as const;
+    // Over the memory stores both writes are made at once, without a promise (a successful call stages no event).
+    const appended = this.deps.log.appendNow(account, record, payload);
+    const countedNow = this.deps.health.recordNow(server.id, attempt);
+    if (appended && countedNow) return ok({ ...record, result });
     // The record and the health counters are independent writes: both land before the answer, side by side
     // rather than one after the other (a storage round trip chain less per call on a shared store).
-    const health = this.deps.health.record(server.id, {
-      kind: 'call',
-      ok: record.status === 'success',
-      at: this.deps.now(),
-      responseTimeMs: record.duration_ms,
-      error: record.error,
-    });
-    const [logged, counted] = await Promise.all([this.deps.log.append(account, record, payload), health]);
+    const [logged, counted] = await Promise.all([
+      appended ? okAsync(record) : this.deps.log.append(account, record, payload),
+      countedNow ? okAsync(undefined) : this.deps.health.record(server.id, attempt),
+    ]);
     if (logged.isErr()) return err(logged.error);
     if (counted.isErr()) return err(counted.error);
     return ok({ ...record, result });
