@@ -11,25 +11,39 @@ import { okWith } from '../util/result.js';
  */
 type Transform = (value: string, place: string) => ResultAsync<string, FleetError>;
 
-function mapSecrets(id: string, config: ServerConfig, transform: Transform): ResultAsync<ServerConfig, FleetError> {
-  const place = (field: string) => `server:${id}:${field}`;
+/** Where a secret of server `id` is bound: `server:<id>:<field>`. */
+const placeOf = (id: string, field: string) => `server:${id}:${field}`;
+
+/** The secret values of a configuration, each with its field, in the order `withSecrets` takes them back. */
+function secretsOf(config: ServerConfig): { field: string; value: string }[] {
+  if (config.type === 'stdio') return Object.entries(config.env ?? {}).map(([name, value]) => ({ field: `env:${name}`, value }));
+  const auth = config.authentication;
+  if (auth === undefined) return [];
+  if (auth.type === 'bearer') return [{ field: 'token', value: auth.token }];
+  // oauth2 carries exactly one of `client_secret` and `private_key`.
+  if (auth.client_secret !== undefined) return [{ field: 'client_secret', value: auth.client_secret }];
+  if (auth.private_key !== undefined) return [{ field: 'private_key', value: auth.private_key }];
+  return [];
+}
+
+/** `config` with the values of `secretsOf(config)` replaced by `values`, one for one. */
+function withSecrets(config: ServerConfig, values: readonly string[]): ServerConfig {
+  const [first = ''] = values;
   if (config.type === 'stdio') {
-    const env = config.env;
-    if (env === undefined) return okAsync(config);
-    const names = Object.keys(env);
-    return ResultAsync.combine(names.map((name) => transform(env[name] as string, place(`env:${name}`)))).andThen(okWith((values) => ({
-      ...config,
-      env: Object.fromEntries(names.map((name, i) => [name, values[i] as string])),
-    })));
+    const names = Object.keys(config.env ?? {});
+    return { ...config, env: Object.fromEntries(names.map((name, i) => [name, values[i] as string])) };
   }
   const auth = config.authentication;
-  if (auth === undefined) return okAsync(config);
-  if (auth.type === 'bearer') return transform(auth.token, place('token')).andThen(okWith((token) => ({ ...config, authentication: { ...auth, token } })));
-  // oauth2 carries exactly one of `client_secret` and `private_key`.
-  const { client_secret: secret, private_key: key } = auth;
-  if (secret !== undefined) return transform(secret, place('client_secret')).andThen(okWith((client_secret) => ({ ...config, authentication: { ...auth, client_secret } })));
-  if (key !== undefined) return transform(key, place('private_key')).andThen(okWith((private_key) => ({ ...config, authentication: { ...auth, private_key } })));
-  return okAsync(config);
+  if (auth === undefined) return config;
+  if (auth.type === 'bearer') return { ...config, authentication: { ...auth, token: first } };
+  if (auth.client_secret !== undefined) return { ...config, authentication: { ...auth, client_secret: first } };
+  return { ...config, authentication: { ...auth, private_key: first } };
+}
+
+function mapSecrets(id: string, config: ServerConfig, transform: Transform): ResultAsync<ServerConfig, FleetError> {
+  const secrets = secretsOf(config);
+  if (secrets.length === 0) return okAsync(config);
+  return ResultAsync.combine(secrets.map(({ field, value }) => transform(value, placeOf(id, field)))).andThen(okWith((values) => withSecrets(config, values)));
 }
 
 /** The configuration as stored: its secrets sealed under the current key (as they are without one). */
@@ -39,26 +53,16 @@ export function sealConfig(box: SecretBox, id: string, config: ServerConfig): Re
 
 /**
  * `sealConfig` at once: a configuration without secrets as it is, one with secrets sealed when the key check has
- * settled (`SecretBox.gateNow`); `undefined` while it runs: use `sealConfig` then.
+ * settled (`SecretBox.gateNow`); `undefined` while it runs: use `sealConfig` then. The same fields as `sealConfig`
+ * (`secretsOf`), so a secret field added there is sealed on both paths.
  */
 export function sealConfigNow(box: SecretBox, id: string, config: ServerConfig): Result<ServerConfig, FleetError> | undefined {
-  const place = (field: string) => `server:${id}:${field}`;
-  const seal = (value: string, field: string) => box.sealNow(value, place(field));
-  if (config.type === 'stdio' ? config.env === undefined : config.authentication === undefined) return ok(config);
+  const secrets = secretsOf(config);
+  if (secrets.length === 0) return ok(config);
   const gate = box.gateNow();
   if (gate === undefined) return undefined;
   if (gate.isErr()) return err(gate.error);
-  if (config.type === 'stdio') {
-    const env = config.env as Record<string, string>;
-    return ok({ ...config, env: Object.fromEntries(Object.keys(env).map((name) => [name, seal(env[name] as string, `env:${name}`)])) });
-  }
-  const auth = config.authentication as NonNullable<typeof config.authentication>;
-  if (auth.type === 'bearer') return ok({ ...config, authentication: { ...auth, token: seal(auth.token, 'token') } });
-  // oauth2 carries exactly one of `client_secret` and `private_key`.
-  const { client_secret: secret, private_key: key } = auth;
-  if (secret !== undefined) return ok({ ...config, authentication: { ...auth, client_secret: seal(secret, 'client_secret') } });
-  if (key !== undefined) return ok({ ...config, authentication: { ...auth, private_key: seal(key, 'private_key') } });
-  return ok(config);
+  return ok(withSecrets(config, secrets.map(({ field, value }) => box.sealNow(value, placeOf(id, field)))));
 }
 
 /** The configuration as used to connect: its secrets opened. */
@@ -68,9 +72,5 @@ export function revealConfig(box: SecretBox, id: string, config: ServerConfig): 
 
 /** Whether any secret of the stored configuration is plaintext or under an older key. */
 export function hasStaleSecrets(box: SecretBox, config: ServerConfig): boolean {
-  if (config.type === 'stdio') return Object.values(config.env ?? {}).some((value) => box.isStale(value));
-  const auth = config.authentication;
-  if (auth === undefined) return false;
-  const secrets = auth.type === 'bearer' ? [auth.token] : [auth.client_secret, auth.private_key];
-  return secrets.some((value) => value !== undefined && box.isStale(value));
+  return secretsOf(config).some(({ value }) => box.isStale(value));
 }
