@@ -122,6 +122,17 @@ function added(record: ServerRecord, sets: string[], id: string): { set: string;
 
 const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { details: { name } });
 
+/** A name claim older than the grace: its holder's id. */
+interface StaleClaim {
+  holder: string;
+}
+
+const isStale = (outcome: FleetError | StaleClaim | undefined): outcome is StaleClaim => outcome !== undefined && !(outcome instanceof FleetError);
+
+/** Whether `holder` (the server holding a claim) is a server of `record`'s account that carries its name. */
+const carriesName = (holder: ServerRecord | undefined, record: ServerRecord) =>
+  holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
+
 /**
  * The servers of every account. The keyv record is the truth; name claims and listings live in the IndexStore.
  *
@@ -453,18 +464,16 @@ export class ServerRegistry {
     const key = nameKey(record.account, record.config.name);
     const attempt = (replacing?: string) =>
       this.deps.index.commit({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] });
-    const refused = (full: { max: number }) => errAsync(quotaExceeded('servers', full.max));
-    return attempt().andThen((result) => {
-      if (result.ok) return okAsync(undefined);
-      if (result.full !== undefined) return refused(result.full);
-      const { owner, since } = result.conflict;
-      if (since > this.deps.now() - this.deps.claimGraceMs) return errAsync(nameExists(record.config.name));
-      return this.deps.records.get<ServerRecord>(recordKey(owner)).andThen((holder) => {
-        const live = holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
-        if (live) return errAsync(nameExists(record.config.name));
-        return attempt(owner).andThen((retry) =>
-          retry.ok ? okAsync(undefined) : retry.full !== undefined ? refused(retry.full) : errAsync(nameExists(record.config.name)),
-        );
+    return attempt().andThen((first) => {
+      const outcome = this.claimOutcome(first, record, false);
+      if (!isStale(outcome)) return outcome === undefined ? okAsync(undefined) : errAsync(outcome);
+      return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
+        if (carriesName(holder, record)) return errAsync(nameExists(record.config.name));
+        return attempt(outcome.holder).andThen((retry) => {
+          const again = this.claimOutcome(retry, record, true);
+          // After a takeover the outcome is never another stale claim (`tookOver`).
+          return again === undefined ? okAsync(undefined) : errAsync(again as FleetError);
+        });
       });
     });
   }
@@ -475,16 +484,26 @@ export class ServerRegistry {
     const owner = record.id;
     const attempt = (replacing?: string) =>
       this.deps.index.commitNow({ add, limits, claims: [replacing === undefined ? { key, owner } : { key, owner, replacing }] }) as CommitResult;
-    const first = attempt();
-    if (first.ok) return ok(undefined);
-    if (first.full !== undefined) return err(quotaExceeded('servers', first.full.max));
-    const { owner: holderId, since } = first.conflict;
-    if (since > this.deps.now() - this.deps.claimGraceMs) return err(nameExists(record.config.name));
-    const holder = this.deps.records.getNow<ServerRecord>(recordKey(holderId), true);
-    const live = holder !== NOT_NOW && holder !== undefined && holder.account === record.account && holder.config.name === record.config.name;
-    if (live) return err(nameExists(record.config.name));
-    const retry = attempt(holderId);
-    return retry.ok ? ok(undefined) : retry.full !== undefined ? err(quotaExceeded('servers', retry.full.max)) : err(nameExists(record.config.name));
+    const outcome = this.claimOutcome(attempt(), record, false);
+    if (!isStale(outcome)) return outcome === undefined ? ok(undefined) : err(outcome);
+    const holder = this.deps.records.getNow<ServerRecord>(recordKey(outcome.holder), true);
+    if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
+    const again = this.claimOutcome(attempt(outcome.holder), record, true);
+    return again === undefined ? ok(undefined) : err(again as FleetError);
+  }
+
+  /**
+   * What a commit claiming `record`'s name answered, for `claimName` and `claimNameNow` alike: `undefined` when the
+   * name is claimed; the error when refused for good (a full account, or the name held within the grace, or held
+   * still after a takeover); else the holder of a claim older than the grace, to take over unless that server still
+   * carries the name.
+   */
+  private claimOutcome(result: CommitResult, record: ServerRecord, tookOver: boolean): FleetError | StaleClaim | undefined {
+    if (result.ok) return undefined;
+    if (result.full !== undefined) return quotaExceeded('servers', result.full.max);
+    const { owner, since } = result.conflict;
+    if (tookOver || since > this.deps.now() - this.deps.claimGraceMs) return nameExists(record.config.name);
+    return { holder: owner };
   }
 
   /** Index bookkeeping after the record write: the record is already the truth, so the change is done either way. */
