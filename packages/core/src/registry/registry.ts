@@ -4,7 +4,7 @@ import type { CommitResult, IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { NOT_NOW, type RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
-import { memoKeys } from '../util/key-memo.js';
+import { kept, memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
@@ -80,15 +80,8 @@ const listingsKept = new Map<string, Map<string, readonly string[]>>();
  * its name, and a name made afresh is a new string that must be flattened and hashed again (see `memoKeys`).
  */
 function listingsOf(record: ServerRecord): readonly string[] {
-  let byAccount = listingsKept.get(record.account);
-  if (byAccount === undefined) {
-    if (listingsKept.size >= 10_000) listingsKept.clear();
-    listingsKept.set(record.account, (byAccount = new Map()));
-  }
-  const filter = `${record.config.type}:${record.health}`;
-  let sets = byAccount.get(filter);
-  if (sets === undefined) byAccount.set(filter, (sets = setsOf(record)));
-  return sets;
+  const byAccount = kept(listingsKept, record.account, () => new Map<string, readonly string[]>());
+  return kept(byAccount, `${record.config.type}:${record.health}`, () => setsOf(record));
 }
 
 /** Every listing any server of the account could appear in: where an orphaned id must be removed from. */

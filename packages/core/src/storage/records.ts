@@ -162,10 +162,7 @@ export class RecordStore {
 
   /** Writes a record; with `ttlMs` the store lets it expire. */
   set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
-    if (this.memory !== undefined) {
-      this.writeMemory(this.memory, key, value, ttlMs);
-      return okAsync(undefined);
-    }
+    if (this.setNow(key, value, ttlMs)) return okAsync(undefined);
     return ResultAsync.fromPromise(
       this.keyv.set(this.keyPrefix + key, value, ttlMs).then((written) => {
         if (written === false) throw new Error(`keyv refused to write ${key}`);
@@ -192,10 +189,7 @@ export class RecordStore {
   }
 
   delete(key: string): ResultAsync<void, FleetError> {
-    if (this.memory !== undefined) {
-      this.memory.delete(this.keyPrefix + key);
-      return okAsync(undefined);
-    }
+    if (this.deleteNow(key)) return okAsync(undefined);
     return ResultAsync.fromPromise(this.keyv.delete(this.keyPrefix + key).then(() => undefined), storageUnavailable);
   }
 

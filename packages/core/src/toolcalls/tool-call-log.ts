@@ -7,6 +7,7 @@ import type { RecordStore } from '../storage/records.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { ChangeWriter } from '../events/change-writer.js';
 import { mergeTransactions } from '../storage/index-calls.js';
+import { kept } from '../util/key-memo.js';
 import { okWith } from '../util/result.js';
 
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
@@ -72,13 +73,8 @@ function listingOf(account: string, filters: ToolCallFilters): string {
   return set;
 }
 
-/**
- * Every listing a record belongs to: one per subset of its filter values (8), named as `listingOf` names them. Each
- * part is encoded once, not once per listing: this runs for every tool call.
- */
-/** `listingsOf`'s answers by account, server, status and tool; at most `LISTINGS_KEPT`, then forgotten all at once. */
+/** `listingsOf`'s answers by account, server, status and tool (at most 10,000, then forgotten all at once). */
 const listingsKept = new Map<string, readonly string[]>();
-const LISTINGS_KEPT = 10_000;
 
 /**
  * `listingsOf`, the same names handed out again for the same account, server, status and tool (never to be changed):
@@ -86,15 +82,13 @@ const LISTINGS_KEPT = 10_000;
  * flatten and hash again (see `memoKeys`). The account goes first with its length, so no two combinations share a key.
  */
 function keptListingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): readonly string[] {
-  const key = `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`;
-  let sets = listingsKept.get(key);
-  if (sets === undefined) {
-    if (listingsKept.size >= LISTINGS_KEPT) listingsKept.clear();
-    listingsKept.set(key, (sets = listingsOf(account, call)));
-  }
-  return sets;
+  return kept(listingsKept, `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`, () => listingsOf(account, call));
 }
 
+/**
+ * Every listing a record belongs to: one per subset of its filter values (8), named as `listingOf` names them. Each
+ * part is encoded once, not once per listing: this runs for every tool call.
+ */
 function listingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): string[] {
   const base = `toolcalls:${encodeURIComponent(account)}`;
   const parts = FILTERS.map((field) => `|${field}=${encodeURIComponent(call[field])}`);

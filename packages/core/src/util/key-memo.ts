@@ -6,12 +6,18 @@
  */
 export function memoKeys(keyOf: (id: string) => string, max = 10_000): (id: string) => string {
   const keys = new Map<string, string>();
-  return (id) => {
-    let key = keys.get(id);
-    if (key === undefined) {
-      if (keys.size >= max) keys.clear();
-      keys.set(id, (key = keyOf(id)));
-    }
-    return key;
-  };
+  return (id) => kept(keys, id, keyOf, max);
+}
+
+/**
+ * What `store` holds under `key`, made by `make(key)` the first time and handed out again after (the same object or
+ * string: a listing's names, a record's key). Bounded: `store` is cleared all at once when it holds `max` entries.
+ */
+export function kept<V>(store: Map<string, V>, key: string, make: (key: string) => V, max = 10_000): V {
+  let value = store.get(key);
+  if (value === undefined) {
+    if (store.size >= max) store.clear();
+    store.set(key, (value = make(key)));
+  }
+  return value;
 }
