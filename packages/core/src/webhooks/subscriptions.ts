@@ -215,7 +215,7 @@ export class WebhookStore {
    */
   subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
     return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey)
-      .andThen(okWith(({ found }) => found.filter((w): w is WebhookRecord => w !== undefined && w.account === account && w.enabled && w.events.includes(type))));
+      .andThen(okWith(({ found }) => found.filter((w): w is WebhookRecord => subscribes(w, account, type))));
   }
 
   /**
@@ -229,7 +229,12 @@ export class WebhookStore {
     const found = this.deps.records.getManyNow<WebhookRecord>(ids.map(webhookKey), true);
     if (found === NOT_NOW) return undefined;
     const subscribed: string[] = [];
-    for (const w of found) if (w !== undefined && w.account === account && w.enabled && w.events.includes(type)) subscribed.push(w.id);
+    for (const w of found) if (subscribes(w, account, type)) subscribed.push(w.id);
     return subscribed;
   }
+}
+
+/** Whether `webhook` (read from the account's listing) is an enabled webhook of `account` subscribed to `type`. */
+function subscribes(webhook: WebhookRecord | undefined, account: string, type: WebhookEventType): webhook is WebhookRecord {
+  return webhook !== undefined && webhook.account === account && webhook.enabled && webhook.events.includes(type);
 }
