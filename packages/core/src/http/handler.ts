@@ -9,6 +9,7 @@ import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Route } from './routes.js';
+import { isoTimeOf } from '../util/iso-time.js';
 import { okWith } from '../util/result.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
@@ -95,16 +96,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    */
   const gated = new Map<string, number>();
   // The envelope's timestamp, made again only when the clock has moved (many answers share a millisecond).
-  let stampedAt = Number.NaN;
-  let stamp = '';
-  const timestamp = (): string => {
-    const now = deps.now();
-    if (now !== stampedAt) {
-      stamp = new Date(now).toISOString();
-      stampedAt = now;
-    }
-    return stamp;
-  };
+  const isoAt = isoTimeOf();
+  const timestamp = (): string => isoAt(deps.now());
   if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
   return async (request, context = {}) => {
     const started = performance.now();

@@ -15,6 +15,7 @@ import { type PageRead, readPage, readPageNow, readRange } from '../storage/read
 import { SecretBox } from '../util/secret-box.js';
 import { hasStaleSecrets, revealConfig, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
+import { isoTimeOf } from '../util/iso-time.js';
 import { okWith, recover } from '../util/result.js';
 
 /**
@@ -139,8 +140,8 @@ export class ServerRegistry {
   /** The last page read at once for each listing, page and size, with the change counts it was read at (`listNow`). */
   private readonly pages = new Map<string, { changes: number; commits: number; view: ListView<unknown>; page: Page<unknown> }>();
   private pagesItems = 0;
-  private stampedAt = Number.NaN;
-  private stamp = '';
+  /** `created_at`'s text of creates at once, made once per millisecond of the clock (`isoTimeOf`). */
+  private readonly isoAt = isoTimeOf();
   private readonly deps: RegistryDeps & { secrets: SecretBox };
 
   constructor(deps: RegistryDeps) {
@@ -191,15 +192,6 @@ export class ServerRegistry {
       if (claimed.isErr()) records.deleteNow(key);
       return claimed.map(() => record);
     });
-  }
-
-  /** `new Date(ms).toISOString()`, made again only when the clock has moved (creates in one millisecond share it). */
-  private isoAt(ms: number): string {
-    if (ms !== this.stampedAt) {
-      this.stamp = new Date(ms).toISOString();
-      this.stampedAt = ms;
-    }
-    return this.stamp;
   }
 
   private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
