@@ -134,7 +134,8 @@ export class HealthLog {
     if (attempt.kind !== 'call' || !this.mutex.idle(serverId)) return false;
     const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
     const found = this.records.getNow<Bucket>(key);
-    return found !== NOT_NOW && this.records.setNow(key, withAttempt(found, attempt), BUCKET_TTL_MS);
+    // The bucket read is a copy of its own: counted in place and handed over.
+    return found !== NOT_NOW && this.records.handOverNow(key, withAttempt(found, attempt), BUCKET_TTL_MS);
   }
 
   /** The protocol era the server last answered with, if any. */

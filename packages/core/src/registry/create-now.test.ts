@@ -92,13 +92,34 @@ describe('ServerRegistry.createNow', () => {
     expect(stored()).toBe(2);
   });
 
-  it('keeps the stored record apart from the one answered', async () => {
-    const { registry } = parts();
-    const server = createdNow(registry, 'acme', http('copy', { retry: { enabled: true } }));
-    const kept = structuredClone(server);
-    server.config.name = 'mutated';
-    (server.config as { retry?: { enabled: boolean } }).retry!.enabled = false;
-    expect((await registry.get('acme', server.id))._unsafeUnwrap()).toEqual(kept);
+  it('keeps the stored record apart from the input and from the detail answered', async () => {
+    // The registry hands the record it made to the store without a copy: nothing reachable from outside may share it.
+    const fleet = createFleet({ rateLimit: false, stdio: { commands: [{ command: 'node', extraArgs: true }] } });
+    try {
+      const websocket = { name: 'ws', type: 'websocket', endpoint: 'wss://mcp.example.com/ws', retry: { enabled: true }, heartbeat: { enabled: true, interval: 30_000 } };
+      const stdio = { name: 'local', type: 'stdio', command: 'node', args: ['server.js', '--port', '1'], env: { TOKEN: 'x' } };
+      // A create that seals a secret (the stdio env) is at once only once the fleet's key check has passed.
+      (await fleet.servers.create('acme', { name: 'first', type: 'http', endpoint: 'https://mcp.example.com/mcp', authentication: { type: 'bearer', token: 't' } }))._unsafeUnwrap();
+      for (const input of [websocket, stdio]) {
+        const created = fleet.servers.createNow('acme', input);
+        if (created === undefined) throw new Error('createNow did not answer at once');
+        const detail = created._unsafeUnwrap();
+        const kept = structuredClone(detail);
+        // Change everything the caller holds: the input it sent and the detail it got.
+        const mutable = detail as unknown as { name: string; retry: { enabled: boolean } | null; heartbeat: { interval: number } | null; args: string[] | null };
+        mutable.name = 'mutated';
+        if (mutable.retry !== null) mutable.retry.enabled = false;
+        if (mutable.heartbeat !== null) mutable.heartbeat.interval = 1;
+        mutable.args?.push('--mutated');
+        websocket.retry.enabled = false;
+        websocket.heartbeat.interval = 2;
+        stdio.args.push('--mutated');
+        stdio.env.TOKEN = 'y';
+        expect((await fleet.servers.get('acme', detail.id))._unsafeUnwrap()).toEqual(kept);
+      }
+    } finally {
+      await fleet.close();
+    }
   });
 
   it('lists the server in every listing it belongs to: all, by type, by health, by both, and everyServer', async () => {

@@ -161,7 +161,8 @@ export class ServerRegistry {
    * applies a commit at once) and nothing waits: no secret to seal before the key check has settled, no webhook to
    * stage the event for. The same checks in the same order and the same writes in the same order as `create`, in one
    * synchronous step, so no other change can come between them. `undefined` otherwise, having written nothing: use
-   * `create` then.
+   * `create` then. The record answered is the one stored, not a copy: read it (`toDetail`, which shares nothing with
+   * it), never change or keep it.
    */
   createNow(account: string, input: unknown): Result<ServerRecord, FleetError> | undefined {
     const { records, index, changes, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
@@ -186,8 +187,9 @@ export class ServerRegistry {
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key } };
     return changes.writeNow(event, () => {
       // Written before it is listed and named, as `insert` does, and removed when the commit is refused. The score is
-      // `created_at`'s own millisecond (`score` would parse it back).
-      records.setNow(key, record);
+      // `created_at`'s own millisecond (`score` would parse it back). Handed over, not copied: the record and its
+      // configuration were made here (the validator's output shares nothing with the input).
+      records.handOverNow(key, record);
       const claimed = this.claimNameNow(record, { add: sets.map((set) => ({ set, member: id, score: ms })), limits: [{ set: all, max: maxPerAccount }] });
       if (claimed.isErr()) records.deleteNow(key);
       return claimed.map(() => record);

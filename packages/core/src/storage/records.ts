@@ -181,6 +181,17 @@ export class RecordStore {
     return true;
   }
 
+  /**
+   * `setNow` of a value made for this write and handed over: the object memory keeps it as it is, without the copy
+   * `setNow` makes. The caller keeps no reference to it or to any part of it (nor did it come from anyone who could
+   * change it), so that what is stored changes only by another write. `false` over any other store, as `setNow`.
+   */
+  handOverNow(key: string, value: unknown, ttlMs?: number): boolean {
+    if (this.memory === undefined) return false;
+    this.memory.set(this.keyPrefix + key, { value, expires: this.expiresAt(ttlMs) });
+    return true;
+  }
+
   /** `delete` at once over the fleet's own memory; `false` over any other store, which then deleted nothing. */
   deleteNow(key: string): boolean {
     if (this.memory === undefined) return false;
@@ -208,7 +219,11 @@ export class RecordStore {
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
   private writeMemory(memory: Map<string, Stored>, key: string, value: unknown, ttlMs: number | undefined): void {
     if (value === undefined) memory.delete(this.keyPrefix + key);
-    else memory.set(this.keyPrefix + key, { value: copy(value), expires: typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined });
+    else memory.set(this.keyPrefix + key, { value: copy(value), expires: this.expiresAt(ttlMs) });
+  }
+
+  private expiresAt(ttlMs: number | undefined): number | undefined {
+    return typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined;
   }
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
