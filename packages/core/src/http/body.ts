@@ -4,6 +4,9 @@ import { readLimited } from '../util/read-limited.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
+/** One decoder for every body: a whole-input `decode` (no `stream`) keeps no state from one call to the next. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 const tooLarge = (limit: number) =>
   new FleetError('PAYLOAD_TOO_LARGE', { message: `The request body is larger than ${limit} bytes.`, details: { limit_bytes: limit } });
 
@@ -52,7 +55,7 @@ export async function readJsonBody(request: Request, limit: number, withinLength
   if (contentType === null) return err(unsupported(null));
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    text = UTF8.decode(bytes);
   } catch {
     return err(invalidRequest([{ field: 'body', issue: 'is not valid UTF-8' }]));
   }
