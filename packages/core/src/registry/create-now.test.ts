@@ -16,7 +16,7 @@ import { WebhookValidator } from '../webhooks/schema.js';
 import { WebhookStore } from '../webhooks/subscriptions.js';
 import { ServerRegistry } from './registry.js';
 import { ServerValidator } from './schema.js';
-import type { ServerRecord } from './views.js';
+import { type ServerRecord, toDetail } from './views.js';
 
 /**
  * docs/performance.md "POST /v1/servers: the create path": over the memory stores a create is written in one
@@ -92,33 +92,23 @@ describe('ServerRegistry.createNow', () => {
     expect(stored()).toBe(2);
   });
 
-  it('keeps the stored record apart from the input and from the detail answered', async () => {
-    // The registry hands the record it made to the store without a copy: nothing reachable from outside may share it.
-    const fleet = createFleet({ rateLimit: false, stdio: { commands: [{ command: 'node', extraArgs: true }] } });
-    try {
-      const websocket = { name: 'ws', type: 'websocket', endpoint: 'wss://mcp.example.com/ws', retry: { enabled: true }, heartbeat: { enabled: true, interval: 30_000 } };
-      const stdio = { name: 'local', type: 'stdio', command: 'node', args: ['server.js', '--port', '1'], env: { TOKEN: 'x' } };
-      // A create that seals a secret (the stdio env) is at once only once the fleet's key check has passed.
-      (await fleet.servers.create('acme', { name: 'first', type: 'http', endpoint: 'https://mcp.example.com/mcp', authentication: { type: 'bearer', token: 't' } }))._unsafeUnwrap();
-      for (const input of [websocket, stdio]) {
-        const created = fleet.servers.createNow('acme', input);
-        if (created === undefined) throw new Error('createNow did not answer at once');
-        const detail = created._unsafeUnwrap();
-        const kept = structuredClone(detail);
-        // Change everything the caller holds: the input it sent and the detail it got.
-        const mutable = detail as unknown as { name: string; retry: { enabled: boolean } | null; heartbeat: { interval: number } | null; args: string[] | null };
-        mutable.name = 'mutated';
-        if (mutable.retry !== null) mutable.retry.enabled = false;
-        if (mutable.heartbeat !== null) mutable.heartbeat.interval = 1;
-        mutable.args?.push('--mutated');
-        websocket.retry.enabled = false;
-        websocket.heartbeat.interval = 2;
-        stdio.args.push('--mutated');
-        stdio.env.TOKEN = 'y';
-        expect((await fleet.servers.get('acme', detail.id))._unsafeUnwrap()).toEqual(kept);
-      }
-    } finally {
-      await fleet.close();
+  it('keeps the stored record apart from the input and from the detail made of it', async () => {
+    // The record is handed to the store without a copy: neither the caller's input nor a detail may share any of it.
+    const { registry } = parts();
+    const websocket = { name: 'ws', type: 'websocket', endpoint: 'wss://mcp.example.com/ws', retry: { enabled: true }, heartbeat: { enabled: true, interval: 30_000 } };
+    const stdio = { name: 'local', type: 'stdio', command: 'node', args: ['server.js', '--port', '1'], env: { TOKEN: 'x' } };
+    for (const input of [websocket, stdio]) {
+      const record = createdNow(registry, 'acme', input);
+      const kept = structuredClone(record);
+      const detail = toDetail(record) as unknown as { retry: { enabled: boolean } | null; heartbeat: { interval: number } | null; args: string[] | null };
+      if (detail.retry !== null) detail.retry.enabled = false;
+      if (detail.heartbeat !== null) detail.heartbeat.interval = 1;
+      detail.args?.push('--mutated');
+      websocket.retry.enabled = false;
+      websocket.heartbeat.interval = 2;
+      stdio.args.push('--mutated');
+      stdio.env.TOKEN = 'y';
+      expect((await registry.get('acme', record.id))._unsafeUnwrap()).toEqual(kept);
     }
   });
 
