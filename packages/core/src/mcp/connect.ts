@@ -52,18 +52,33 @@ export interface OpenTransportOptions {
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+const redirected = (status?: number) =>
+  new FleetError('UPSTREAM_PROTOCOL_ERROR', {
+    message: `The server answered with a redirect${status === undefined ? '' : ` (HTTP ${status})`}; redirects are not followed.`,
+  });
+
+/** undici's rejection of a redirect under `redirect: 'error'`: `TypeError('fetch failed')`, cause `unexpected redirect`. */
+function isRedirectRefusal(error: unknown): boolean {
+  return error instanceof TypeError && error.cause instanceof Error && error.cause.message === 'unexpected redirect';
+}
+
 /**
- * `fetch` that never follows a redirect (docs/architecture.md "Outgoing connections"): it asks for `redirect: 'manual'` and
- * fails on a 3xx. The SDK would otherwise follow same-origin redirects itself.
+ * `fetch` that never follows a redirect (docs/architecture.md "Outgoing connections"): it asks for `redirect: 'error'`,
+ * which undici's fetch answers without a copy of the request (any other mode copies it, its body stream included, on
+ * every request), and fails on a 3xx any fetch gives back all the same. The SDK would otherwise follow same-origin
+ * redirects itself.
  */
 export function withoutRedirects(fetch: FetchLike): FetchLike {
   return async (url, init) => {
-    const response = await fetch(url, { ...init, redirect: 'manual' });
+    let response: Response;
+    try {
+      response = await fetch(url, { ...init, redirect: 'error' });
+    } catch (error) {
+      throw isRedirectRefusal(error) ? redirected() : error;
+    }
     if (REDIRECT_STATUSES.has(response.status) || response.type === 'opaqueredirect') {
       await response.body?.cancel().catch(() => {});
-      throw new FleetError('UPSTREAM_PROTOCOL_ERROR', {
-        message: `The server answered with a redirect (HTTP ${response.status}); redirects are not followed.`,
-      });
+      throw redirected(response.status);
     }
     return response;
   };
@@ -110,7 +125,7 @@ export function openTransport(
             token: () => source.tokenOrChallenge(),
             onUnauthorized: async ({ response }) => source.challenged(response),
           };
-    const requestInit: RequestInit = { redirect: 'manual', ...(bearer === undefined ? {} : { headers: bearer }) };
+    const requestInit: RequestInit = { redirect: 'error', ...(bearer === undefined ? {} : { headers: bearer }) };
     if (options.legacySse === true) {
       // The stream's GET gets the bearer through the fetch: the transport reads no requestInit for it.
       const streamFetch: FetchLike = bearer === undefined ? fetch : (input, init) => fetch(input, { ...init, headers: { ...headersOf(init?.headers), ...bearer } });

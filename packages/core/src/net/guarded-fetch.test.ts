@@ -2,6 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { Agent, WebSocket } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGuardedAgent, type GuardedAgentOptions, type HostnameResolver } from './guarded-agent.js';
@@ -363,11 +364,23 @@ describe('guarded fetch: redirects are returned, never followed', () => {
     return { allowed, blocked, url: new URL(`http://127.0.0.2:${allowed?.port}/`) };
   }
 
-  it.each([undefined, 'follow', 'error', 'manual'] as const)('redirect: %s gives back the 302 itself', async (redirect) => {
+  it.each([undefined, 'follow', 'manual'] as const)('redirect: %s gives back the 302 itself', async (redirect) => {
     const { allowed, blocked, url } = await redirectPair();
     const response = await guardedFetch({ allowPrivateNetworks: ['127.0.0.2/32'] })(url, redirect === undefined ? {} : { redirect });
     expect(response.status).toBe(302);
     expect(response.headers.get('location')).toBe(`http://127.0.0.1:${blocked?.port}/`);
+    expect(allowed?.connections).toBe(1);
+    expect(blocked?.connections).toBe(0);
+  });
+
+  it("redirect: 'error' rejects the 302 as fetch does, and follows nothing", async () => {
+    const { allowed, blocked, url } = await redirectPair();
+    const error = await guardedFetch({ allowPrivateNetworks: ['127.0.0.2/32'] })(url, { redirect: 'error' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as { cause?: { message?: string } }).cause?.message).toBe('unexpected redirect');
     expect(allowed?.connections).toBe(1);
     expect(blocked?.connections).toBe(0);
   });
@@ -506,27 +519,59 @@ describe('undici WebSocket on the guarded agent', () => {
 });
 
 describe('guarded fetch: maxResponseBytes', () => {
-  /** Answers `size` bytes, with a Content-Length or chunked in pieces of 1000. */
-  const answering = (size: number, declared: boolean): RequestListener => (_request, response) => {
-    response.writeHead(200, declared ? { 'content-length': String(size) } : { 'content-type': 'text/event-stream' });
-    for (let sent = 0; sent < size; sent += 1000) response.write('x'.repeat(Math.min(1000, size - sent)));
-    response.end();
-  };
-  const read = async (size: number, declared: boolean) => {
-    const [listener] = await listenAll(['127.0.0.1'], [answering(size, declared)]);
+  /** Answers `size` bytes: with a Content-Length, or chunked in pieces of `piece` bytes, or gzip-compressed. */
+  const answering =
+    (size: number, form: 'declared' | 'chunked' | 'gzip', piece = 1000): RequestListener =>
+    (_request, response) => {
+      if (form === 'gzip') {
+        // A few hundred bytes on the wire that open up to `size`.
+        response.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+        response.end(gzipSync(Buffer.alloc(size, 'x')));
+        return;
+      }
+      response.writeHead(200, form === 'declared' ? { 'content-length': String(size) } : { 'content-type': 'text/event-stream' });
+      for (let sent = 0; sent < size; sent += piece) response.write('x'.repeat(Math.min(piece, size - sent)));
+      response.end();
+    };
+  const read = async (size: number, form: 'declared' | 'chunked' | 'gzip', piece?: number) => {
+    const [listener] = await listenAll(['127.0.0.1'], [answering(size, form, piece)]);
     const response = await guardedFetch({ allowPrivateNetworks: true, maxResponseBytes: 10_000 })(`http://127.0.0.1:${listener?.port}/`);
     return response.text().then(
       (text) => text.length,
-      (error: unknown) => (error as { code?: string }).code,
+      // As undici fails a body it cut off: TypeError('terminated'), the reason as its cause.
+      (error: unknown) => (error instanceof TypeError ? (error.cause as { code?: string } | undefined)?.code : 'not a TypeError'),
     );
   };
 
-  it.each([true, false])('a body within the limit arrives whole (Content-Length declared: %s)', async (declared) => {
-    expect(await read(10_000, declared)).toBe(10_000);
+  it.each(['declared', 'chunked', 'gzip'] as const)('a body within the limit arrives whole (%s)', async (form) => {
+    expect(await read(10_000, form)).toBe(10_000);
   });
 
-  it.each([true, false])('a body over the limit fails with UPSTREAM_RESPONSE_TOO_LARGE (Content-Length declared: %s)', async (declared) => {
-    expect(await read(10_001, declared)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
-    expect(await read(50_000, declared)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+  it.each(['declared', 'chunked', 'gzip'] as const)('a body over the limit fails with UPSTREAM_RESPONSE_TOO_LARGE (%s)', async (form) => {
+    expect(await read(10_001, form)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(await read(50_000, form)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+  });
+
+  it('a first chunk already over the limit fails the read too, rather than leaving it waiting', async () => {
+    expect(await read(50_000, 'chunked', 50_000)).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+  });
+
+  it('a body read through its stream fails the same way, and the connection serves the next request', async () => {
+    const [listener] = await listenAll(['127.0.0.1'], [answering(30_000, 'chunked')]);
+    const fetch = guardedFetch({ allowPrivateNetworks: true, maxResponseBytes: 10_000 });
+    const url = `http://127.0.0.1:${listener?.port}/`;
+    const reader = (await fetch(url)).body?.getReader();
+    let received = 0;
+    const error = await (async () => {
+      for (;;) {
+        const { done, value } = (await reader?.read()) ?? { done: true, value: undefined };
+        if (done) return undefined;
+        received += value.byteLength;
+      }
+    })().catch((caught: unknown) => caught);
+    expect((error as { cause?: { code?: string } }).cause?.code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(received).toBeLessThanOrEqual(10_000);
+    const small = await guardedFetch({ allowPrivateNetworks: true, maxResponseBytes: 100_000 })(url);
+    expect((await small.text()).length).toBe(30_000);
   });
 });

@@ -1,4 +1,4 @@
-import { Request as UndiciRequest, fetch as undiciFetch, type Agent, type RequestInit as UndiciRequestInit } from 'undici';
+import { type Agent, type Dispatcher, Request as UndiciRequest, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
 import { FleetError } from '../errors/fleet-error.js';
 import { checkOption, positiveInteger } from '../util/options.js';
 import { badPortRefusal } from './bad-ports.js';
@@ -24,8 +24,9 @@ export interface GuardedFetchOptions extends GuardedAgentOptions {
    */
   agent?: Agent;
   /**
-   * Largest response body read, in bytes: past it the body errors with `UPSTREAM_RESPONSE_TOO_LARGE` and the rest is
-   * never read, so one upstream cannot fill the service's memory. @default 4194304 (4 MiB)
+   * Largest response body read, in bytes (decoded, for a compressed one): past it reading the body fails as undici
+   * fails a body it cut off, `TypeError('terminated')`, with the `UPSTREAM_RESPONSE_TOO_LARGE` `FleetError` as its
+   * cause, and the rest is never read, so one upstream cannot fill the service's memory. @default 4194304 (4 MiB)
    */
   maxResponseBytes?: number;
 }
@@ -35,23 +36,70 @@ export const DEFAULT_MAX_UPSTREAM_BYTES = 4 * 1024 * 1024;
 const tooLarge = (limit: number) =>
   new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The upstream's answer is larger than ${limit} bytes (maxUpstreamBytes).`, details: { limit_bytes: limit } });
 
+/** How a body cut off at the limit fails to be read: as undici fails a body it cut off, the reason as the cause. */
+const cutOff = (limit: number) => new TypeError('terminated', { cause: tooLarge(limit) });
+
 /**
- * The response with its body cut off at `limit` bytes: past them, reading it fails with the upstream code. A body
- * whose `Content-Length` is within the limit is left as it is (HTTP framing ends it there: undici never reads past the
- * declared length). Otherwise one pull-driven stream counts the chunks as the reader asks for them, rather than a
- * `pipeThrough` (two more streams and a pipe loop per response, on every tool call).
+ * An undici interceptor that counts the bytes of each response body as they come off the connection and cuts the
+ * response off past `limit`: the reader then fails with `cutOff`. No stream of ours stands between the body and its
+ * reader, which on every tool call (an SSE answer, chunked) cost more than the rest of the fleet's own work.
+ *
+ * The cut is made on the next turn of the event loop, not in the data callback: undici's `fetch` loses an error given
+ * before it has set up the body it resolved with (a first chunk already past the limit), and the reader then waits
+ * for ever. Nothing more is passed on meanwhile; a response that ends meanwhile is failed instead of ended.
+ */
+function boundedBodies(limit: number): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (options, handler) => {
+    let seen = 0;
+    let refusal: FleetError | undefined;
+    let ended = false;
+    let failed = false;
+    const fail = (controller: Dispatcher.DispatchController, error: Error) => {
+      if (failed) return;
+      failed = true;
+      handler.onResponseError?.(controller, error);
+    };
+    return dispatch(options, {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onRequestUpgrade: (controller, status, headers, socket) => handler.onRequestUpgrade?.(controller, status, headers, socket),
+      onResponseStart: (controller, status, headers, message) => handler.onResponseStart?.(controller, status, headers, message),
+      onResponseData: (controller, chunk) => {
+        if (refusal !== undefined) return;
+        seen += chunk.byteLength;
+        if (seen <= limit) {
+          handler.onResponseData?.(controller, chunk);
+          return;
+        }
+        // The reason as it is: fetch fails the body with `TypeError('terminated')` around it, as `cutOff` does.
+        const error = (refusal = tooLarge(limit));
+        setImmediate(() => (ended ? fail(controller, error) : controller.abort(error)));
+      },
+      onResponseEnd: (controller, trailers) => {
+        if (refusal === undefined) handler.onResponseEnd?.(controller, trailers);
+        else ended = true;
+      },
+      onResponseError: (controller, error) => fail(controller, refusal ?? error),
+    });
+  };
+}
+
+/**
+ * The response with its body held to `limit` bytes. Past them, reading it fails (`cutOff`), and the rest is never read:
+ * - a `Content-Length` over the limit fails at once, without reading;
+ * - an encoded body (gzip, br…) is counted as it is decoded, by a stream of ours: `boundedBodies` counts the bytes on
+ *   the wire, and a small compressed body can open up to far more;
+ * - any other body was counted on the wire (`boundedBodies`), and is given back as it is.
  */
 function bounded(response: Response, limit: number): Response {
   if (response.body === null) return response;
   const length = response.headers.get('content-length');
-  const declared = length === null ? Number.NaN : Number(length);
-  if (declared > limit) {
+  if (length !== null && Number(length) > limit) {
     void response.body.cancel().catch(() => {});
-    const refusal = tooLarge(limit);
-    const failing = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(refusal) });
+    const failing = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(cutOff(limit)) });
     return new Response(failing, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
-  if (Number.isSafeInteger(declared) && declared >= 0) return response;
+  const encoding = response.headers.get('content-encoding');
+  if (encoding === null || encoding.trim().toLowerCase() === 'identity') return response;
   const reader = response.body.getReader();
   let seen = 0;
   const counted = new ReadableStream<Uint8Array>(
@@ -64,7 +112,7 @@ function bounded(response: Response, limit: number): Response {
         }
         seen += value.byteLength;
         if (seen > limit) {
-          controller.error(tooLarge(limit));
+          controller.error(cutOff(limit));
           await reader.cancel().catch(() => {});
         } else controller.enqueue(value);
       },
@@ -89,10 +137,12 @@ function toUndiciInput(input: string | URL | Request): string | URL | UndiciRequ
 }
 
 /**
- * undici's `fetch` on a guarded agent, with `redirect: 'manual'` forced whatever the caller asks: a 3xx comes back
- * as the response it is (status and `Location` readable), so a public URL cannot redirect the library into a
- * private network. Refusals and network failures reject as undici's `TypeError('fetch failed')` with the cause
- * attached; `classifyUndiciError` turns them into upstream error codes.
+ * undici's `fetch` on a guarded agent, which never follows a redirect: `redirect: 'manual'` is forced whatever the
+ * caller asks, so a 3xx comes back as the response it is (status and `Location` readable), and a public URL cannot
+ * redirect the library into a private network. Only `redirect: 'error'` is kept: a 3xx then rejects, as fetch rejects
+ * it (`TypeError('fetch failed')`, cause `unexpected redirect`), and undici makes no copy of the request to send it.
+ * Refusals and network failures reject as undici's `TypeError('fetch failed')` with the cause attached;
+ * `classifyUndiciError` turns them into upstream error codes.
  */
 export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFetch {
   const { agent: given, maxResponseBytes = DEFAULT_MAX_UPSTREAM_BYTES, ...agentOptions } = options;
@@ -104,6 +154,8 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
     }
   }
   const agent = given ?? createGuardedAgent(agentOptions);
+  // The agent itself stays free of the bound (it may be shared, and WebSocket reads are bounded message by message).
+  const dispatcher = agent.compose(boundedBodies(maxResponseBytes));
 
   const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // As undici's own failures reject: `TypeError('fetch failed')` with the cause.
@@ -111,8 +163,8 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
     if (refused !== undefined) throw new TypeError('fetch failed', { cause: refused });
     const response = await undiciFetch(toUndiciInput(input), {
       ...(init as UndiciRequestInit | undefined),
-      dispatcher: agent,
-      redirect: 'manual',
+      dispatcher,
+      redirect: init?.redirect === 'error' ? 'error' : 'manual',
     });
     // undici's Response is the same Fetch-standard class as the global one, from a newer copy of undici.
     return bounded(response as unknown as Response, maxResponseBytes);
