@@ -217,3 +217,25 @@ describe('POST /v1/servers over the memory stores', () => {
     }
   });
 });
+
+describe('ServerRegistry.getRevealedNow', () => {
+  it('answers what getRevealed answers, at once over the memory stores, and not at all over any other Keyv', async () => {
+    const box = new SecretBox({ current: randomBytes(32) });
+    const { registry } = parts({ box });
+    const server = createdNow(registry, 'acme', http('sealed', { authentication: { type: 'bearer', token: 'TOKEN-XYZ' } }));
+    const now = registry.getRevealedNow('acme', server.id);
+    expect(now?._unsafeUnwrap()).toEqual((await registry.getRevealed('acme', server.id))._unsafeUnwrap());
+    expect(now?._unsafeUnwrap().config).toMatchObject({ authentication: { token: 'TOKEN-XYZ' } });
+    for (const [account, id] of [['other', server.id], ['acme', 'srv_000000000000000000000000'], ['acme', 'not-an-id']]) {
+      const waited = (await registry.getRevealed(account as string, id as string))._unsafeUnwrapErr();
+      expect(registry.getRevealedNow(account as string, id as string)?._unsafeUnwrapErr()).toMatchObject({ code: waited.code, message: waited.message });
+    }
+    // What it answers is a copy: changing it changes nothing stored.
+    (now?._unsafeUnwrap().config as { name: string }).name = 'changed';
+    expect(registry.getRevealedNow('acme', server.id)?._unsafeUnwrap().config.name).toBe('sealed');
+
+    const other = parts({ keyv: new Keyv({ throwOnErrors: true }) });
+    const stored = (await other.registry.create('acme', http('elsewhere')))._unsafeUnwrap();
+    expect(other.registry.getRevealedNow('acme', stored.id)).toBeUndefined();
+  });
+});

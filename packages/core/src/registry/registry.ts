@@ -13,7 +13,7 @@ import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
 import { type PageRead, readPage, readPageNow, readRange } from '../storage/read-page.js';
 import { SecretBox } from '../util/secret-box.js';
-import { hasStaleSecrets, revealConfig, sealConfig, sealConfigNow } from './secrets.js';
+import { hasStaleSecrets, revealConfig, revealConfigNow, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { isoTimeOf } from '../util/iso-time.js';
 import { okWith, recover } from '../util/result.js';
@@ -244,6 +244,23 @@ export class ServerRegistry {
         .get<ServerRecord>(recordKey(claim.owner))
         .andThen(okWith((record) => (record !== undefined && record.account === account && record.config.name === name ? record : undefined)));
     });
+  }
+
+  /**
+   * `getRevealed` at once, over the fleet's own memory once the key check has settled: the same lookup, the same 404,
+   * the secrets opened. `undefined` otherwise, having read nothing that matters: use `getRevealed` then.
+   */
+  getRevealedNow(account: string, id: string): Result<ServerRecord, FleetError> | undefined {
+    if (!isId('server', id)) return err(serverNotFound(id));
+    const record = this.deps.records.getNow<ServerRecord>(recordKey(id));
+    if (record === NOT_NOW) return undefined;
+    if (record === undefined || record.account !== account) return err(serverNotFound(id));
+    return this.revealNow(record);
+  }
+
+  /** `reveal` at once (`revealConfigNow`); `undefined` while the key check runs: use `reveal` then. */
+  revealNow(record: ServerRecord): Result<ServerRecord, FleetError> | undefined {
+    return revealConfigNow(this.deps.secrets, record.id, record.config)?.map((config) => ({ ...record, config }));
   }
 
   /** A record just read from this registry (`get`, `list`) with its secrets opened, without reading it again. */

@@ -70,6 +70,23 @@ export function revealConfig(box: SecretBox, id: string, config: ServerConfig): 
   return mapSecrets(id, config, (value, place) => box.open(value, place));
 }
 
+/**
+ * `revealConfig` at once: a configuration without secrets as it is, one with secrets opened when the key check has
+ * settled (`SecretBox.openSync`); `undefined` while it runs: use `revealConfig` then.
+ */
+export function revealConfigNow(box: SecretBox, id: string, config: ServerConfig): Result<ServerConfig, FleetError> | undefined {
+  const secrets = secretsOf(config);
+  if (secrets.length === 0) return ok(config);
+  const values: string[] = [];
+  for (const { field, value } of secrets) {
+    const opened = box.openSync(value, placeOf(id, field));
+    if (opened === undefined) return undefined;
+    if (opened.isErr()) return err(opened.error);
+    values.push(opened.value);
+  }
+  return ok(withSecrets(config, values));
+}
+
 /** Whether any secret of the stored configuration is plaintext or under an older key. */
 export function hasStaleSecrets(box: SecretBox, config: ServerConfig): boolean {
   return secretsOf(config).some(({ value }) => box.isStale(value));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SecretBox } from './secret-box.js';
+import { SecretBox, unreadableSecret } from './secret-box.js';
 
 describe('SecretBox.open', () => {
   const box = new SecretBox({ current: randomBytes(32) });
@@ -25,5 +25,30 @@ describe('SecretBox.open', () => {
   it('another box without the key does not open what this one opened', async () => {
     expect((await box.open(sealed, 'server:srv_1:token')).isOk()).toBe(true);
     expect((await new SecretBox({ current: randomBytes(32) }).open(sealed, 'server:srv_1:token')).isErr()).toBe(true);
+  });
+});
+
+describe('SecretBox.openSync', () => {
+  it('opens at once what open opens, refuses what it refuses, and waits (undefined) while the key check runs', async () => {
+    const box = new SecretBox({ current: randomBytes(32) });
+    const sealed = box.sealNow('upstream-token', 'server:srv_1:token');
+    let pass: (error: undefined) => void = () => {};
+    const check = box.startCheck(() => new Promise((resolve) => (pass = resolve)));
+    expect(box.openSync(sealed, 'server:srv_1:token')).toBeUndefined();
+    pass(undefined);
+    await check;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(box.openSync(sealed, 'server:srv_1:token')?._unsafeUnwrap()).toBe('upstream-token');
+    expect(box.openSync('plain-token', 'server:srv_1:token')?._unsafeUnwrap()).toBe('plain-token');
+    expect(box.openSync(sealed, 'server:srv_2:token')?._unsafeUnwrapErr().code).toBe((await box.open(sealed, 'server:srv_2:token'))._unsafeUnwrapErr().code);
+  });
+
+  it('answers a failed key check as open does', async () => {
+    const box = new SecretBox({ current: randomBytes(32) });
+    const sealed = box.sealNow('upstream-token', 'server:srv_1:token');
+    await box.startCheck(async () => unreadableSecret('old'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const refused = (await box.open(sealed, 'server:srv_1:token'))._unsafeUnwrapErr();
+    expect(box.openSync(sealed, 'server:srv_1:token')?._unsafeUnwrapErr()).toBe(refused);
   });
 });

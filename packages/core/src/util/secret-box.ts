@@ -165,28 +165,44 @@ export class SecretBox {
   }
 
   openNow(value: string, place: string): ResultAsync<string, FleetError> {
-    if (!isSealed(value)) return okAsync(value);
+    const opened = this.openAtOnce(value, place);
+    return opened.isOk() ? okAsync(opened.value) : errAsync(opened.error);
+  }
+
+  /**
+   * `open` at once, once the start check has settled (`gateNow`): opening is synchronous (a plaintext, a value opened
+   * lately, or one AES-GCM decryption). `undefined` while the check runs: use `open` then.
+   */
+  openSync(value: string, place: string): Result<string, FleetError> | undefined {
+    const gate = this.gateNow();
+    if (gate === undefined) return undefined;
+    return gate.isErr() ? err(gate.error) : this.openAtOnce(value, place);
+  }
+
+  private openAtOnce(value: string, place: string): Result<string, FleetError> {
+    if (!isSealed(value)) return ok(value);
     const memo = `${place}\n${value}`;
     const known = this.opened.get(memo);
-    if (known !== undefined) return okAsync(known);
-    return this.decrypt(value, place).andThen(okWith((plain) => {
+    if (known !== undefined) return ok(known);
+    return this.decrypt(value, place).map((plain) => {
       if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value as string);
       this.opened.set(memo, plain);
       return plain;
-    }));
+    });
   }
 
-  private decrypt(value: string, place: string): ResultAsync<string, FleetError> {
+  private decrypt(value: string, place: string): Result<string, FleetError> {
     const [kid, iv, tag, data] = value.slice(PREFIX.length).split(':');
     const key = kid === undefined ? undefined : this.keys.get(kid);
-    if (key === undefined || iv === undefined || tag === undefined || data === undefined) return errAsync(unreadableSecret(kid));
+    if (key === undefined || iv === undefined || tag === undefined || data === undefined) return err(unreadableSecret(kid));
     try {
       const decipher = createDecipheriv('aes-256-gcm', key.bytes, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
       decipher.setAAD(Buffer.from(place, 'utf8'));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return okAsync(Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8'));
+      return ok(Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8'));
     } catch (cause) {
-      return errAsync(unreadableSecret(kid, cause));
+      return err(unreadableSecret(kid, cause));
     }
   }
+
 }
