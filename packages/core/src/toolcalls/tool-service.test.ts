@@ -13,6 +13,7 @@ import { startModernServer } from '../mcp/fixtures/modern-server.js';
 import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
 import { startWsServer } from '../mcp/fixtures/ws-server.js';
 import { fixture, NODE } from '../stdio/test-helpers.js';
+import { callInputSchema, plainCallInput } from './tool-service.js';
 
 const EVERYTHING = fileURLToPath(new URL('../../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
 const ACCOUNT = 'acct_tools';
@@ -525,5 +526,45 @@ describe('bounded upstream answers', () => {
     expect(big).toMatchObject({ status: 'error', error: { code: 'UPSTREAM_RESPONSE_TOO_LARGE' }, result: null });
     expect(big.error?.message).toContain('maxUpstreamBytes');
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
+  });
+});
+
+describe('plainCallInput, the at-once reading of a call body', () => {
+  it('accepts only what callInputSchema accepts, and hands those on as the schema would', () => {
+    const inherited = Object.create({ extra: 1 }) as Record<string, unknown>;
+    inherited.name = 'echo';
+    const bodies: unknown[] = [
+      { name: 'echo' },
+      { name: 'echo', arguments: {} },
+      { name: 'echo', arguments: { text: 'x', nested: { a: [1] } } },
+      { name: 'echo', arguments: undefined },
+      { name: 'x'.repeat(256), arguments: {} },
+      { name: 'x'.repeat(257) },
+      { name: '' },
+      { name: 1 },
+      { name: 'echo', arguments: [] },
+      { name: 'echo', arguments: null },
+      { name: 'echo', arguments: 'text' },
+      { name: 'echo', extra: true },
+      { arguments: {} },
+      {},
+      [],
+      null,
+      'echo',
+      inherited,
+      Object.assign(Object.create(null) as object, { name: 'echo' }),
+    ];
+    for (const body of bodies) {
+      const plain = plainCallInput(body);
+      const schema = callInputSchema.safeParse(body);
+      if (plain !== undefined) {
+        expect(schema.success, JSON.stringify(body)).toBe(true);
+        expect(plain.name).toBe(schema.data?.name);
+        expect(plain.arguments).toBe(schema.data?.arguments);
+      }
+    }
+    // The common shapes do take the at-once path.
+    expect(plainCallInput({ name: 'echo', arguments: { text: 'x' } })).toBeDefined();
+    expect(plainCallInput({ name: 'echo' })).toBeDefined();
   });
 });
