@@ -13,13 +13,18 @@ const BAD_PORTS = new Set([
   989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
 ]);
 
+/** Whether `url` is one fetch refuses for its port (an http or ws URL on a "bad port"): what `badPortRefusal` judges. */
+export function hasBadPort(url: URL): boolean {
+  return BAD_PORTS.has(Number(url.port)) && /^(https?|wss?):$/.test(url.protocol);
+}
+
 /**
  * What a request to `url` through `dispatcher` would fail with for its port alone: the guard's refusal first (a
  * refused destination is refused whatever the port, and that answer says what to change), else the port itself
  * as `UPSTREAM_UNREACHABLE`. `undefined` for an ordinary port, or a dispatcher that is not a guarded agent.
  */
 export async function badPortRefusal(dispatcher: unknown, url: URL): Promise<UpstreamError | undefined> {
-  if (!isGuardedAgent(dispatcher) || !/^(https?|wss?):$/.test(url.protocol) || !BAD_PORTS.has(Number(url.port))) return undefined;
+  if (!isGuardedAgent(dispatcher) || !hasBadPort(url)) return undefined;
   try {
     await checkDestination(dispatcher, url.hostname);
   } catch (refusal) {

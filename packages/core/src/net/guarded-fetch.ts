@@ -1,7 +1,7 @@
 import { type Agent, type Dispatcher, Request as UndiciRequest, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
 import { FleetError } from '../errors/fleet-error.js';
 import { checkOption, positiveInteger } from '../util/options.js';
-import { badPortRefusal } from './bad-ports.js';
+import { badPortRefusal, hasBadPort } from './bad-ports.js';
 import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './guarded-agent.js';
 
 /**
@@ -158,8 +158,10 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
   const dispatcher = agent.compose(boundedBodies(maxResponseBytes));
 
   const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    // The port alone is judged at once (the SDK hands its URL object: not parsed again); only a bad one waits.
+    const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
+    const refused = hasBadPort(url) ? await badPortRefusal(agent, url) : undefined;
     // As undici's own failures reject: `TypeError('fetch failed')` with the cause.
-    const refused = await badPortRefusal(agent, new URL(typeof input === 'string' || input instanceof URL ? input : input.url));
     if (refused !== undefined) throw new TypeError('fetch failed', { cause: refused });
     const response = await undiciFetch(toUndiciInput(input), {
       ...(init as UndiciRequestInit | undefined),
