@@ -203,7 +203,11 @@ export class ToolCallLog {
   appendNow(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): boolean {
     if (call.status !== 'success' || !this.index.commitsAtOnce) return false;
     const { stored, ttlMs, add } = this.writesOf(account, call, payload);
-    if (!this.records.setNow(recordKey(call.id), stored, ttlMs)) return false;
+    // Without arguments or result the record is strings and numbers made for this write (a success has no error
+    // object): handed over as it is rather than copied.
+    const key = recordKey(call.id);
+    const bare = payload.arguments === undefined && payload.result === undefined;
+    if (!(bare ? this.records.handOverNow(key, stored, ttlMs) : this.records.setNow(key, stored, ttlMs))) return false;
     // An index that commits at once has `commitNow` (checked above); a commit of additions alone is never refused.
     this.index.commitNow({ add });
     return true;
