@@ -118,6 +118,22 @@ export class ConnectionPool {
       current.busy -= 1;
       throw error;
     }
+    return this.leaseOf(current, connected, server);
+  }
+
+  /**
+   * `acquire` at once: the kept connection of `server` when it is open and ready for this configuration, without a
+   * promise to wait for. `undefined` otherwise, having taken nothing: use `acquire` then.
+   */
+  acquireNow(server: ServerRecord): Lease | undefined {
+    const entry = this.closing ? undefined : this.entries.get(server.id);
+    if (entry?.connected === undefined || entry.closed || entry.key !== keyOf(server)) return undefined;
+    entry.busy += 1;
+    return this.leaseOf(entry, entry.connected, server);
+  }
+
+  /** A lease of `current` (its `busy` already counted), given back by `release` or `discard`. */
+  private leaseOf(current: Entry, connected: ConnectedClient, server: ServerRecord): Lease {
     const reused = current.used;
     current.used = true;
     let settled = false;

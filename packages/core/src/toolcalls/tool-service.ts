@@ -360,7 +360,8 @@ export class ToolService {
     for (let reopened = false; ; reopened = true) {
       let lease: Lease;
       try {
-        lease = await this.acquire(server, timeoutMs);
+        // A kept connection that is ready is taken at once; a new one (or one still opening) is waited for.
+        lease = this.deps.pool.acquireNow(server) ?? (await this.acquire(server, timeoutMs));
       } catch (error) {
         const failure = toUpstreamError(error, timeoutMs);
         return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error), reached: false } };
