@@ -266,10 +266,20 @@ export class ToolService {
    * (after one more listing, for a tool added since) is not called, because the SDK leaves out of `tools/list` the
    * tools whose `x-mcp-header` declarations are invalid, and the spec forbids calling those.
    */
-  private async prepare(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): Promise<boolean> {
+  private prepare(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): boolean | Promise<boolean> {
+    // Listed already, and the tool known (or no need to know it): the call may go at once, without a promise.
+    return lease.listed && this.mayCall(server, lease, name) ? true : this.prepareByListing(server, lease, name, timeoutMs);
+  }
+
+  /** Whether a call of `name` may go on a listed connection without listing again (see `prepare`). */
+  private mayCall(server: ServerRecord, lease: Lease, name: string): boolean {
+    return lease.era !== '2026-07-28' || server.config.type !== 'http' || this.catalog(server)?.has(name) === true;
+  }
+
+  private async prepareByListing(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): Promise<boolean> {
     const fresh = !lease.listed;
     if (fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
-    if (!lease.listed || lease.era !== '2026-07-28' || server.config.type !== 'http' || this.catalog(server)?.has(name) === true) return true;
+    if (!lease.listed || this.mayCall(server, lease, name)) return true;
     if (!fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
     return this.catalog(server)?.has(name) === true;
   }
@@ -367,7 +377,8 @@ export class ToolService {
         return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error), reached: false } };
       }
       try {
-        const known = await this.prepare(server, lease, name, remaining());
+        const prepared = this.prepare(server, lease, name, remaining());
+        const known = prepared === true ? true : await prepared;
         if (!known) {
           lease.release();
           return { ok: false, rejected: true, failure: { error: unlisted() } };
