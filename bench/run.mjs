@@ -57,6 +57,10 @@ for (const [name, r] of [
   ['4b tool calls, 2026-07-28', toolCalls.modern],
 ]) {
   line(`${name}: fleet.tools.call / direct SDK callTool`, r.fleet.ratio, `${fmtMs(r.fleet.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.fleet.addedMs)} ms added ${addedRange(r.fleet)} ${verdictAtMost(r.fleet.addedMs, 0.15, ' ms')}`);
+  if (r.fleetOverModern !== undefined) {
+    const o = r.fleetOverModern;
+    line(`${name}: fleet.tools.call / a direct Client pinned to 2026-07-28`, o.ratio, `${fmtAddedMs(o.addedMs)} ms added (rounds ${fmtAddedMs(o.addedLow)}..${fmtAddedMs(o.addedHigh)}) (information: the default Client speaks the 2025 era to this server)`);
+  }
   line(`${name}: POST .../tools/call via Hono / bare Hono route + SDK`, r.httpOverRoute.ratio, `${fmtMs(r.http.ms)} vs ${fmtMs(r.route.ms)} ms, ${fmtAddedMs(r.httpOverRoute.addedMs)} ms added ${addedRange(r.httpOverRoute)} ${verdictAtMost(r.httpOverRoute.addedMs, 0.5, ' ms')}`);
   line(`${name}: POST .../tools/call via Hono / direct SDK callTool`, r.http.ratio, `${fmtMs(r.http.ms)} vs ${fmtMs(r.directMs)} ms, ${fmtAddedMs(r.http.addedMs)} ms added ${addedRange(r.http)}, of which the HTTP hop (bare route) ${fmtAddedMs(r.route.addedMs)} (information)`);
 }

@@ -47,6 +47,12 @@ async function scenario(title, list) {
     console.log(`  ${pad(v.label, 56)} ${padLeft(fmtMs(median(ts)), 10)} ${padLeft(`${fmtMs(min(ts))}..${fmtMs(max(ts))}`, 13)} ${padLeft(cells[0], 9)} ${padLeft(cells[1], 9)}`);
     out[v.id] = { ms: median(ts), ratio, addedMs: added, addedLow: min(addedPerRound), addedHigh: max(addedPerRound) };
   }
+  // The fleet against a direct client of its own era (information): what the fleet adds besides the era it picks.
+  if (perRound.directModern !== undefined) {
+    const over = perRound.fleet.map((t, i) => t - perRound.directModern[i]);
+    out.fleetOverModern = { ratio: median(perRound.fleet.map((t, i) => t / perRound.directModern[i])), addedMs: median(over), addedLow: min(over), addedHigh: max(over) };
+    console.log(`  ${pad('fleet.tools.call − the direct client of the same era, per round', 56)} ${padLeft('', 10)} ${padLeft(`${fmtAddedMs(min(over))}..${fmtAddedMs(max(over))}`, 13)} ${padLeft('', 9)} ${padLeft(fmtAddedMs(median(over)), 9)}`);
+  }
   if (out.httpOverRoute !== undefined) {
     const r = out.httpOverRoute;
     console.log(`  ${pad('POST via the fleet − the bare Hono route, per round', 56)} ${padLeft('', 10)} ${padLeft(`${fmtAddedMs(r.addedLow)}..${fmtAddedMs(r.addedHigh)}`, 13)} ${padLeft('', 9)} ${padLeft(fmtAddedMs(r.addedMs), 9)}`);
@@ -91,14 +97,14 @@ export async function runToolCallBench() {
   const base = `http://127.0.0.1:${server.address().port}/v1`;
 
   const clients = [];
-  async function connected(url) {
-    const client = new Client({ name: 'bench-direct', version: '1.0.0' });
+  async function connected(url, options) {
+    const client = new Client({ name: 'bench-direct', version: '1.0.0' }, options);
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     clients.push(client);
     return client;
   }
-  async function direct(url) {
-    const client = await connected(url);
+  async function direct(url, options) {
+    const client = await connected(url, options);
     return async () => check(await client.callTool({ name: 'ping', arguments: {} }));
   }
   const viaFleet = (id) => async () => {
@@ -132,6 +138,10 @@ export async function runToolCallBench() {
     { id: 'fleet', label: 'fleet.tools.call (recorded)', run: viaFleet(ids[era]) },
     { id: 'http', label: 'POST /v1/servers/:id/tools/call via Hono', run: viaHttp(ids[era]) },
     { id: 'route', label: 'the same POST to a bare Hono route (kept SDK Client)', run: viaHttp(ids[era], bareBase) },
+    // The SDK's default client speaks the 2025 era to a 2026-07-28 server; the fleet negotiates 2026-07-28 with it.
+    ...(era === 'v2'
+      ? [{ id: 'directModern', label: "direct, Client pinned to 2026-07-28 (the fleet's era)", run: await direct(urls[era], { versionNegotiation: { mode: { pin: '2026-07-28' } } }) }]
+      : []),
   ];
   const legacy = await scenario('4a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', await variants('v1'));
   const modern = await scenario('4b. 2026-07-28 server: v2 SDK createMcpHandler', await variants('v2'));
