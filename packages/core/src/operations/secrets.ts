@@ -50,7 +50,7 @@ export function checkStoreKeys(records: RecordStore, box: SecretBox): Promise<Fl
       const missing = Object.keys(checks).filter((kid) => !box.knows(kid));
       if (missing.length > 0) return errAsync(keysMissing(missing, box.current !== undefined));
       const opened = Object.entries(checks).map(([kid, value]) =>
-        box.openNow(value, CHECK_KEY).andThen((text) => (text === CHECK_TEXT ? okAsync(undefined) : errAsync(unreadableSecret(kid)))),
+        box.openUnchecked(value, CHECK_KEY).andThen((text) => (text === CHECK_TEXT ? okAsync(undefined) : errAsync(unreadableSecret(kid)))),
       );
       return ResultAsync.combine(opened).andThen(() => {
         const current = box.current;

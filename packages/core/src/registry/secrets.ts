@@ -72,14 +72,14 @@ export function revealConfig(box: SecretBox, id: string, config: ServerConfig): 
 
 /**
  * `revealConfig` at once: a configuration without secrets as it is, one with secrets opened when the key check has
- * settled (`SecretBox.openSync`); `undefined` while it runs: use `revealConfig` then.
+ * settled (`SecretBox.openNow`); `undefined` while it runs: use `revealConfig` then.
  */
 export function revealConfigNow(box: SecretBox, id: string, config: ServerConfig): Result<ServerConfig, FleetError> | undefined {
   const secrets = secretsOf(config);
   if (secrets.length === 0) return ok(config);
   const values: string[] = [];
   for (const { field, value } of secrets) {
-    const opened = box.openSync(value, placeOf(id, field));
+    const opened = box.openNow(value, placeOf(id, field));
     if (opened === undefined) return undefined;
     if (opened.isErr()) return err(opened.error);
     values.push(opened.value);

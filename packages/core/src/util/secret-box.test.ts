@@ -28,19 +28,19 @@ describe('SecretBox.open', () => {
   });
 });
 
-describe('SecretBox.openSync', () => {
+describe('SecretBox.openNow', () => {
   it('opens at once what open opens, refuses what it refuses, and waits (undefined) while the key check runs', async () => {
     const box = new SecretBox({ current: randomBytes(32) });
     const sealed = box.sealNow('upstream-token', 'server:srv_1:token');
     let pass: (error: undefined) => void = () => {};
     const check = box.startCheck(() => new Promise((resolve) => (pass = resolve)));
-    expect(box.openSync(sealed, 'server:srv_1:token')).toBeUndefined();
+    expect(box.openNow(sealed, 'server:srv_1:token')).toBeUndefined();
     pass(undefined);
     await check;
     await new Promise((resolve) => setImmediate(resolve));
-    expect(box.openSync(sealed, 'server:srv_1:token')?._unsafeUnwrap()).toBe('upstream-token');
-    expect(box.openSync('plain-token', 'server:srv_1:token')?._unsafeUnwrap()).toBe('plain-token');
-    expect(box.openSync(sealed, 'server:srv_2:token')?._unsafeUnwrapErr().code).toBe((await box.open(sealed, 'server:srv_2:token'))._unsafeUnwrapErr().code);
+    expect(box.openNow(sealed, 'server:srv_1:token')?._unsafeUnwrap()).toBe('upstream-token');
+    expect(box.openNow('plain-token', 'server:srv_1:token')?._unsafeUnwrap()).toBe('plain-token');
+    expect(box.openNow(sealed, 'server:srv_2:token')?._unsafeUnwrapErr().code).toBe((await box.open(sealed, 'server:srv_2:token'))._unsafeUnwrapErr().code);
   });
 
   it('answers a failed key check as open does', async () => {
@@ -49,6 +49,6 @@ describe('SecretBox.openSync', () => {
     await box.startCheck(async () => unreadableSecret('old'));
     await new Promise((resolve) => setImmediate(resolve));
     const refused = (await box.open(sealed, 'server:srv_1:token'))._unsafeUnwrapErr();
-    expect(box.openSync(sealed, 'server:srv_1:token')?._unsafeUnwrapErr()).toBe(refused);
+    expect(box.openNow(sealed, 'server:srv_1:token')?._unsafeUnwrapErr()).toBe(refused);
   });
 });

@@ -150,7 +150,7 @@ export class SecretBox {
 
   /** The plaintext of a stored value (plaintext stays as it is). */
   open(value: string, place: string): ResultAsync<string, FleetError> {
-    return this.gate().andThen(() => this.openNow(value, place));
+    return this.gate().andThen(() => this.openUnchecked(value, place));
   }
 
   /** For the start check itself, which the gate waits for. */
@@ -164,7 +164,8 @@ export class SecretBox {
     return `${PREFIX}${key.kid}:${iv.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}:${data.toString('base64url')}`;
   }
 
-  openNow(value: string, place: string): ResultAsync<string, FleetError> {
+  /** `open` without waiting for the start check: for the check itself, which the gate waits for. */
+  openUnchecked(value: string, place: string): ResultAsync<string, FleetError> {
     const opened = this.openAtOnce(value, place);
     return opened.isOk() ? okAsync(opened.value) : errAsync(opened.error);
   }
@@ -173,7 +174,7 @@ export class SecretBox {
    * `open` at once, once the start check has settled (`gateNow`): opening is synchronous (a plaintext, a value opened
    * lately, or one AES-GCM decryption). `undefined` while the check runs: use `open` then.
    */
-  openSync(value: string, place: string): Result<string, FleetError> | undefined {
+  openNow(value: string, place: string): Result<string, FleetError> | undefined {
     const gate = this.gateNow();
     if (gate === undefined) return undefined;
     return gate.isErr() ? err(gate.error) : this.openAtOnce(value, place);
@@ -204,5 +205,4 @@ export class SecretBox {
       return err(unreadableSecret(kid, cause));
     }
   }
-
 }
