@@ -114,6 +114,10 @@ function added(record: ServerRecord, sets: string[], id: string): { set: string;
   return sets.map((set) => ({ set, member: id, score: at }));
 }
 
+/** `record` when it is a server of `account`; otherwise (absent, or another account's) the 404 of `id`. */
+const ownServer = (record: ServerRecord | undefined, account: string, id: string): Result<ServerRecord, FleetError> =>
+  record !== undefined && record.account === account ? ok(record) : err(serverNotFound(id));
+
 const nameExists = (name: string) => new FleetError('SERVER_NAME_EXISTS', { details: { name } });
 
 /** A name claim older than the grace: its holder's id. */
@@ -222,9 +226,7 @@ export class ServerRegistry {
   get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
     // An id of the wrong form is simply unknown: no lookup, the same 404.
     if (!isId('server', id)) return errAsync(serverNotFound(id));
-    return this.deps.records.get<ServerRecord>(recordKey(id)).andThen((record) =>
-      record !== undefined && record.account === account ? okAsync(record) : errAsync(serverNotFound(id)),
-    );
+    return this.deps.records.get<ServerRecord>(recordKey(id)).andThen((record) => ownServer(record, account, id));
   }
 
   /** The server with its secrets opened, to connect to it: only where a secret is used (probes, tool calls). */
@@ -254,8 +256,8 @@ export class ServerRegistry {
     if (!isId('server', id)) return err(serverNotFound(id));
     const record = this.deps.records.getNow<ServerRecord>(recordKey(id));
     if (record === NOT_NOW) return undefined;
-    if (record === undefined || record.account !== account) return err(serverNotFound(id));
-    return this.revealNow(record);
+    const owned = ownServer(record, account, id);
+    return owned.isErr() ? owned : this.revealNow(owned.value);
   }
 
   /** `reveal` at once (`revealConfigNow`); `undefined` while the key check runs: use `reveal` then. */

@@ -378,7 +378,7 @@ export class ToolService {
       }
       try {
         const prepared = this.prepare(server, lease, name, remaining());
-        const known = prepared === true ? true : await prepared;
+        const known = prepared === true || (await prepared);
         if (!known) {
           lease.release();
           return { ok: false, rejected: true, failure: { error: unlisted() } };
