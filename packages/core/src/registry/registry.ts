@@ -51,7 +51,8 @@ export interface RegistryDeps {
 export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 
 const recordKey = memoKeys((id) => `server:${id}`);
-const nameKey = (account: string, name: string) => `name:${encodeURIComponent(account)}:${name}`;
+/** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
+const nameKey = (account: string, name: string) => ['name:', encodeURIComponent(account), ':', name].join('');
 
 function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
   let key = `servers:${encodeURIComponent(account)}`;

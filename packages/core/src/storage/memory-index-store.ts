@@ -1,71 +1,81 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
 
 /**
- * A member's place in one set. The entries of one member in all its sets are chained (`next`), from the store's one
- * map of members: a server is listed in five sets, a tool call in nine, and one lookup finds all of them.
+ * Where a member is listed: in `sets[i]` at `scores[i]`. The store keeps one per member, in one map for all sets: a
+ * server is listed in five sets and a tool call in nine, and one lookup finds all of them. Two arrays, not an object
+ * per set: a store of 100k servers holds half a million places, and each object is one more for the collector to
+ * copy, promote and mark.
  */
-interface Entry {
-  readonly member: string;
-  score: number;
-  readonly set: SortedSet;
-  next: Entry | undefined;
+interface Listing {
+  readonly sets: SortedSet[];
+  readonly scores: number[];
 }
 
-function compare(a: { member: string; score: number }, b: { member: string; score: number }): number {
-  return a.score - b.score || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0);
-}
-
-/** A set kept as a sorted array of entries: O(log n) search, O(1) count, O(limit) page. */
+/**
+ * A set kept sorted by score, then member, as two parallel arrays (the scores as plain doubles, not one boxed number
+ * per member): O(log n) search, O(1) count, O(limit) page.
+ */
 class SortedSet {
-  private readonly entries: Entry[] = [];
+  private readonly members: string[] = [];
+  private readonly scores: number[] = [];
 
   get size(): number {
-    return this.entries.length;
+    return this.members.length;
   }
 
-  insert(entry: Entry): void {
-    const { entries } = this;
-    // Most adds are the newest entry of their set (a record created now): appended without a search or a splice.
-    const last = entries[entries.length - 1];
-    if (last === undefined || compare(last, entry) < 0) entries.push(entry);
-    else entries.splice(this.indexFromEnd(entry), 0, entry);
+  insert(member: string, score: number): void {
+    const { members, scores } = this;
+    // Most adds are the newest member of their set (a record created now): appended without a search or a splice.
+    if (members.length === 0 || this.isBefore(members.length - 1, member, score)) {
+      members.push(member);
+      scores.push(score);
+      return;
+    }
+    const at = this.indexFromEnd(member, score);
+    members.splice(at, 0, member);
+    scores.splice(at, 0, score);
   }
 
-  /** Takes out `entry`, which is in this set with its current score. */
-  delete(entry: Entry): void {
-    this.entries.splice(this.indexOf(entry), 1);
+  /** Takes out `member`, which is in this set at `score`. */
+  delete(member: string, score: number): void {
+    const at = this.indexOf(member, score);
+    this.members.splice(at, 1);
+    this.scores.splice(at, 1);
   }
 
   range({ offset, limit, order = 'asc' }: RangeOptions): string[] {
-    if (order === 'asc') return this.entries.slice(offset, offset + limit).map((e) => e.member);
-    const end = this.entries.length - offset;
-    return this.entries
-      .slice(Math.max(0, end - limit), Math.max(0, end))
-      .reverse()
-      .map((e) => e.member);
+    if (order === 'asc') return this.members.slice(offset, offset + limit);
+    const end = this.members.length - offset;
+    return this.members.slice(Math.max(0, end - limit), Math.max(0, end)).reverse();
   }
 
-  /** First position whose entry is not less than `entry`. */
-  private indexOf(entry: { member: string; score: number }, lo = 0, hi = this.entries.length): number {
+  /** Whether the member at `i` comes before `member` at `score`. */
+  private isBefore(i: number, member: string, score: number): boolean {
+    const at = this.scores[i] as number;
+    return at !== score ? at < score : (this.members[i] as string) < member;
+  }
+
+  /** First position whose member does not come before `member` at `score`. */
+  private indexOf(member: string, score: number, lo = 0, hi = this.members.length): number {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (compare(this.entries[mid] as Entry, entry) < 0) lo = mid + 1;
+      if (this.isBefore(mid, member, score)) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
   /**
-   * `indexOf` for an entry that belongs near the end, as one created in the same millisecond as the last ones does
+   * `indexOf` for a member that belongs near the end, as one created in the same millisecond as the last ones does
    * (they are ordered by member): steps back 1, 2, 4… from the end, then searches the last step. It reads a few
-   * entries at the end of the array rather than ~log2(n) all over it, which in a large set are cache misses.
+   * places at the end of the arrays rather than ~log2(n) all over them, which in a large set are cache misses.
    */
-  private indexFromEnd(entry: { member: string; score: number }): number {
-    let hi = this.entries.length;
+  private indexFromEnd(member: string, score: number): number {
+    let hi = this.members.length;
     let step = 1;
     while (hi > 0) {
       const lo = Math.max(0, hi - step);
-      if (compare(this.entries[lo] as Entry, entry) < 0) return this.indexOf(entry, lo + 1, hi);
+      if (this.isBefore(lo, member, score)) return this.indexOf(member, score, lo + 1, hi);
       hi = lo;
       step *= 2;
     }
@@ -83,11 +93,10 @@ export class MemoryIndexStore implements IndexStore {
   private readonly claims = new Map<string, Claim>();
   private readonly sets = new Map<string, SortedSet>();
   /**
-   * Each member's first entry, its others chained from it. One map for all sets rather than one per set: an add of
-   * a new member (every create) is one lookup, not one per set, and under load each lookup of a large map is a cache
-   * miss.
+   * Each member's listing. One map for all sets rather than one per set: an add of a new member (every create) is
+   * one lookup, not one per set, and under load each lookup of a large map is a cache miss.
    */
-  private readonly members = new Map<string, Entry>();
+  private readonly members = new Map<string, Listing>();
   private readonly now: () => number;
   private applied = 0;
 
@@ -124,45 +133,60 @@ export class MemoryIndexStore implements IndexStore {
       this.remove(sorted, member);
       if (sorted.size === 0) this.sets.delete(set);
     }
-    for (const { set, member, score } of tx.add ?? []) {
-      let sorted = this.sets.get(set);
-      if (sorted === undefined) this.sets.set(set, (sorted = new SortedSet()));
-      this.add(sorted, member, score);
+    const adds = tx.add ?? [];
+    for (let start = 0; start < adds.length; ) {
+      // A member's adds come together (one record's listings): one lookup of the member for all of them.
+      const { member } = adds[start] as { member: string };
+      let end = start + 1;
+      while (end < adds.length && (adds[end] as { member: string }).member === member) end++;
+      this.addAll(member, adds, start, end);
+      start = end;
     }
     return { ok: true };
   }
 
-  /** Adds `member` to `sorted`, or moves it to `score` there. */
-  private add(sorted: SortedSet, member: string, score: number): void {
-    const first = this.members.get(member);
-    let last: Entry | undefined;
-    for (let entry = first; entry !== undefined; entry = entry.next) {
-      if (entry.set === sorted) {
-        if (entry.score === score) return;
-        sorted.delete(entry);
-        entry.score = score;
-        sorted.insert(entry);
-        return;
-      }
-      last = entry;
+  /** The adds of `member` in `adds[start..end)`, in order. */
+  private addAll(member: string, adds: NonNullable<IndexTransaction['add']>, start: number, end: number): void {
+    const listed = this.members.get(member);
+    const listing = listed ?? { sets: [], scores: [] };
+    for (let i = start; i < end; i++) {
+      const { set, score } = adds[i] as { set: string; score: number };
+      let sorted = this.sets.get(set);
+      if (sorted === undefined) this.sets.set(set, (sorted = new SortedSet()));
+      this.add(listing, sorted, member, score);
     }
-    const entry: Entry = { member, score, set: sorted, next: undefined };
-    if (last === undefined) this.members.set(member, entry);
-    else last.next = entry;
-    sorted.insert(entry);
+    // A member listed now: its arrays copied to size, as a grown array keeps room for 16 more and most never grow.
+    if (listed === undefined) this.members.set(member, { sets: listing.sets.slice(), scores: listing.scores.slice() });
+  }
+
+  /** Adds `member` to `sorted`, or moves it to `score` there; `listing` is where it is listed. */
+  private add(listing: Listing, sorted: SortedSet, member: string, score: number): void {
+    const i = listing.sets.indexOf(sorted);
+    if (i === -1) {
+      listing.sets.push(sorted);
+      listing.scores.push(score);
+      sorted.insert(member, score);
+      return;
+    }
+    const before = listing.scores[i] as number;
+    if (before === score) return;
+    sorted.delete(member, before);
+    listing.scores[i] = score;
+    sorted.insert(member, score);
   }
 
   /** Takes `member` out of `sorted`; absent, nothing happens. */
   private remove(sorted: SortedSet, member: string): void {
-    let before: Entry | undefined;
-    for (let entry = this.members.get(member); entry !== undefined; before = entry, entry = entry.next) {
-      if (entry.set !== sorted) continue;
-      sorted.delete(entry);
-      if (before !== undefined) before.next = entry.next;
-      else if (entry.next !== undefined) this.members.set(member, entry.next);
-      else this.members.delete(member);
+    const listing = this.members.get(member);
+    const i = listing === undefined ? -1 : listing.sets.indexOf(sorted);
+    if (listing === undefined || i === -1) return;
+    sorted.delete(member, listing.scores[i] as number);
+    if (listing.sets.length === 1) {
+      this.members.delete(member);
       return;
     }
+    listing.sets.splice(i, 1);
+    listing.scores.splice(i, 1);
   }
 
   async claimOf(key: string): Promise<Claim | undefined> {

@@ -188,7 +188,7 @@ export class RecordStore {
    */
   handOverNow(key: string, value: unknown, ttlMs?: number): boolean {
     if (this.memory === undefined) return false;
-    this.memory.set(this.keyPrefix + key, { value, expires: this.expiresAt(ttlMs) });
+    this.memory.set(this.keptKey(key), { value, expires: this.expiresAt(ttlMs) });
     return true;
   }
 
@@ -219,7 +219,15 @@ export class RecordStore {
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
   private writeMemory(memory: Map<string, Stored>, key: string, value: unknown, ttlMs: number | undefined): void {
     if (value === undefined) memory.delete(this.keyPrefix + key);
-    else memory.set(this.keyPrefix + key, { value: copy(value), expires: this.expiresAt(ttlMs) });
+    else memory.set(this.keptKey(key), { value: copy(value), expires: this.expiresAt(ttlMs) });
+  }
+
+  /**
+   * The prefixed key as the object memory keeps it: joined into one flat string, where `+` would make V8's pair of
+   * references to the prefix and the key, kept (with the key's own parts) for as long as the record.
+   */
+  private keptKey(key: string): string {
+    return this.keyPrefix === '' ? key : [this.keyPrefix, key].join('');
   }
 
   private expiresAt(ttlMs: number | undefined): number | undefined {

@@ -25,15 +25,24 @@ const CHUNK = 1024;
 
 /** `length` characters of `[0-9A-Za-z]` from the system's CSPRNG. */
 export function randomToken(length: number): string {
-  // Character codes made into one string at the end: one allocation, not one per character.
-  const codes = new Array<number>(length);
-  for (let i = 0; i < length; ) {
+  return randomAfter('', length);
+}
+
+/**
+ * `prefix` and `length` random characters, made into one string at the end: one allocation, not one per character,
+ * and a flat string. `prefix + randomToken(n)` would be V8's pair of references to the two parts, kept as three
+ * objects for as long as the string lives (an id lives as long as its record, and is a key in several maps).
+ */
+function randomAfter(prefix: string, length: number): string {
+  const codes = new Array<number>(prefix.length + length);
+  for (let i = 0; i < prefix.length; i++) codes[i] = prefix.charCodeAt(i);
+  for (let i = prefix.length; i < codes.length; ) {
     const byte = randomByte();
     if (byte < UNBIASED_LIMIT) codes[i++] = CODES[byte % 62] as number;
   }
-  if (length <= CHUNK) return String.fromCharCode(...codes);
+  if (codes.length <= CHUNK) return String.fromCharCode(...codes);
   let out = '';
-  for (let at = 0; at < length; at += CHUNK) out += String.fromCharCode(...codes.slice(at, at + CHUNK));
+  for (let at = 0; at < codes.length; at += CHUNK) out += String.fromCharCode(...codes.slice(at, at + CHUNK));
   return out;
 }
 
@@ -51,7 +60,7 @@ export type IdKind = keyof typeof ID_PREFIXES;
 
 /** A new identifier of the given kind: its prefix and 24 random characters. */
 export function newId(kind: IdKind): string {
-  return ID_PREFIXES[kind] + randomToken(24);
+  return randomAfter(ID_PREFIXES[kind], 24);
 }
 
 /** True when `value` has the exact form of an identifier of this kind. */
