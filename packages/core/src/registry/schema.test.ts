@@ -501,3 +501,51 @@ describe('ServerValidator.update', () => {
     expect(base).toEqual(snapshot);
   });
 });
+
+describe('ServerValidator.plainConfig, the usual create body checked without zod', () => {
+  const names: unknown[] = ['a', 'x'.repeat(100), 'x'.repeat(101), '', 'tab\there', 'del\u007f', 'ünïcode name', '😀'.repeat(50), '😀'.repeat(51), 1, null];
+  const types: unknown[] = ['http', 'websocket', 'stdio', 'HTTP', undefined];
+  const endpoints: unknown[] = [
+    'https://a.example/mcp', 'http://a.example', 'ws://a.example', 'wss://a.example/x?q=1', 'ftp://a.example', 'https://user:pw@a.example',
+    'https://:pw@a.example', 'not a url', '', '/relative', 'HTTPS://A.EXAMPLE', 1, undefined,
+  ];
+  const timeouts: unknown[] = ['absent', undefined, 1, 300_000, 0, 300_001, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '100', null, -1];
+
+  function* bodies(): Generator<unknown> {
+    for (const name of names) for (const type of types) for (const endpoint of endpoints) for (const timeout of timeouts) {
+      const body: Record<string, unknown> = { name, type, endpoint };
+      if (timeout !== 'absent') body.timeout = timeout;
+      yield body;
+    }
+    yield { ...http, retry: { enabled: true } };
+    yield { ...http, authentication: { type: 'bearer', token: 't' } };
+    yield { ...http, id: 'srv_x' };
+    yield { ...http, extra: 1 };
+    yield JSON.parse('{"__proto__":{"x":1},"name":"a","type":"http","endpoint":"https://a.example"}');
+    yield Object.assign(Object.create(null), http);
+    yield Object.assign(Object.create({ retry: { enabled: true } }), http);
+    yield [http];
+  }
+
+  it.each([false, true])('accepts only what the schema accepts, and answers what it answers (requireTls: %s)', (requireTls) => {
+    const fast = new ServerValidator({ requireTls });
+    // The same validator with the schema alone: an own property shadows the method.
+    const schemaOnly = Object.assign(new ServerValidator({ requireTls }), { plainConfig: () => undefined });
+    let accepted = 0;
+    for (const body of bodies()) {
+      const bySchema = schemaOnly.config(body);
+      const plain = Array.isArray(body) ? undefined : fast.plainConfig(body as Record<string, unknown>);
+      if (plain !== undefined) {
+        accepted++;
+        expect(bySchema.isOk(), JSON.stringify(body)).toBe(true);
+        expect(plain).toStrictEqual(bySchema._unsafeUnwrap());
+      }
+      // And `config` answers as the schema alone does, errors included.
+      const answered = fast.config(body);
+      expect(answered.isOk()).toBe(bySchema.isOk());
+      if (answered.isOk()) expect(answered.value).toStrictEqual(bySchema._unsafeUnwrap());
+      else expect(answered.error.details).toStrictEqual(bySchema._unsafeUnwrapErr().details);
+    }
+    expect(accepted).toBeGreaterThan(30);
+  });
+});

@@ -1,15 +1,24 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
 
 /**
- * Where a member is listed: in `sets[i]` at `scores[i]`. The store keeps one per member, in one map for all sets: a
- * server is listed in five sets and a tool call in nine, and one lookup finds all of them. Two arrays, not an object
- * per set: a store of 100k servers holds half a million places, and each object is one more for the collector to
- * copy, promote and mark.
+ * Where a member is listed and at what score. The store keeps one per member, in one map for all sets: a server is
+ * listed in five sets and a tool call in nine, and one lookup finds all of them. A store of 100k servers holds half a
+ * million places, and each object it keeps is one more for the collector to copy, promote and mark: so a listing is
+ * one object, its sets an array shared with the members listed in the same sets (`sharedSets`), and its score one
+ * number while it is the same in all of them (a record is listed at its creation time everywhere).
  */
 interface Listing {
-  readonly sets: SortedSet[];
-  readonly scores: number[];
+  /** Never changed in place (it may be shared): a change puts a new array here. */
+  sets: readonly SortedSet[];
+  /** Its score in every one of `sets`, or in `sets[i]` at `scores[i]` when they differ. */
+  scores: number | readonly number[];
 }
+
+const scoreIn = (listing: Listing, i: number): number =>
+  typeof listing.scores === 'number' ? listing.scores : (listing.scores[i] as number);
+
+/** One number when all `scores` are the same, else the scores themselves. */
+const scoresOf = (scores: number[]): number | number[] => (scores.every((score) => score === scores[0]) ? (scores[0] as number) : scores);
 
 /**
  * A set kept sorted by score, then member, as two parallel arrays (the scores as plain doubles, not one boxed number
@@ -97,6 +106,11 @@ export class MemoryIndexStore implements IndexStore {
    * one lookup, not one per set, and under load each lookup of a large map is a cache miss.
    */
   private readonly members = new Map<string, Listing>();
+  /**
+   * For each set, the sets of the last member listed first in it: the array the next member listed in the same sets
+   * shares (the creates of one account, of one type and health, are listed alike).
+   */
+  private readonly lastSets = new Map<SortedSet, readonly SortedSet[]>();
   private readonly now: () => number;
   private applied = 0;
 
@@ -131,7 +145,10 @@ export class MemoryIndexStore implements IndexStore {
       const sorted = this.sets.get(set);
       if (sorted === undefined) continue;
       this.remove(sorted, member);
-      if (sorted.size === 0) this.sets.delete(set);
+      if (sorted.size === 0) {
+        this.sets.delete(set);
+        this.lastSets.delete(sorted);
+      }
     }
     const adds = tx.add ?? [];
     for (let start = 0; start < adds.length; ) {
@@ -145,48 +162,57 @@ export class MemoryIndexStore implements IndexStore {
     return { ok: true };
   }
 
-  /** The adds of `member` in `adds[start..end)`, in order. */
+  /** The adds of `member` in `adds[start..end)`, in order: each puts it in its set, or moves it to its score there. */
   private addAll(member: string, adds: NonNullable<IndexTransaction['add']>, start: number, end: number): void {
-    const listed = this.members.get(member);
-    const listing = listed ?? { sets: [], scores: [] };
+    const listing = this.members.get(member);
+    const sets = listing === undefined ? [] : [...listing.sets];
+    const scores = listing === undefined ? [] : sets.map((_, i) => scoreIn(listing, i));
     for (let i = start; i < end; i++) {
       const { set, score } = adds[i] as { set: string; score: number };
       let sorted = this.sets.get(set);
       if (sorted === undefined) this.sets.set(set, (sorted = new SortedSet()));
-      this.add(listing, sorted, member, score);
-    }
-    // A member listed now: its arrays copied to size, as a grown array keeps room for 16 more and most never grow.
-    if (listed === undefined) this.members.set(member, { sets: listing.sets.slice(), scores: listing.scores.slice() });
-  }
-
-  /** Adds `member` to `sorted`, or moves it to `score` there; `listing` is where it is listed. */
-  private add(listing: Listing, sorted: SortedSet, member: string, score: number): void {
-    const i = listing.sets.indexOf(sorted);
-    if (i === -1) {
-      listing.sets.push(sorted);
-      listing.scores.push(score);
+      const at = sets.indexOf(sorted);
+      if (at === -1) {
+        sets.push(sorted);
+        scores.push(score);
+      } else if (scores[at] !== score) {
+        sorted.delete(member, scores[at] as number);
+        scores[at] = score;
+      } else continue;
       sorted.insert(member, score);
-      return;
     }
-    const before = listing.scores[i] as number;
-    if (before === score) return;
-    sorted.delete(member, before);
-    listing.scores[i] = score;
-    sorted.insert(member, score);
+    if (listing === undefined) this.members.set(member, { sets: this.sharedSets(sets), scores: scoresOf(scores) });
+    else this.relist(listing, sets, scores);
   }
 
   /** Takes `member` out of `sorted`; absent, nothing happens. */
   private remove(sorted: SortedSet, member: string): void {
     const listing = this.members.get(member);
-    const i = listing === undefined ? -1 : listing.sets.indexOf(sorted);
-    if (listing === undefined || i === -1) return;
-    sorted.delete(member, listing.scores[i] as number);
+    const at = listing === undefined ? -1 : listing.sets.indexOf(sorted);
+    if (listing === undefined || at === -1) return;
+    sorted.delete(member, scoreIn(listing, at));
     if (listing.sets.length === 1) {
       this.members.delete(member);
       return;
     }
-    listing.sets.splice(i, 1);
-    listing.scores.splice(i, 1);
+    const keep = (_: unknown, i: number) => i !== at;
+    this.relist(listing, listing.sets.filter(keep), listing.sets.map((_, i) => scoreIn(listing, i)).filter(keep));
+  }
+
+  private relist(listing: Listing, sets: SortedSet[], scores: number[]): void {
+    listing.sets = this.sharedSets(sets);
+    listing.scores = scoresOf(scores);
+  }
+
+  /** `sets`, or the equal array of the last member listed in them, to share. */
+  private sharedSets(sets: SortedSet[]): readonly SortedSet[] {
+    const first = sets[0] as SortedSet;
+    const last = this.lastSets.get(first);
+    if (last !== undefined && last.length === sets.length && last.every((set, i) => set === sets[i])) return last;
+    // Copied to size: a grown array keeps room for 16 more.
+    const kept = sets.slice();
+    this.lastSets.set(first, kept);
+    return kept;
   }
 
   async claimOf(key: string): Promise<Claim | undefined> {
