@@ -26,11 +26,20 @@ function isStorePrefixed(storage: Keyv): boolean {
 /** `RecordStore.getNow` over a store that cannot answer at once. */
 export const NOT_NOW: unique symbol = Symbol('not now');
 
-/** What the object memory keeps under a key: Keyv's own layout without serialization. */
-interface Stored {
-  value: unknown;
-  expires?: number | undefined;
+/**
+ * A value the object memory keeps with a time to live. Any other value is kept as it is, not in Keyv's own layout
+ * (`{ value, expires }` around every entry): one object less for each record, of which a store may hold millions.
+ * Only `RecordStore` reads and writes the fleet's keys in this map.
+ */
+class Expiring {
+  constructor(
+    readonly value: unknown,
+    readonly expires: number,
+  ) {}
 }
+
+/** What the object memory keeps under a key: the value itself, or an `Expiring` around it. */
+type Stored = unknown;
 
 /**
  * The storage of a fleet given none: a Keyv over a `Map` that keeps records as objects, not JSON text (no
@@ -188,7 +197,7 @@ export class RecordStore {
    */
   handOverNow(key: string, value: unknown, ttlMs?: number): boolean {
     if (this.memory === undefined) return false;
-    this.memory.set(this.keptKey(key), { value, expires: this.expiresAt(ttlMs) });
+    this.memory.set(this.keptKey(key), this.stored(value, ttlMs));
     return true;
   }
 
@@ -219,7 +228,11 @@ export class RecordStore {
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
   private writeMemory(memory: Map<string, Stored>, key: string, value: unknown, ttlMs: number | undefined): void {
     if (value === undefined) memory.delete(this.keyPrefix + key);
-    else memory.set(this.keptKey(key), { value: copy(value), expires: this.expiresAt(ttlMs) });
+    else memory.set(this.keptKey(key), this.stored(copy(value), ttlMs));
+  }
+
+  private stored(value: unknown, ttlMs: number | undefined): Stored {
+    return typeof ttlMs === 'number' && ttlMs > 0 ? new Expiring(value, this.now() + ttlMs) : value;
   }
 
   /**
@@ -230,18 +243,18 @@ export class RecordStore {
     return this.keyPrefix === '' ? key : [this.keyPrefix, key].join('');
   }
 
-  private expiresAt(ttlMs: number | undefined): number | undefined {
-    return typeof ttlMs === 'number' && ttlMs > 0 ? this.now() + ttlMs : undefined;
-  }
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
   private readMemory(memory: Map<string, Stored>, key: string, shared = false): unknown {
-    const stored = memory.get(key);
-    if (stored === undefined) return undefined;
-    if (typeof stored.expires === 'number' && this.now() > stored.expires) {
-      memory.delete(key);
-      return undefined;
+    let value = memory.get(key);
+    if (value instanceof Expiring) {
+      if (this.now() > value.expires) {
+        memory.delete(key);
+        return undefined;
+      }
+      value = value.value;
     }
-    return shared ? stored.value : copy(stored.value);
+    if (value === undefined) return undefined;
+    return shared ? value : copy(value);
   }
 }
