@@ -11,6 +11,7 @@ const tooLarge = (limit: number) =>
   new FleetError('PAYLOAD_TOO_LARGE', { message: `The request body is larger than ${limit} bytes.`, details: { limit_bytes: limit } });
 
 function isJson(contentType: string): boolean {
+  if (contentType === 'application/json') return true;
   const media = contentType.split(';', 1)[0]?.trim().toLowerCase();
   return media === 'application/json';
 }
