@@ -1,6 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import { markStorePrefixed, RecordStore } from './records.js';
+import { createMemoryStorage, markStorePrefixed, RecordStore } from './records.js';
 
 /** The keys a Keyv holds, as its store sees them. */
 async function keysOf(keyv: Keyv): Promise<string[]> {
@@ -36,5 +36,29 @@ describe('RecordStore key prefix', () => {
     Object.defineProperty(keyv, Symbol.for('mcp-fleet.storePrefixed'), { value: true });
     (await new RecordStore(keyv, 'mcp-fleet:').set('k', 1))._unsafeUnwrap();
     expect(await keysOf(keyv)).toEqual(['k']);
+  });
+});
+
+describe('createMemoryStorage through Keyv', () => {
+  // The object memory keeps a record as it is, not in Keyv's layout: Keyv itself still reads and writes it as any Keyv.
+  it('reads, through Keyv, what the fleet wrote, and the fleet reads what Keyv wrote, expiry included', async () => {
+    const keyv = createMemoryStorage();
+    const records = new RecordStore(keyv, 'mcp-fleet:');
+    (await records.set('server:srv_1', { name: 'ours', tags: ['a'] }))._unsafeUnwrap();
+    expect(await keyv.get('mcp-fleet:server:srv_1')).toEqual({ name: 'ours', tags: ['a'] });
+
+    await keyv.set('mcp-fleet:server:srv_2', { name: 'written by Keyv' });
+    expect(records.getNow('server:srv_2')).toEqual({ name: 'written by Keyv' });
+    await keyv.set('mcp-fleet:server:srv_3', { name: 'brief' }, 1);
+    (await records.set('server:srv_4', { name: 'brief too' }, 1))._unsafeUnwrap();
+    expect(await keyv.get('mcp-fleet:server:srv_4')).toEqual({ name: 'brief too' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(records.getNow('server:srv_3')).toBeUndefined();
+    expect(await keyv.get('mcp-fleet:server:srv_4')).toBeUndefined();
+
+    // Keyv's iterator (its keys as it gives them back, its values) sees the values, the expired ones gone.
+    const values: unknown[] = [];
+    for await (const [, value] of keyv.iterator?.(undefined) ?? []) values.push(value);
+    expect(values).toEqual([{ name: 'ours', tags: ['a'] }, { name: 'written by Keyv' }]);
   });
 });

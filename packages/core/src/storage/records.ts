@@ -26,11 +26,7 @@ function isStorePrefixed(storage: Keyv): boolean {
 /** `RecordStore.getNow` over a store that cannot answer at once. */
 export const NOT_NOW: unique symbol = Symbol('not now');
 
-/**
- * A value the object memory keeps with a time to live. Any other value is kept as it is, not in Keyv's own layout
- * (`{ value, expires }` around every entry): one object less for each record, of which a store may hold millions.
- * Only `RecordStore` reads and writes the fleet's keys in this map.
- */
+/** A value the object memory keeps with a time to live (see `ObjectMemory`). */
 class Expiring {
   constructor(
     readonly value: unknown,
@@ -38,8 +34,11 @@ class Expiring {
   ) {}
 }
 
-/** What the object memory keeps under a key: the value itself, or an `Expiring` around it. */
-type Stored = unknown;
+/** An entry in Keyv's own layout. */
+interface KeyvEntry {
+  value: unknown;
+  expires?: number | undefined;
+}
 
 /**
  * The storage of a fleet given none: a Keyv over a `Map` that keeps records as objects, not JSON text (no
@@ -48,24 +47,46 @@ type Stored = unknown;
  * restart, as before.
  */
 export function createMemoryStorage(): Keyv {
-  const keyv = new Keyv({ store: new CountedMap(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
+  const keyv = new Keyv({ store: new ObjectMemory(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
   Object.defineProperty(keyv, OBJECT_MEMORY, { value: true });
   return keyv;
 }
 
 /**
- * The object memory's `Map`, counting every change made to it, through the fleet or through Keyv (`set`, `delete`,
- * `clear`): a value read from it earlier is still what it holds while the count has not moved.
+ * The object memory's `Map`. `RecordStore` keeps each value in it as it is (`held`, `hold`), or, with a time to
+ * live, in an `Expiring`: not in Keyv's own layout (`{ value, expires }` around every entry), one object less for
+ * each record, of which a store may hold millions. Keyv still reads, writes and iterates it in its own layout (`get`,
+ * `set` and the iterator translate), so a Keyv over it works as any Keyv, for the fleet's keys as for the host's.
+ *
+ * It counts every change, through the fleet or through Keyv (`set`, `delete`, `clear`): a value read from it earlier
+ * is still what it holds while the count has not moved.
  */
-class CountedMap<K, V> extends Map<K, V> {
+class ObjectMemory extends Map<string, unknown> {
   changes = 0;
 
-  override set(key: K, value: V): this {
-    this.changes++;
-    return super.set(key, value);
+  /** What is kept under `key`: the value, or an `Expiring` around it. */
+  held(key: string): unknown {
+    return super.get(key);
   }
 
-  override delete(key: K): boolean {
+  hold(key: string, held: unknown): void {
+    this.changes++;
+    super.set(key, held);
+  }
+
+  /** Keyv's read: the entry in its layout. */
+  override get(key: string): KeyvEntry | undefined {
+    return keyvEntry(super.get(key));
+  }
+
+  /** Keyv's write of an entry in its layout. */
+  override set(key: string, entry: unknown): this {
+    const { value, expires } = entry as KeyvEntry;
+    this.hold(key, typeof expires === 'number' ? new Expiring(value, expires) : value);
+    return this;
+  }
+
+  override delete(key: string): boolean {
     this.changes++;
     return super.delete(key);
   }
@@ -74,11 +95,22 @@ class CountedMap<K, V> extends Map<K, V> {
     this.changes++;
     super.clear();
   }
+
+  /** Keyv's iterator (`keyv.iterator()`): the entries in its layout. */
+  override *[Symbol.iterator](): MapIterator<[string, unknown]> {
+    for (const [key, held] of super.entries()) yield [key, keyvEntry(held)];
+    return undefined;
+  }
 }
 
-function objectMemoryOf(keyv: Keyv): Map<string, Stored> | undefined {
+function keyvEntry(held: unknown): KeyvEntry | undefined {
+  if (held === undefined) return undefined;
+  return held instanceof Expiring ? { value: held.value, expires: held.expires } : { value: held };
+}
+
+function objectMemoryOf(keyv: Keyv): ObjectMemory | undefined {
   if ((keyv as unknown as Record<symbol, unknown>)[OBJECT_MEMORY] !== true) return undefined;
-  return keyv.store instanceof Map ? (keyv.store as Map<string, Stored>) : undefined;
+  return keyv.store instanceof ObjectMemory ? keyv.store : undefined;
 }
 
 /**
@@ -92,7 +124,7 @@ function objectMemoryOf(keyv: Keyv): Map<string, Stored> | undefined {
  */
 export class RecordStore {
   private readonly keyPrefix: string;
-  private readonly memory: Map<string, Stored> | undefined;
+  private readonly memory: ObjectMemory | undefined;
   /** The prefixed keys of pages read again and again (`getManyNow`), made once each (`memoKeys`). */
   private readonly prefixed: (key: string) => string;
 
@@ -166,7 +198,7 @@ export class RecordStore {
    * still what it holds while this has not moved. `undefined` over any other store (or a memory without the count).
    */
   get changesNow(): number | undefined {
-    return this.memory instanceof CountedMap ? this.memory.changes : undefined;
+    return this.memory?.changes;
   }
 
   /** Writes a record; with `ttlMs` the store lets it expire. */
@@ -197,7 +229,7 @@ export class RecordStore {
    */
   handOverNow(key: string, value: unknown, ttlMs?: number): boolean {
     if (this.memory === undefined) return false;
-    this.memory.set(this.keptKey(key), this.stored(value, ttlMs));
+    this.memory.hold(this.keptKey(key), this.heldForm(value, ttlMs));
     return true;
   }
 
@@ -226,12 +258,13 @@ export class RecordStore {
   }
 
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
-  private writeMemory(memory: Map<string, Stored>, key: string, value: unknown, ttlMs: number | undefined): void {
+  private writeMemory(memory: ObjectMemory, key: string, value: unknown, ttlMs: number | undefined): void {
     if (value === undefined) memory.delete(this.keyPrefix + key);
-    else memory.set(this.keptKey(key), this.stored(copy(value), ttlMs));
+    else memory.hold(this.keptKey(key), this.heldForm(copy(value), ttlMs));
   }
 
-  private stored(value: unknown, ttlMs: number | undefined): Stored {
+  /** How the object memory holds `value`: as it is, or with a time to live in an `Expiring`. */
+  private heldForm(value: unknown, ttlMs: number | undefined): unknown {
     return typeof ttlMs === 'number' && ttlMs > 0 ? new Expiring(value, this.now() + ttlMs) : value;
   }
 
@@ -245,8 +278,8 @@ export class RecordStore {
 
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
-  private readMemory(memory: Map<string, Stored>, key: string, shared = false): unknown {
-    let value = memory.get(key);
+  private readMemory(memory: ObjectMemory, key: string, shared = false): unknown {
+    let value = memory.held(key);
     if (value instanceof Expiring) {
       if (this.now() > value.expires) {
         memory.delete(key);
