@@ -41,10 +41,11 @@ interface KeyvEntry {
 }
 
 /**
- * The storage of a fleet given none: a Keyv over a `Map` that keeps records as objects, not JSON text (no
- * serializer), so that reading one costs a copy, not a decode. Only `RecordStore` reads and writes it, and it copies
- * every value on the way in and on the way out: nothing a caller holds is ever the stored object. Nothing survives a
- * restart, as before.
+ * The storage of a fleet given none: a Keyv over a `Map` (`ObjectMemory`) that keeps records as objects, not JSON
+ * text (no serializer), so that reading one costs a copy, not a decode. The fleet reads and writes it through
+ * `RecordStore`, which copies every value on the way in and on the way out: nothing a caller of the fleet holds is
+ * ever the stored object. (Keyv's own `get` and `set` on it hand over values as they are, as over any `Map`.)
+ * Nothing survives a restart, as before.
  */
 export function createMemoryStorage(): Keyv {
   const keyv = new Keyv({ store: new ObjectMemory(), namespace: '', throwOnErrors: true, serialize: undefined, deserialize: undefined });
@@ -195,7 +196,7 @@ export class RecordStore {
 
   /**
    * How many changes the object memory has seen, by any fleet or through Keyv itself: what was read from it is
-   * still what it holds while this has not moved. `undefined` over any other store (or a memory without the count).
+   * still what it holds while this has not moved. `undefined` over any other store.
    */
   get changesNow(): number | undefined {
     return this.memory?.changes;
@@ -275,7 +276,6 @@ export class RecordStore {
   private keptKey(key: string): string {
     return this.keyPrefix === '' ? key : [this.keyPrefix, key].join('');
   }
-
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */
   private readMemory(memory: ObjectMemory, key: string, shared = false): unknown {
