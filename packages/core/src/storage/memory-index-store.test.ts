@@ -94,27 +94,6 @@ describe('MemoryIndexStore', () => {
     }
   });
 
-  it('applies one commit naming a member twice in a set, or in runs apart, as the adds in order', async () => {
-    const store = new MemoryIndexStore();
-    await store.commit({
-      add: [
-        { set: 's', member: 'a', score: 5 },
-        { set: 't', member: 'a', score: 1 },
-        { set: 's', member: 'b', score: 3 },
-        { set: 's', member: 'a', score: 2 },
-        { set: 's', member: 'a', score: 4 },
-      ],
-    });
-    expect(await store.range('s', { offset: 0, limit: 10 })).toEqual(['b', 'a']);
-    expect(await store.count('s')).toBe(2);
-    await store.commit({ add: [{ set: 's', member: 'c', score: 3.5 }] });
-    expect(await store.range('s', { offset: 0, limit: 10 })).toEqual(['b', 'c', 'a']);
-    // Its place in `t` was left as it was, and removing it from `s` leaves it there.
-    await store.commit({ remove: [{ set: 's', member: 'a' }] });
-    expect(await store.range('s', { offset: 0, limit: 10 })).toEqual(['b', 'c']);
-    expect(await store.range('t', { offset: 0, limit: 10 })).toEqual(['a']);
-  });
-
   it('keeps order when adds mostly come newest last, with ties and an older one between', async () => {
     const store = new MemoryIndexStore();
     const adds: [string, number][] = [['b', 1], ['c', 2], ['a', 2], ['d', 2], ['e', 3], ['f', 0], ['g', 3], ['c', 4]];

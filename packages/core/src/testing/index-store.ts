@@ -194,6 +194,26 @@ export function indexStoreContract(
         expect(await all('s')).toEqual(['z', 'B', 'b', 'c', 'a']);
       });
 
+      it('applies a commit naming a member twice in a set, or in runs apart, as its adds in order (the last score holds)', async () => {
+        await commitOk({
+          add: [
+            { set: 's', member: 'a', score: 5 },
+            { set: 't', member: 'a', score: 1 },
+            { set: 's', member: 'b', score: 3 },
+            { set: 's', member: 'a', score: 2 },
+            { set: 's', member: 'a', score: 4 },
+          ],
+        });
+        expect(await all('s')).toEqual(['b', 'a']);
+        expect(await store.count('s')).toBe(2);
+        await commitOk({ add: [{ set: 's', member: 'c', score: 3.5 }] });
+        expect(await all('s')).toEqual(['b', 'c', 'a']);
+        // Its place in `t` stays as it was, and taking it out of `s` leaves it there.
+        await commitOk({ remove: [{ set: 's', member: 'a' }] });
+        expect(await all('s')).toEqual(['b', 'c']);
+        expect(await all('t')).toEqual(['a']);
+      });
+
       it('desc reverses both the score and the member order', async () => {
         await seed();
         expect(await all('s', 'desc')).toEqual(['a', 'c', 'b', 'B', 'z']);
