@@ -15,6 +15,7 @@ import type { EventSource } from '../events/bus.js';
 import type { RateLimitDecision } from '../ratelimit/limiter.js';
 import type { RecordStore } from '../storage/records.js';
 import { readLimited } from '../util/read-limited.js';
+import { ByAccount } from './by-account.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
 
@@ -132,8 +133,9 @@ export class McpEndpoint {
    * The SDK's per-request handler for 2026-07-28, one per view (account, allowlist, server) that used it: its
    * `subscriptions/listen` streams then hear only the `list_changed` of what they see (the SDK's event bus is per handler).
    */
-  private readonly modern = new Map<string, ModernView>();
-  private readonly sessions = new Map<string, LiveSession>();
+  private readonly modern = new ByAccount<ModernView>((view) => view.account);
+  /** By account too: a change in one account walks its sessions only, not every tenant's. */
+  private readonly sessions = new ByAccount<LiveSession>((session) => session.record.account);
   private readonly idleMs: number;
   private readonly ttlMs: number;
   private readonly checkMs: number;
@@ -271,8 +273,8 @@ export class McpEndpoint {
    * in any case. A view with no open stream is not listed for: nobody would hear it.
    */
   private modernToolsMayHaveChanged(account: string, serverId: string): void {
-    for (const view of this.modern.values()) {
-      if (view.account !== account || (view.serverId !== undefined && view.serverId !== serverId)) continue;
+    for (const view of this.modern.of(account).values()) {
+      if (view.serverId !== undefined && view.serverId !== serverId) continue;
       if (view.bus.listenerCount === 0) continue;
       void visibleTools(this.deps.catalog, view.scope)
         .then((names) => {
@@ -390,20 +392,16 @@ export class McpEndpoint {
    * next request rebuilds it. One tenant opening sessions without end thus holds at most `maxSessionsPerAccount`.
    */
   private makeRoom(account: string): void {
-    const evictOldest = (filter: (session: LiveSession) => boolean): boolean => {
+    const evictOldest = (among: ReadonlyMap<string, LiveSession>): boolean => {
       let oldest: [string, LiveSession] | undefined;
-      for (const entry of this.sessions) {
-        if (filter(entry[1]) && (oldest === undefined || entry[1].lastUsed < oldest[1].lastUsed)) oldest = entry;
-      }
+      for (const entry of among) if (oldest === undefined || entry[1].lastUsed < oldest[1].lastUsed) oldest = entry;
       if (oldest === undefined) return false;
       this.sessions.delete(oldest[0]);
       void oldest[1].transport.close().catch(() => {});
       return true;
     };
-    let ofAccount = 0;
-    for (const session of this.sessions.values()) if (session.record.account === account) ofAccount++;
-    while (ofAccount >= this.maxPerAccount && evictOldest((session) => session.record.account === account)) ofAccount--;
-    while (this.sessions.size >= this.maxTotal && evictOldest(() => true)) {}
+    while (this.sessions.of(account).size >= this.maxPerAccount && evictOldest(this.sessions.of(account))) {}
+    while (this.sessions.size >= this.maxTotal && evictOldest(this.sessions)) {}
   }
 
   /** Closes sessions idle in this process; their records stay, so their next request rebuilds them. */
@@ -429,8 +427,7 @@ export class McpEndpoint {
    * costs a client one listing).
    */
   private toolsMayHaveChanged(which: { account?: string; serverId?: string }): void {
-    for (const session of this.sessions.values()) {
-      if (which.account !== undefined && session.record.account !== which.account) continue;
+    for (const session of (which.account === undefined ? this.sessions : this.sessions.of(which.account)).values()) {
       if (which.serverId !== undefined && session.record.server_id !== null && session.record.server_id !== which.serverId) continue;
       void visibleTools(this.deps.catalog, session.scope)
         .then(async (names) => {
