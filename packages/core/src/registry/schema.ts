@@ -15,6 +15,12 @@ export type Health = (typeof HEALTH_VALUES)[number];
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const MAX_NAME_LENGTH = 100;
+const MAX_TIMEOUT_MS = 300_000;
+
+/** The endpoint schemes of each network type: TLS only under `requireTls`. The schemas and `plainConfig` both read it. */
+function endpointSchemes(requireTls: boolean): Readonly<Record<'http' | 'websocket', readonly string[]>> {
+  return requireTls ? { http: ['https:'], websocket: ['wss:'] } : { http: ['http:', 'https:'], websocket: ['ws:', 'wss:'] };
+}
 
 /** Fields the service sets; a body that names one is refused. */
 export const READ_ONLY_FIELDS = ['id', 'status', 'health', 'created_at', 'updated_at', 'env_keys'] as const;
@@ -126,24 +132,24 @@ function envSchema(envAllow: readonly string[] | undefined) {
 }
 
 function buildSchemas(options: SchemaOptions) {
-  const tls = options.requireTls === true;
+  const schemes = endpointSchemes(options.requireTls === true);
   const stdioCommands = options.stdioCommands ?? [];
   const common = {
     name: text(MAX_NAME_LENGTH),
-    timeout: z.number().int().min(1).max(300_000).default(DEFAULT_TIMEOUT_MS),
+    timeout: z.number().int().min(1).max(MAX_TIMEOUT_MS).default(DEFAULT_TIMEOUT_MS),
     retry: retrySchema.optional(),
   };
   return {
     http: z.strictObject({
       ...common,
       type: z.literal('http'),
-      endpoint: urlField(tls ? ['https:'] : ['http:', 'https:']),
+      endpoint: urlField(schemes.http),
       authentication: authenticationSchema.optional(),
     }),
     websocket: z.strictObject({
       ...common,
       type: z.literal('websocket'),
-      endpoint: urlField(tls ? ['wss:'] : ['ws:', 'wss:']),
+      endpoint: urlField(schemes.websocket),
       authentication: authenticationSchema.optional(),
       heartbeat: heartbeatSchema.optional(),
     }),
@@ -224,14 +230,13 @@ const PLAIN_FIELDS = new Set(['name', 'type', 'endpoint', 'timeout']);
 export class ServerValidator {
   private readonly schemas: ServerSchemas;
   private readonly stdioCommands: readonly StdioCommandRule[];
-  /** The endpoint schemes of each network type, as the schemas allow them. */
+  /** The endpoint schemes of each network type (`endpointSchemes`). */
   private readonly schemes: Readonly<Record<'http' | 'websocket', readonly string[]>>;
 
   constructor(options: SchemaOptions = {}) {
     this.schemas = buildSchemas(options);
     this.stdioCommands = options.stdioCommands ?? [];
-    const tls = options.requireTls === true;
-    this.schemes = { http: tls ? ['https:'] : ['http:', 'https:'], websocket: tls ? ['wss:'] : ['ws:', 'wss:'] };
+    this.schemes = endpointSchemes(options.requireTls === true);
   }
 
   /**
@@ -250,7 +255,7 @@ export class ServerValidator {
     const { name, type, endpoint, timeout } = fields;
     if (count !== (timeout === undefined ? 3 : 4) || (type !== 'http' && type !== 'websocket')) return undefined;
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH || CONTROL_CHARS.test(name)) return undefined;
-    if (timeout !== undefined && !(typeof timeout === 'number' && Number.isInteger(timeout) && timeout >= 1 && timeout <= 300_000)) return undefined;
+    if (timeout !== undefined && !(typeof timeout === 'number' && Number.isInteger(timeout) && timeout >= 1 && timeout <= MAX_TIMEOUT_MS)) return undefined;
     if (typeof endpoint !== 'string') return undefined;
     let url: URL;
     try {
