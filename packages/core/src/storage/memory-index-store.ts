@@ -167,6 +167,7 @@ export class MemoryIndexStore implements IndexStore {
     const listing = this.members.get(member);
     const sets = listing === undefined ? [] : [...listing.sets];
     const scores = listing === undefined ? [] : sets.map((_, i) => scoreIn(listing, i));
+    let changed = false;
     for (let i = start; i < end; i++) {
       const { set, score } = adds[i] as { set: string; score: number };
       let sorted = this.sets.get(set);
@@ -180,9 +181,10 @@ export class MemoryIndexStore implements IndexStore {
         scores[at] = score;
       } else continue;
       sorted.insert(member, score);
+      changed = true;
     }
     if (listing === undefined) this.members.set(member, { sets: this.sharedSets(sets), scores: scoresOf(scores) });
-    else this.relist(listing, sets, scores);
+    else if (changed) this.relist(listing, sets, scores);
   }
 
   /** Takes `member` out of `sorted`; absent, nothing happens. */
@@ -199,6 +201,7 @@ export class MemoryIndexStore implements IndexStore {
     this.relist(listing, listing.sets.filter(keep), listing.sets.map((_, i) => scoreIn(listing, i)).filter(keep));
   }
 
+  /** Puts a changed listing's sets (shared where they can be) and scores in place. */
   private relist(listing: Listing, sets: SortedSet[], scores: number[]): void {
     listing.sets = this.sharedSets(sets);
     listing.scores = scoresOf(scores);
