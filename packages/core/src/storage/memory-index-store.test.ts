@@ -94,6 +94,57 @@ describe('MemoryIndexStore', () => {
     }
   });
 
+  it('keeps a set of many blocks in order: appends, ties within a score, adds and removes anywhere, pages at any offset', () => {
+    // Thousands of members: a set kept in blocks fills, splits and empties blocks; every page must still be exact.
+    const store = new MemoryIndexStore();
+    const model = new Map<string, number>();
+    let seed = 11;
+    const rand = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const expected = () =>
+      [...model.entries()].sort(([ma, sa], [mb, sb]) => sa - sb || (ma < mb ? -1 : ma > mb ? 1 : 0)).map(([member]) => member);
+    const check = () => {
+      const all = expected();
+      expect(store.countNow('s')).toBe(all.length);
+      expect(store.rangeNow('s', { offset: 0, limit: 100_000 })).toEqual(all);
+      for (let k = 0; k < 20; k++) {
+        const offset = rand(all.length + 10);
+        const limit = 1 + rand(1500);
+        expect(store.rangeNow('s', { offset, limit })).toEqual(all.slice(offset, offset + limit));
+        expect(store.rangeNow('s', { offset, limit, order: 'desc' })).toEqual([...all].reverse().slice(offset, offset + limit));
+      }
+    };
+    // Creates in time order, several a millisecond (a tie is ordered by member, which comes in random order).
+    for (let i = 0; i < 6000; i++) {
+      const member = `m${rand(1_000_000)}`;
+      if (model.has(member)) continue;
+      model.set(member, Math.floor(i / 7));
+      store.commitNow({ add: [{ set: 's', member, score: Math.floor(i / 7) }] });
+    }
+    check();
+    // Then old members re-scored to the front, the middle and the end, and removed anywhere, whole blocks included.
+    const members = [...model.keys()];
+    for (let i = 0; i < 4000; i++) {
+      const member = members[rand(members.length)] as string;
+      if (rand(2) === 0) {
+        model.delete(member);
+        store.commitNow({ remove: [{ set: 's', member }] });
+      } else {
+        const score = rand(3) === 0 ? -1 : rand(900);
+        model.set(member, score);
+        store.commitNow({ add: [{ set: 's', member, score }] });
+      }
+      if (i % 1000 === 999) check();
+    }
+    for (const member of expected().slice(100, 1300)) {
+      model.delete(member);
+      store.commitNow({ remove: [{ set: 's', member }] });
+    }
+    check();
+  });
+
   it('keeps order when adds mostly come newest last, with ties and an older one between', async () => {
     const store = new MemoryIndexStore();
     const adds: [string, number][] = [['b', 1], ['c', 2], ['a', 2], ['d', 2], ['e', 3], ['f', 0], ['g', 3], ['c', 4]];

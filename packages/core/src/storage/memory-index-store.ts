@@ -20,76 +20,161 @@ const scoreIn = (listing: Listing, i: number): number =>
 /** One number when all `scores` are the same, else the scores themselves. */
 const scoresOf = (scores: number[]): number | number[] => (scores.every((score) => score === scores[0]) ? (scores[0] as number) : scores);
 
+/** A run of a set's entries, in order: members, and their scores as plain doubles, side by side. */
+interface Block {
+  members: string[];
+  scores: number[];
+}
+
+/** Entries a block holds when the entries come in order (each new one last); a block that grows past twice this splits. */
+const BLOCK = 512;
+
 /**
- * A set kept sorted by score, then member, as two parallel arrays (the scores as plain doubles, not one boxed number
- * per member): O(log n) search, O(1) count, O(limit) page.
+ * A set kept sorted by score, then member, as a list of blocks of at most `2 * BLOCK` entries, each two parallel
+ * arrays (the scores as plain doubles, not one boxed number per member). An add or remove moves the entries of one
+ * block, never those of the whole set: in one array, a server created in the same millisecond as the last ones (they
+ * are ordered by member, which is random) moved a large array's tail and wrote its old-space slots again, and every
+ * delete moved half the set. O(log n) search, O(1) count, O(limit) page.
  */
 class SortedSet {
-  private readonly members: string[] = [];
-  private readonly scores: number[] = [];
+  private readonly blocks: Block[] = [];
+  /** Where each block starts in the set, known for the blocks before `startsKnown`: a page at an offset finds its block. */
+  private readonly starts: number[] = [];
+  private startsKnown = 0;
+  private count = 0;
 
   get size(): number {
-    return this.members.length;
+    return this.count;
   }
 
   insert(member: string, score: number): void {
-    const { members, scores } = this;
-    // Most adds are the newest member of their set (a record created now): appended without a search or a splice.
-    if (members.length === 0 || this.isBefore(members.length - 1, member, score)) {
-      members.push(member);
-      scores.push(score);
+    const { blocks } = this;
+    this.count++;
+    const last = blocks[blocks.length - 1];
+    if (last === undefined) {
+      blocks.push({ members: [member], scores: [score] });
       return;
     }
-    const at = this.indexFromEnd(member, score);
-    members.splice(at, 0, member);
-    scores.splice(at, 0, score);
+    const end = last.members.length;
+    // Most adds are the newest member of their set (a record created now): appended without a search, and a full
+    // last block is followed by a new one rather than split, so blocks filled in order stay full.
+    if (isBefore(last, end - 1, member, score)) {
+      if (end < BLOCK) {
+        last.members.push(member);
+        last.scores.push(score);
+      } else blocks.push({ members: [member], scores: [score] });
+      return;
+    }
+    const at = isBefore(last, 0, member, score) ? blocks.length - 1 : this.blockOf(member, score);
+    const block = blocks[at] as Block;
+    // Moved up by hand: `splice` makes an array of what it removed, on every add.
+    const i = indexIn(block, member, score);
+    const { members, scores } = block;
+    members.push(member);
+    scores.push(score);
+    for (let j = members.length - 1; j > i; j--) {
+      members[j] = members[j - 1] as string;
+      scores[j] = scores[j - 1] as number;
+    }
+    members[i] = member;
+    scores[i] = score;
+    this.changedAfter(at);
+    if (block.members.length > 2 * BLOCK) {
+      blocks.splice(at + 1, 0, { members: block.members.splice(BLOCK), scores: block.scores.splice(BLOCK) });
+    }
   }
 
   /** Takes out `member`, which is in this set at `score`. */
   delete(member: string, score: number): void {
-    const at = this.indexOf(member, score);
-    this.members.splice(at, 1);
-    this.scores.splice(at, 1);
+    const at = this.blockOf(member, score);
+    const block = this.blocks[at] as Block;
+    const i = indexIn(block, member, score);
+    block.members.splice(i, 1);
+    block.scores.splice(i, 1);
+    this.count--;
+    this.changedAfter(at);
+    // An emptied block goes; the block after it starts where it did, so what is known of the starts holds.
+    if (block.members.length === 0) this.blocks.splice(at, 1);
   }
 
   range({ offset, limit, order = 'asc' }: RangeOptions): string[] {
-    if (order === 'asc') return this.members.slice(offset, offset + limit);
-    const end = this.members.length - offset;
-    return this.members.slice(Math.max(0, end - limit), Math.max(0, end)).reverse();
+    if (order === 'asc') return this.slice(offset, Math.min(this.count, offset + limit));
+    const end = this.count - offset;
+    return this.slice(Math.max(0, end - limit), Math.max(0, end)).reverse();
   }
 
-  /** Whether the member at `i` comes before `member` at `score`. */
-  private isBefore(i: number, member: string, score: number): boolean {
-    const at = this.scores[i] as number;
-    return at !== score ? at < score : (this.members[i] as string) < member;
+  /** The members at positions `from` up to `to` (excluded). */
+  private slice(from: number, to: number): string[] {
+    if (from >= to) return [];
+    this.knowStarts();
+    const { blocks, starts } = this;
+    // The last block starting at or before `from`.
+    let lo = 0;
+    let hi = blocks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if ((starts[mid] as number) <= from) lo = mid;
+      else hi = mid - 1;
+    }
+    const at = from - (starts[lo] as number);
+    const first = (blocks[lo] as Block).members;
+    // A page within one block (most pages): one copy.
+    if (at + (to - from) <= first.length) return first.slice(at, at + (to - from));
+    let out = first.slice(at);
+    for (let b = lo + 1; b < blocks.length && out.length < to - from; b++) {
+      const { members } = blocks[b] as Block;
+      out = out.concat(members.length <= to - from - out.length ? members : members.slice(0, to - from - out.length));
+    }
+    return out;
   }
 
-  /** First position whose member does not come before `member` at `score`. */
-  private indexOf(member: string, score: number, lo = 0, hi = this.members.length): number {
+  /** The first block whose last entry does not come before `member` at `score` (the last block if none). */
+  private blockOf(member: string, score: number): number {
+    const { blocks } = this;
+    let lo = 0;
+    let hi = blocks.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.isBefore(mid, member, score)) lo = mid + 1;
+      const block = blocks[mid] as Block;
+      if (isBefore(block, block.members.length - 1, member, score)) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
-  /**
-   * `indexOf` for a member that belongs near the end, as one created in the same millisecond as the last ones does
-   * (they are ordered by member): steps back 1, 2, 4… from the end, then searches the last step. It reads a few
-   * places at the end of the arrays rather than ~log2(n) all over them, which in a large set are cache misses.
-   */
-  private indexFromEnd(member: string, score: number): number {
-    let hi = this.members.length;
-    let step = 1;
-    while (hi > 0) {
-      const lo = Math.max(0, hi - step);
-      if (this.isBefore(lo, member, score)) return this.indexOf(member, score, lo + 1, hi);
-      hi = lo;
-      step *= 2;
-    }
-    return 0;
+  /** Block `at` changed size: the starts of the blocks after it are no longer known. */
+  private changedAfter(at: number): void {
+    if (this.startsKnown > at + 1) this.startsKnown = at + 1;
   }
+
+  private knowStarts(): void {
+    const { blocks, starts } = this;
+    if (this.startsKnown === blocks.length) return;
+    starts[0] = 0;
+    for (let b = Math.max(1, this.startsKnown); b < blocks.length; b++) {
+      starts[b] = (starts[b - 1] as number) + (blocks[b - 1] as Block).members.length;
+    }
+    if (starts.length > blocks.length) starts.length = blocks.length;
+    this.startsKnown = blocks.length;
+  }
+}
+
+/** Whether the entry at `i` of `block` comes before `member` at `score`. */
+function isBefore(block: Block, i: number, member: string, score: number): boolean {
+  const at = block.scores[i] as number;
+  return at !== score ? at < score : (block.members[i] as string) < member;
+}
+
+/** First position in `block` whose entry does not come before `member` at `score`. */
+function indexIn(block: Block, member: string, score: number): number {
+  let lo = 0;
+  let hi = block.members.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (isBefore(block, mid, member, score)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 export interface MemoryIndexStoreOptions {
