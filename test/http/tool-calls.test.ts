@@ -63,6 +63,30 @@ describe.each(ADAPTERS)('tool calls over HTTP ($name)', (adapter) => {
     expect(failed.result.isError).toBe(true);
   });
 
+  it('a client gone before the answer cancels the upstream call, and its record says so', async () => {
+    const client = await freshClient(suite.served);
+    const id = await toolServer(client);
+    const runs = upstream.slowRuns();
+    const gone = new AbortController();
+    const answered = fetch(`${suite.served.url}/servers/${id}/tools/call`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${client.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'slow', arguments: { ms: 20_000 } }),
+      signal: gone.signal,
+    }).then(
+      () => 'answered',
+      () => 'gone',
+    );
+    await expect.poll(() => upstream.slowRuns(), { timeout: 5000 }).toBe(runs + 1);
+    gone.abort();
+    expect(await answered).toBe('gone');
+    // Well before the tool's 20 s the call ends (the SDK cancels it upstream: on 2026-07-28 by closing its request) and
+    // is recorded as ended by its caller; without the request's signal the fleet would wait the 20 s out.
+    await expect
+      .poll(async () => expectSuccess(await client.get(`/tool-calls?server_id=${id}`), 200).map((r: Json) => [r.tool, r.status, r.error?.code]), { timeout: 5000 })
+      .toEqual([['slow', 'error', 'UPSTREAM_PROTOCOL_ERROR']]);
+  });
+
   it('GET /servers/{id}/tools lists the tools; an unreachable server answers 502', async () => {
     const client = await freshClient(suite.served);
     const id = await toolServer(client);

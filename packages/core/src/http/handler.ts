@@ -250,7 +250,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         body = read.value;
       }
       // Over the memory stores a listing answers at once; anything else is waited for.
-      const ran = operation.run({ principal, params, query: queryOf(request.url), body });
+      const ran = operation.run({ principal, params, query: queryOf(request.url), body, request });
       const outcome = ran instanceof ResultAsync ? await ran : ran;
       return outcome.match(
         ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders, light),

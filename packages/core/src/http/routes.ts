@@ -27,6 +27,12 @@ export interface OperationInput {
   params: Record<string, string>;
   query: URLSearchParams;
   body: unknown;
+  /**
+   * The request itself, for what only some operations read: a tool call, its `signal`, so that a client gone before
+   * the answer cancels the upstream call (read there only: on `@hono/node-server` a `signal` costs an `AbortController`
+   * and its listeners).
+   */
+  request: Request;
 }
 
 /** A route as the handler runs it. */
@@ -73,9 +79,12 @@ interface RouteSpec<A extends unknown[], T> {
 
 const id = ({ params }: OperationInput): Result<[string], FleetError> => ok([params.id as string]);
 const idAndBody = ({ params, body }: OperationInput): Result<[string, unknown], FleetError> => ok([params.id as string, body]);
-/** A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist. */
-const toolCall = ({ params, body, principal }: OperationInput): Result<[string, unknown, InvokeOptions], FleetError> =>
-  ok([params.id as string, body, { via: 'http', tools: principal.tools ?? null }]);
+/**
+ * A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist, cancelled upstream when the client
+ * goes away before the answer (the request's `signal`: the adapters abort it when the connection closes first).
+ */
+const toolCall = ({ params, body, principal, request }: OperationInput): Result<[string, unknown, InvokeOptions], FleetError> =>
+  ok([params.id as string, body, { via: 'http', tools: principal.tools ?? null, signal: request.signal }]);
 const bodyOnly = ({ body }: OperationInput): Result<[unknown], FleetError> => ok([body]);
 const query =
   <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
