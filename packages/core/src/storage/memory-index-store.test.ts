@@ -4,6 +4,15 @@ import { MemoryIndexStore } from './memory-index-store.js';
 
 indexStoreContract('MemoryIndexStore', async ({ now }) => new MemoryIndexStore({ now }));
 
+/** A repeatable `rand(n)` (an integer below `n`): a linear congruential generator from `seed`. */
+function seeded(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state % n;
+  };
+}
+
 describe('MemoryIndexStore', () => {
   it('uses Date.now when no clock is given', async () => {
     const store = new MemoryIndexStore();
@@ -25,11 +34,7 @@ describe('MemoryIndexStore', () => {
   it('keeps a large set in order through random adds, re-scores and removes', async () => {
     const store = new MemoryIndexStore();
     const model = new Map<string, number>();
-    let seed = 42;
-    const rand = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
+    const rand = seeded(42);
     for (let i = 0; i < 2000; i++) {
       const member = `m${rand(300)}`;
       if (rand(4) === 0) {
@@ -54,11 +59,7 @@ describe('MemoryIndexStore', () => {
     const store = new MemoryIndexStore();
     const sets = ['a', 'b', 'c', 'd'];
     const model = new Map(sets.map((set) => [set, new Map<string, number>()]));
-    let seed = 7;
-    const rand = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
+    const rand = seeded(7);
     for (let i = 0; i < 3000; i++) {
       const member = `m${rand(40)}`;
       const set = sets[rand(sets.length)] as string;
@@ -98,11 +99,7 @@ describe('MemoryIndexStore', () => {
     // Thousands of members: a set kept in blocks fills, splits and empties blocks; every page must still be exact.
     const store = new MemoryIndexStore();
     const model = new Map<string, number>();
-    let seed = 11;
-    const rand = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
+    const rand = seeded(11);
     const expected = () =>
       [...model.entries()].sort(([ma, sa], [mb, sb]) => sa - sb || (ma < mb ? -1 : ma > mb ? 1 : 0)).map(([member]) => member);
     const check = () => {
