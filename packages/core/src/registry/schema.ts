@@ -47,21 +47,31 @@ export interface SchemaOptions {
   stdioEnvAllow?: readonly string[];
 }
 
+const NO_ISSUES: readonly string[] = [];
+
+/**
+ * What is wrong with `value` as a URL field (nothing: an empty list): the rule of every URL the schemas take, and of
+ * the endpoint `plainConfig` checks without zod, written once.
+ */
+function urlIssues(value: string, allowed: readonly string[] | 'any'): readonly string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return ['must be a valid absolute URL'];
+  }
+  const schemeOk = allowed === 'any' || allowed.includes(url.protocol);
+  const bare = url.username === '' && url.password === '';
+  if (schemeOk && bare) return NO_ISSUES;
+  const issues: string[] = [];
+  if (!schemeOk) issues.push(`must use the ${(allowed as readonly string[]).map((s) => s.slice(0, -1)).join(' or ')} scheme`);
+  if (!bare) issues.push('must not carry credentials; use the authentication object');
+  return issues;
+}
+
 function urlField(allowed: readonly string[] | 'any') {
   return z.string().superRefine((value, ctx) => {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be a valid absolute URL' });
-      return;
-    }
-    if (allowed !== 'any' && !allowed.includes(url.protocol)) {
-      ctx.addIssue({ code: 'custom', message: `must use the ${allowed.map((s) => s.slice(0, -1)).join(' or ')} scheme` });
-    }
-    if (url.username !== '' || url.password !== '') {
-      ctx.addIssue({ code: 'custom', message: 'must not carry credentials; use the authentication object' });
-    }
+    for (const message of urlIssues(value, allowed)) ctx.addIssue({ code: 'custom', message });
   });
 }
 
@@ -256,14 +266,7 @@ export class ServerValidator {
     if (count !== (timeout === undefined ? 3 : 4) || (type !== 'http' && type !== 'websocket')) return undefined;
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH || CONTROL_CHARS.test(name)) return undefined;
     if (timeout !== undefined && !(typeof timeout === 'number' && Number.isInteger(timeout) && timeout >= 1 && timeout <= MAX_TIMEOUT_MS)) return undefined;
-    if (typeof endpoint !== 'string') return undefined;
-    let url: URL;
-    try {
-      url = new URL(endpoint);
-    } catch {
-      return undefined;
-    }
-    if (!this.schemes[type].includes(url.protocol) || url.username !== '' || url.password !== '') return undefined;
+    if (typeof endpoint !== 'string' || urlIssues(endpoint, this.schemes[type]).length > 0) return undefined;
     return { name, type, endpoint, timeout: timeout ?? DEFAULT_TIMEOUT_MS };
   }
 
