@@ -76,18 +76,52 @@ describe.each(ADAPTERS)('rate limits through $name', (adapter) => {
       expect(limits(again)).toEqual({ limit: 10, remaining: 9, reset: reset + 60 });
     });
 
-    it('answers 429 to an address that spent its 401 budget, even with a valid key, until the window ends', async () => {
+    it('answers 429 to failed keys of an address that spent its 401 budget, until the window ends; a valid key still passes', async () => {
       const reset = nextWindow();
       const valid = await createKey(suite.served, { account: 'guessed' });
       const anonymous = api(suite.served, null);
-      for (let i = 0; i < 20; i++) expect((await anonymous.get('/servers', { key: `mcpf_wrong${i}` })).status).toBe(401);
+      for (let i = 0; i < 25; i++) {
+        const wrong = await anonymous.get('/servers', { key: `mcpf_wrong${i}` });
+        expect(wrong.status).toBe(i < 20 ? 401 : 429);
+      }
       const blocked = await anonymous.get('/servers', { key: 'mcpf_wrong-again' });
       expectError(blocked, 429, 'RATE_LIMITED', { limit: 20, reset, scope: 'address' });
       expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-      // A right guess now would say so; the address may not try at all.
-      expect((await anonymous.get('/servers', { key: valid })).status).toBe(429);
+      // The key is checked first: a valid key is never refused for its address, and counts against its account alone.
+      const passed = await anonymous.get('/servers', { key: valid });
+      expect(passed.status).toBe(200);
+      expect(limits(passed)).toEqual({ limit: 100, remaining: 99, reset });
+      expect((await anonymous.get('/servers', { key: 'mcpf_wrong-once-more' })).status).toBe(429);
       clock = reset * 1000;
+      expect((await anonymous.get('/servers', { key: 'mcpf_wrong-next-window' })).status).toBe(401);
+    });
+
+    it('does not count keyless requests: CORS preflights, /.well-known lookups (below /mcp too) and keyless calls leave the budget whole', async () => {
+      nextWindow();
+      const valid = await createKey(suite.served, { account: 'behind-nat' });
+      const anonymous = api(suite.served, null);
+      const preflight = { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' } };
+      for (let i = 0; i < 5; i++) {
+        // OPTIONS without a key: 204 with the methods of the path, and no CORS headers (CORS stays off).
+        const options = await anonymous.request('OPTIONS', i % 2 === 0 ? '/mcp' : '/servers', preflight);
+        expect(options.status).toBe(204);
+        expect(options.headers.get('allow')).toBe(i % 2 === 0 ? 'GET, POST, DELETE' : 'GET, POST');
+        expect(options.headers.get('x-request-id')).toMatch(/^req_/);
+        expect([...options.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([]);
+        // Discovery lookups as mcp-remote sends them at every start: 404, not a 401 to count.
+        for (const path of ['/mcp/.well-known/openid-configuration', '/.well-known/oauth-protected-resource/mcp', '/servers/srv_x/mcp/.well-known/oauth-authorization-server']) {
+          expectError(await anonymous.get(path), 404, 'NOT_FOUND', { path });
+        }
+        // A keyless MCP request or API call: 401 with its challenge, but nothing was guessed, so nothing counts.
+        const keyless = await anonymous.post('/mcp', { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} });
+        expectError(keyless, 401, 'UNAUTHORIZED', {});
+        expect(keyless.headers.get('www-authenticate')).toBe('Bearer');
+        expect((await anonymous.get('/servers')).status).toBe(401);
+      }
+      // 30 keyless requests later, a valid key answers, and the address still has its whole budget for wrong keys.
       expect((await anonymous.get('/servers', { key: valid })).status).toBe(200);
+      for (let i = 0; i < 20; i++) expect((await anonymous.get('/servers', { key: `mcpf_typo${i}` })).status).toBe(401);
+      expect((await anonymous.get('/servers', { key: 'mcpf_typo-21' })).status).toBe(429);
     });
   });
 

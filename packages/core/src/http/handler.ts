@@ -77,6 +77,9 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
+/** What `/mcp` and `/servers/{id}/mcp` answer (the `Allow` of a keyless `OPTIONS`). */
+const MCP_METHODS = 'GET, POST, DELETE';
+
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
 const unauthorized = () => new FleetError('UNAUTHORIZED', { headers: { 'www-authenticate': 'Bearer' } });
@@ -85,16 +88,12 @@ const routeNotFound = (path: string) =>
 
 /**
  * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
- * Order: request id → route path → the address's 401 budget (429) → authentication (401) → rate limits (429)
- * → route (404/405) → scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
+ * Order: request id → route path → keyless `OPTIONS` (204) and `/.well-known/…` (404), uncounted → authentication
+ * (401; a failed key counts against the address's 401 budget, 429 past it) → rate limits (429) → route (404/405) →
+ * scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
   const { onRequest } = deps;
-  /**
-   * Addresses whose 401 budget this process saw spent, until the end of that window: no early admission for them, so
-   * that the requests the gate refuses do not count against an account.
-   */
-  const gated = new Map<string, number>();
   // The envelope's timestamp, made again only when the clock has moved (many answers share a millisecond).
   const isoAt = isoTimeOf();
   const timestamp = (): string => isoAt(deps.now());
@@ -144,33 +143,37 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const mcpTarget = deps.mcp === undefined || segments.isErr() ? undefined : mcpPath(segments.value);
       const match = mcpTarget === undefined && segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
       const operationName = match?.kind === 'found' ? match.operation.name : undefined;
-      // With the built-in key check and limits on, the address gate, the key's read and (for a key this process has
-      // verified before) the rate-limit decision are asked for at once: one round trip to a shared store, not three.
-      // Each is still decided in the same order, and the key is still read on every request. A limiter deciding in
-      // this process has no round trip to save: then one after the other, as that is cheaper.
-      const address = context.clientAddress ?? '';
-      const early =
-        limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
-          ? await admitEarly(request, context, limiter, deps.keys, operationName, mcpTarget === undefined && (gated.get(address) ?? 0) <= deps.now())
-          : undefined;
-      if (limiter !== undefined) {
-        // An address that spent its 401 budget may not try keys at all, right ones included: else guessing goes on.
-        // A limiter deciding in this process answers at once: no promise to wait for.
-        const gate = early?.gate ?? limiter.checkAddressNow(context.clientAddress) ?? (await limiter.checkAddress(context.clientAddress));
-        if (gate.isErr()) return fail(gate.error);
-        if (gate.value !== null && !gate.value.allowed) {
-          if (gated.size >= 10_000) gated.clear();
-          gated.set(address, gate.value.reset * 1000);
-          return limited(gate.value) as Response;
+      // Without an Authorization header nothing is guessed: a CORS preflight or a discovery lookup (mcp-remote asks for
+      // `/mcp/.well-known/openid-configuration` at every start) is answered here, before any limiter, and no keyless
+      // request counts against the address's 401 budget, so a web page making its visitors' browsers send them cannot
+      // lock out the keys behind that address.
+      const keyless = request.headers.get('authorization') === null;
+      if (keyless && segments.isOk()) {
+        if (segments.value.includes('.well-known')) return fail(routeNotFound(path));
+        if (request.method === 'OPTIONS') {
+          const allow = mcpTarget !== undefined ? MCP_METHODS : match?.kind === 'method-not-allowed' ? match.allow.join(', ') : undefined;
+          if (allow === undefined) return fail(routeNotFound(path));
+          // No Access-Control-* headers: CORS stays off, so a browser sends nothing cross-origin after this preflight.
+          return new Response(null, { status: 204, headers: { allow, 'x-request-id': requestId } });
         }
       }
+      // The key is checked first and the address's budget spent only by failed keys: a valid key is never refused for
+      // its address. With a shared counter store (Redis) and the built-in keys, the key's read and (for a key this
+      // process verified before) its admission are asked for at once: one round trip, not two. A limiter deciding in
+      // this process has no round trip to save: then one after the other, as that is cheaper.
+      const early =
+        limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
+          ? await admitEarly(request, limiter, deps.keys, operationName)
+          : undefined;
       let principal: Principal | null;
       if (early !== undefined) {
         if (early.verified.isErr()) throw early.verified.error;
         principal = early.verified.value;
       } else principal = await authenticate(request, deps);
       if (principal === null) {
-        if (limiter !== undefined) {
+        // A key that failed counts against the address (with a custom `authenticate`, any refusal: the credential may
+        // be anywhere); past the budget, 429 for the address. A request without any credential guessed nothing.
+        if (limiter !== undefined && (!keyless || deps.authenticate !== undefined)) {
           const counted = await limiter.countFailure(context.clientAddress);
           if (counted.isErr()) return fail(counted.error);
           if (counted.value !== null && !counted.value.allowed) return limited(counted.value) as Response;
@@ -263,7 +266,6 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 }
 
 interface EarlyAsk {
-  gate: Result<RateLimitDecision | null, FleetError>;
   verified: Result<Principal | null, FleetError>;
   /** The principal the secret verified as last time, which `admitted` was asked for. */
   hint: Principal | undefined;
@@ -271,28 +273,19 @@ interface EarlyAsk {
 }
 
 /**
- * The address gate, the key's verification and, when the key verified before, its admission, asked together. The
- * admission counts the request before the key is known to be still valid: a key revoked meanwhile costs its account
- * one count per request in flight at the revocation, after which `verify` forgets its hint. `mayAdmit` is false for
- * an address this process saw refused by the gate in the current window.
+ * The key's verification and, when the key verified before, its admission, asked together. The admission counts the
+ * request before the key is known to be still valid: a key revoked meanwhile costs its account one count per request
+ * in flight at the revocation, after which `verify` forgets its hint.
  */
-async function admitEarly(
-  request: Request,
-  context: RequestContext,
-  limiter: RateLimiter,
-  keys: ApiKeys,
-  operation: string | undefined,
-  mayAdmit: boolean,
-): Promise<EarlyAsk> {
+async function admitEarly(request: Request, limiter: RateLimiter, keys: ApiKeys, operation: string | undefined): Promise<EarlyAsk> {
   const secret = bearerSecret(request);
   const hash = secret === undefined ? undefined : hashSecret(secret);
-  const hint = hash === undefined || !mayAdmit ? undefined : keys.lastVerified(hash);
-  const [gate, verified, admitted] = await Promise.all([
-    limiter.checkAddress(context.clientAddress),
+  const hint = hash === undefined ? undefined : keys.lastVerified(hash);
+  const [verified, admitted] = await Promise.all([
     secret === undefined ? (ok(null) as Result<Principal | null, FleetError>) : keys.verify(secret, hash),
     hint === undefined ? undefined : limiter.admit(hint, operation),
   ]);
-  return { gate, verified, hint, admitted };
+  return { verified, hint, admitted };
 }
 
 function bearerSecret(request: Request): string | undefined {

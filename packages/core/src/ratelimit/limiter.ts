@@ -141,20 +141,7 @@ export class RateLimiter {
     return this.consumeNow !== undefined;
   }
 
-  /** Whether a client address may still try to authenticate (its 401 budget is not spent); consumes nothing. */
-  checkAddress(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
-    const window = this.window();
-    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 0, true);
-  }
-
-  /** `checkAddress` decided at once when the store decides in this process; `undefined` otherwise (see `admitNow`). */
-  checkAddressNow(address: string | undefined): Result<RateLimitDecision | null, FleetError> | undefined {
-    if (this.consumeNow === undefined) return undefined;
-    const window = this.window();
-    return this.decideNow(this.consumeNow, [this.addressCounter(address, window)], ADDRESS, window, 0, true);
-  }
-
-  /** Counts one 401 answer against the client address. */
+  /** Counts one failed key against the client address: refused (429) once the address's budget is spent. */
   countFailure(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
     const window = this.window();
     return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1, false);
