@@ -5,6 +5,7 @@ import { MemoryIndexStore, type Principal, type RangeOptions, type Scope } from 
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import Keyv from 'keyv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type GatewayUpstream,
@@ -547,11 +548,66 @@ describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) 
     expect(statuses.slice(0, 8).every((status) => status !== 429)).toBe(true);
     expect(statuses[8]).toBe(429);
   });
+
+  /** A raw POST to `/mcp` as `token`, answered as status, rate-limit headers and text. */
+  async function raw(token: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; remaining: string | null; limit: string | null; text: string }> {
+    const res = await fetch(`${suite.served.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body,
+    });
+    return { status: res.status, remaining: res.headers.get('x-ratelimit-remaining'), limit: res.headers.get('x-ratelimit-limit'), text: await res.text() };
+  }
+
+  it('counts malformed and oversized bodies: each is one message against the tier', async () => {
+    const name = account();
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await raw(name, '{"jsonrpc": "2.0", "id": 1, "method": '));
+    for (let i = 0; i < 4; i++) answers.push(await raw(name, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(70_000) } })));
+    expect(answers.map((a) => a.status)).toEqual([400, 400, 400, 400, 413, 413, 413, 413]);
+    expect(answers[0]?.text).toContain('-32700');
+    // Each answer carries the count it made: 8 a minute, 7 left after the first, none after the eighth.
+    expect(answers.map((a) => a.remaining)).toEqual(['7', '6', '5', '4', '3', '2', '1', '0']);
+    const ninth = await raw(name, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }));
+    expect(ninth.status).toBe(429);
+    expect(ninth.text).toContain('RATE_LIMITED');
+  });
+
+  it('admits a batch whole or refuses it whole: a batch that does not fit spends nothing', async () => {
+    const name = account();
+    const rest = api(suite.served, name);
+    await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'beta__echo', arguments: { text: String(id) } } });
+    const list = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list' });
+    const legacy = { 'mcp-protocol-version': '2025-03-26' };
+    // Three calls where tools.call has room for two: refused whole, with the limit that refused it.
+    const threeCalls = await raw(name, JSON.stringify([call(1), call(2), call(3)]), legacy);
+    expect(threeCalls.status).toBe(429);
+    expect([threeCalls.limit, threeCalls.remaining]).toEqual(['2', '2']);
+    // Eight messages where the tier has room for seven (the REST create counted one): refused whole too.
+    const eight = await raw(name, JSON.stringify(Array.from({ length: 8 }, (_, i) => list(i))), legacy);
+    expect(eight.status).toBe(429);
+    expect([eight.limit, eight.remaining]).toEqual(['8', '7']);
+    // Nothing was spent: two calls and a listing fit, counted 3 against the tier and 2 against tools.call.
+    const fits = await raw(name, JSON.stringify([call(4), call(5), list(6)]), legacy);
+    expect(fits.status).not.toBe(429);
+    expect([fits.limit, fits.remaining]).toEqual(['2', '0']);
+    // The tier has 4 left: a batch of 4 listings fits, and then nothing does.
+    expect((await raw(name, JSON.stringify(Array.from({ length: 4 }, (_, i) => list(10 + i))), legacy)).remaining).toBe('0');
+    expect((await raw(name, JSON.stringify(list(20)))).status).toBe(429);
+  });
 });
 
 
 describe.each(ADAPTERS)('the MCP endpoint caps the 2025 sessions a process holds ($name)', (adapter) => {
-  const suite = serveForSuite(adapter, { authenticate, onError: () => {}, mcp: { maxSessionsPerAccount: 2, maxSessions: 3 } });
+  /** The fleet's records, as the storage holds them: the session records are read raw. */
+  const stored = new Map<string, unknown>();
+  const suite = serveForSuite(adapter, {
+    authenticate,
+    onError: () => {},
+    storage: new Keyv({ store: stored, throwOnErrors: true }),
+    mcp: { maxSessionsPerAccount: 2, maxSessions: 3, maxSessionRecordsPerAccount: 3 },
+  });
   const mcpUrl = () => `${suite.served.url}/mcp`;
   const headers = (token: string, session?: string) => ({
     authorization: `Bearer ${token}`,
@@ -564,12 +620,12 @@ describe.each(ADAPTERS)('the MCP endpoint caps the 2025 sessions a process holds
     fetch(mcpUrl(), { method: 'POST', headers: headers(token, session), body: JSON.stringify(body) });
 
   /** A 2025 session, initialized. */
-  async function open(token: string): Promise<string> {
+  async function open(token: string, params: Record<string, unknown> = {}): Promise<string> {
     const init = await post(token, {
       jsonrpc: '2.0',
       id: 1,
       method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cap-test', version: '1.0.0' } },
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cap-test', version: '1.0.0' }, ...params },
     });
     expect(init.status).toBe(200);
     await init.text();
@@ -626,5 +682,78 @@ describe.each(ADAPTERS)('the MCP endpoint caps the 2025 sessions a process holds
     expect(await ping(a, first)).toBe(200);
     await Promise.all([firstStream.cancel(), secondStream.cancel(), firstAgain.cancel()]);
     expect(third).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  /** The raw stored record of a session (whatever form the storage keeps it in), as text. */
+  const recordText = (session: string): string | undefined => {
+    const entry = [...stored.entries()].find(([key]) => key.endsWith(`mcp-session:${session}`));
+    return entry === undefined ? undefined : typeof entry[1] === 'string' ? entry[1] : JSON.stringify(entry[1]);
+  };
+
+  it("keeps of a session's initialize only what a rebuild needs, bounded whatever the client sends", async () => {
+    const a = account();
+    const pad = 'x'.repeat(14_000);
+    // 56 KB of params: unknown fields, _meta, clientInfo's icons and description. None of it is kept.
+    const session = await open(a, {
+      _meta: { pad },
+      padding: pad,
+      clientInfo: { name: 'big-client', version: '2.0.0', title: 'Big', description: pad, icons: [{ src: `data:image/png;base64,${pad}` }] },
+      capabilities: { roots: { listChanged: true } },
+    });
+    const text = recordText(session) as string;
+    expect(text).toBeDefined();
+    expect(Buffer.byteLength(text)).toBeLessThan(1024);
+    expect(text).toContain('big-client');
+    expect(text).toContain('listChanged');
+    expect(text).not.toContain('xxxxxxxx');
+    expect(await ping(a, session)).toBe(200);
+
+    // Parts larger than a record keeps are refused with the part and the bound named; nothing is stored.
+    const before = stored.size;
+    const big = await post(a, {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: { experimental: { pad } }, clientInfo: { name: 'c', version: '1' } },
+    });
+    expect(big.status).toBe(400);
+    const refused = (await big.json()) as Json;
+    expect(refused).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32602 } });
+    expect(refused.error.message).toContain('params.capabilities');
+    expect(refused.error.message).toContain('4096');
+    expect(big.headers.get('mcp-session-id')).toBeNull();
+    const longName = await post(a, {
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: pad, version: '1' } },
+    });
+    expect(longName.status).toBe(400);
+    expect(((await longName.json()) as Json).error.message).toContain('params.clientInfo');
+    expect(stored.size).toBe(before);
+  });
+
+  it('caps the session records of an account: one more ends its oldest session, in storage and in the process; other accounts keep theirs', async () => {
+    const a = account();
+    const b = account();
+    const other = await open(b);
+    const sessions = [await open(a), await open(a), await open(a)];
+    for (const session of sessions) expect(recordText(session)).toBeDefined();
+    const fourth = await open(a);
+    // The oldest is ended: its record is gone and its next request is answered 404, so its client starts anew.
+    expect(recordText(sessions[0] as string)).toBeUndefined();
+    expect(await ping(a, sessions[0] as string)).toBe(404);
+    for (const session of [sessions[1], sessions[2], fourth]) expect(recordText(session as string)).toBeDefined();
+    const ofA = () => [...stored.entries()].filter(([key, value]) => key.includes('mcp-session:') && JSON.stringify(value).includes(a));
+    expect(ofA()).toHaveLength(3);
+    expect(await ping(b, other)).toBe(200);
+    // A session ended by its client (DELETE) leaves its place: a new one ends nobody.
+    const deleted = await fetch(mcpUrl(), { method: 'DELETE', headers: headers(a, fourth) });
+    expect(deleted.status).toBe(200);
+    await deleted.text();
+    const fifth = await open(a);
+    for (const session of [sessions[1], sessions[2], fifth]) expect(recordText(session as string)).toBeDefined();
+    expect(ofA()).toHaveLength(3);
+    expect(await ping(a, sessions[1] as string)).toBe(200);
   });
 });

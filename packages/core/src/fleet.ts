@@ -172,6 +172,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
             tools,
             version: CLIENT_INFO.version,
             records,
+            index,
             events,
             bodyLimit,
             onError: (cause) => background('MCP', 'An MCP endpoint session record could not be written.')(cause),

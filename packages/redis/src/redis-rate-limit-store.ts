@@ -2,25 +2,29 @@ import type { ConsumeResult, RateLimitCounter, RateLimitStore } from '@mcp-fleet
 import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, LuaScript, type RedisCommandClient, withDeadline } from './commands.js';
 
 /**
- * One decision for all the counters of a request. The script runs without any other command in between, in
- * whichever process sent it, so N processes sharing the counters admit exactly the limit.
+ * One decision for all the counters of a request (or of a batch: each counter with its own cost). The script runs
+ * without any other command in between, in whichever process sent it, so N processes sharing the counters admit
+ * exactly the limit.
  *
- * KEYS: the counters. ARGV: expiresAt (Unix ms), cost, then each counter's limit.
+ * KEYS: the counters. ARGV: expiresAt (Unix ms), then each counter's limit and cost.
  * Returns {1 or 0 (allowed), each count after the decision}.
  */
 const CONSUME = new LuaScript(`
-local expiresAt, cost = ARGV[1], tonumber(ARGV[2])
-local counts, fresh, allowed = {}, {}, 1
+local expiresAt = ARGV[1]
+local counts, fresh, costs, allowed = {}, {}, {}, 1
 for i = 1, #KEYS do
   local current = redis.call('GET', KEYS[i])
   fresh[i] = not current
   counts[i] = tonumber(current or '0')
-  if counts[i] + cost > tonumber(ARGV[i + 2]) then allowed = 0 end
+  costs[i] = tonumber(ARGV[2 * i + 1])
+  if counts[i] + costs[i] > tonumber(ARGV[2 * i]) then allowed = 0 end
 end
-if allowed == 1 and cost > 0 then
+if allowed == 1 then
   for i = 1, #KEYS do
-    counts[i] = redis.call('INCRBY', KEYS[i], cost)
-    if fresh[i] then redis.call('PEXPIREAT', KEYS[i], expiresAt) end
+    if costs[i] > 0 then
+      counts[i] = redis.call('INCRBY', KEYS[i], costs[i])
+      if fresh[i] then redis.call('PEXPIREAT', KEYS[i], expiresAt) end
+    end
   end
 end
 table.insert(counts, 1, allowed)
@@ -62,11 +66,14 @@ export class RedisRateLimitStore implements RateLimitStore {
   async consume(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): Promise<ConsumeResult> {
     if (this.closed) throw new Error('RedisRateLimitStore is closed');
     // INCRBY takes integers only; checked here so the script never fails halfway.
-    if (!Number.isSafeInteger(cost) || cost < 0) throw new TypeError('cost must be a non-negative integer');
+    for (const each of [cost, ...counters.map((counter) => counter.cost ?? cost)]) {
+      if (!Number.isSafeInteger(each) || each < 0) throw new TypeError('cost must be a non-negative integer');
+    }
     if (!Number.isFinite(expiresAt)) throw new TypeError('expiresAt must be a finite time in Unix ms');
     if (counters.length === 0) return { allowed: true, counts: [] };
     const keys = counters.map(({ key }) => `${this.keyPrefix}ratelimit:${key}`);
-    const args = [String(Math.ceil(expiresAt)), String(cost), ...counters.map(({ limit }) => limitArgument(limit))];
+    const args = [String(Math.ceil(expiresAt))];
+    for (const counter of counters) args.push(limitArgument(counter.limit), String(counter.cost ?? cost));
     const [allowed, ...counts] = (await withDeadline(CONSUME.run(this.client, keys, args), this.commandTimeout, 'a rate-limit decision')) as number[];
     return { allowed: allowed === 1, counts };
   }

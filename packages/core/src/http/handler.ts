@@ -186,14 +186,24 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         seen.route = mcpTarget.serverId === undefined ? '/mcp' : '/servers/:id/mcp';
         if (mcpTarget.serverId !== undefined) {
           const missing = await deps.mcp.missingServer(principal.account, mcpTarget.serverId);
-          if (missing !== undefined) return fail(missing);
+          if (missing !== undefined) {
+            // Counted as any authenticated request is, like a REST 404.
+            if (limiter !== undefined) {
+              const decision = await limiter.admit(principal, undefined);
+              if (decision.isErr()) return fail(decision.error);
+              const refused = limited(decision.value);
+              if (refused !== undefined) return refused;
+            }
+            return fail(missing);
+          }
         }
         const response = await deps.mcp.handle(
           request,
           {
             principal,
             serverId: mcpTarget.serverId,
-            admit: (operation) => (limiter === undefined ? okAsync(null) : limiter.admit(principal, operation)).andThen(okWith((decision) => {
+            admit: (batch) =>
+              (limiter === undefined ? okAsync(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(okWith((decision) => {
               limitHeaders = RateLimiter.headers(decision, deps.now());
               return decision;
             })),

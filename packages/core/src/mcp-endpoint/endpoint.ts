@@ -12,7 +12,8 @@ import {
 import type { ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
-import type { RateLimitDecision } from '../ratelimit/limiter.js';
+import type { Batch, RateLimitDecision } from '../ratelimit/limiter.js';
+import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from './by-account.js';
@@ -21,8 +22,11 @@ import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visi
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict per JSON-RPC request. */
 export interface McpExchange extends EndpointScope {
-  /** Counts one JSON-RPC request (with its operation, `tools.call` for a call) against the limits; `null`: limits off or failing open. */
-  admit: (operation: string | undefined) => ResultAsync<RateLimitDecision | null, FleetError>;
+  /**
+   * Counts the messages of one HTTP request against the tier and its `tools/call` requests against `tools.call`, in one
+   * decision: admitted whole or refused whole. `null`: limits off or failing open.
+   */
+  admit: (batch: Batch) => ResultAsync<RateLimitDecision | null, FleetError>;
 }
 
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
@@ -31,6 +35,8 @@ export type Refuse = (decision: RateLimitDecision) => Response;
 export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
   catalog: UpstreamCatalog;
   records: RecordStore;
+  /** Holds each account's set of session records, whose size is capped (`maxSessionRecordsPerAccount`). */
+  index: IndexCalls;
   events: EventSource;
   bodyLimit: number;
   /** Reports errors no request waits for. */
@@ -54,14 +60,29 @@ export interface McpEndpointOptions {
   maxSessionsPerAccount?: number;
   /** Most 2025 sessions live in this process over all accounts; beyond it the least recently used one is closed first. @default 10000 */
   maxSessions?: number;
+  /**
+   * Most 2025 session records one account keeps in the storage, over every process sharing it. A new session past it
+   * ends the account's oldest one (its record is deleted; its next request is answered 404 `Session not found`, upon
+   * which a client starts a new session). @default 1000
+   */
+  maxSessionRecordsPerAccount?: number;
 }
+
+/**
+ * The most bytes (of its JSON) each part of the `initialize` params a session record keeps may have; an `initialize`
+ * with more is refused (-32602), since the session could not be rebuilt from a record that left some out.
+ */
+export const SESSION_RECORD_BOUNDS = { protocolVersion: 64, capabilities: 4096, clientInfo: 1024 } as const;
 
 /** The session record in the fleet's storage: enough to rebuild the session in any process sharing it. */
 interface SessionRecord {
   account: string;
   key_id: string | null;
   server_id: string | null;
-  /** The `initialize` request's params as the client sent them, replayed to rebuild the session's state. */
+  /**
+   * What a rebuild replays as the `initialize` params: the client's `protocolVersion`, `capabilities` and
+   * `clientInfo` (its `name`, `version` and `title`), each within `SESSION_RECORD_BOUNDS`; nothing else it sent.
+   */
   initialize: Record<string, unknown>;
   created_at: string;
 }
@@ -105,6 +126,8 @@ const viewKey = (scope: EndpointScope) =>
   JSON.stringify([scope.principal.account, scope.serverId ?? null, scope.principal.tools ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
+/** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
+const sessionSet = (account: string) => `mcp-sessions:${encodeURIComponent(account)}`;
 
 const jsonRpcError = (status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}) =>
   Response.json({ jsonrpc: '2.0', error: { code, message }, id }, { status, headers });
@@ -112,6 +135,28 @@ const jsonRpcError = (status: number, code: number, message: string, id: unknown
 interface JsonRpcRequestLike {
   method: string;
   id: unknown;
+}
+
+/**
+ * What a session record keeps of the client's `initialize` params, or the refusal naming the part that is too large.
+ * Kept: `protocolVersion`, `capabilities` and `clientInfo`'s `name`, `version` and `title`, as sent (the SDK judges
+ * their shape when it answers the `initialize`).
+ */
+function keptInitialize(params: unknown): { kept: Record<string, unknown> } | { refusal: string } {
+  const p = (typeof params === 'object' && params !== null ? params : {}) as Record<string, unknown>;
+  const info = (typeof p.clientInfo === 'object' && p.clientInfo !== null ? p.clientInfo : {}) as Record<string, unknown>;
+  const kept: Record<string, unknown> = {
+    protocolVersion: p.protocolVersion,
+    capabilities: p.capabilities,
+    clientInfo: { name: info.name, version: info.version, ...(info.title === undefined ? {} : { title: info.title }) },
+  };
+  for (const [field, max] of Object.entries(SESSION_RECORD_BOUNDS)) {
+    const bytes = Buffer.byteLength(JSON.stringify(kept[field]) ?? '');
+    if (bytes > max) {
+      return { refusal: `initialize: params.${field} is ${bytes} bytes as JSON; this endpoint keeps at most ${max} for a session (it rebuilds the session from them).` };
+    }
+  }
+  return { kept };
 }
 
 /** The JSON-RPC requests (not notifications, not responses) in a POST body: one message or a batch. */
@@ -141,6 +186,7 @@ export class McpEndpoint {
   private readonly checkMs: number;
   private readonly maxPerAccount: number;
   private readonly maxTotal: number;
+  private readonly maxRecords: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -153,6 +199,7 @@ export class McpEndpoint {
     this.checkMs = options.sessionCheckMs ?? 5000;
     this.maxPerAccount = positiveInteger(options.maxSessionsPerAccount, 1000, 'maxSessionsPerAccount');
     this.maxTotal = positiveInteger(options.maxSessions, 10_000, 'maxSessions');
+    this.maxRecords = positiveInteger(options.maxSessionRecordsPerAccount, 1000, 'maxSessionRecordsPerAccount');
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
     // The union a session sees changes with the account's servers and with the upstreams' own lists.
@@ -179,28 +226,30 @@ export class McpEndpoint {
     const scope: EndpointScope = { principal: exchange.principal, serverId: exchange.serverId };
     const authInfo: AuthInfo = { token: '-', clientId: exchange.principal.account, scopes: [], extra: { mcpFleet: scope } };
 
+    // Every message counts against the tier, a malformed or oversized body as one, and each `tools/call` also against
+    // `tools.call`: one decision for the whole body, so a batch is admitted whole or refused whole (a POST of
+    // notifications counts as many as it holds). The refusal of a body comes after it is counted.
     let parsedBody: unknown;
+    let unreadable: Response | undefined;
+    const batch: Batch = { requests: 1, ofOperation: 0 };
     if (request.method === 'POST' && isJsonContentType(request.headers.get('content-type'))) {
       const bytes = await readLimited(request, this.deps.bodyLimit);
-      if (bytes === undefined) return jsonRpcError(413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`);
-      try {
-        parsedBody = JSON.parse(new TextDecoder().decode(bytes));
-      } catch {
-        return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON.');
+      if (bytes === undefined) unreadable = jsonRpcError(413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`);
+      else {
+        try {
+          parsedBody = JSON.parse(new TextDecoder().decode(bytes));
+          const messages = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
+          batch.requests = Math.max(1, messages.length);
+          batch.ofOperation = requestsIn(parsedBody).filter((message) => message.method === 'tools/call').length;
+        } catch {
+          unreadable = jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON.');
+        }
       }
-      // Every JSON-RPC request counts against the tier; a call also against `tools.call`; a POST of notifications
-      // alone counts once, so that they cannot flood either.
-      const requests = requestsIn(parsedBody);
-      for (const message of requests.length === 0 ? [{ method: '', id: null }] : requests) {
-        const decision = await exchange.admit(message.method === 'tools/call' ? 'tools.call' : undefined);
-        if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`, message.id);
-        if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
-      }
-    } else {
-      const decision = await exchange.admit(undefined);
-      if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`);
-      if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
     }
+    const decision = await exchange.admit(batch);
+    if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`);
+    if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
+    if (unreadable !== undefined) return unreadable;
 
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
@@ -290,9 +339,11 @@ export class McpEndpoint {
     const sessionId = request.headers.get('mcp-session-id');
     const options = parsedBody === undefined ? { authInfo } : { authInfo, parsedBody };
     if (sessionId === null) {
-      const initialize = requestsIn(parsedBody).find((m) => m.method === 'initialize') as { params?: Record<string, unknown> } | undefined;
+      const initialize = requestsIn(parsedBody).find((m) => m.method === 'initialize') as { params?: unknown; id: unknown } | undefined;
       if (initialize === undefined) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first).');
-      const session = await this.open(scope, initialize.params ?? {});
+      const params = keptInitialize(initialize.params);
+      if ('refusal' in params) return jsonRpcError(400, -32602, params.refusal, initialize.id);
+      const session = await this.open(scope, params.kept);
       return session.transport.handleRequest(request, options);
     }
     const session = await this.find(sessionId, scope);
@@ -314,10 +365,53 @@ export class McpEndpoint {
     const session = await this.connect(record, randomUUID(), scope, async (id) => {
       this.makeRoom(record.account);
       this.sessions.set(id, session);
+      // Its place among the account's records first: the oldest session is ended to make room past the cap.
+      if (!(await this.placeRecord(record.account, id, Date.parse(record.created_at)))) return;
       const written = await this.deps.records.set(sessionKey(id), record, this.ttlMs);
       if (written.isErr()) this.deps.onError(written.error);
     });
     return session;
+  }
+
+  /**
+   * Adds a session to its account's set, within `maxSessionRecordsPerAccount` in the same atomic step (so processes
+   * sharing the storage hold the cap together); while the set is full, ends its oldest session. `false` when no place
+   * could be had (the storage failed, or other processes kept filling the set): the session then lives in this
+   * process alone, without a record to rebuild it elsewhere.
+   */
+  private async placeRecord(account: string, id: string, createdAt: number): Promise<boolean> {
+    const set = sessionSet(account);
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const committed = await this.deps.index.commit({ add: [{ set, member: id, score: createdAt }], limits: [{ set, max: this.maxRecords }] });
+      if (committed.isErr()) {
+        this.deps.onError(committed.error);
+        return false;
+      }
+      if (committed.value.ok) return true;
+      const oldest = await this.deps.index.range(set, { offset: 0, limit: 1 });
+      if (oldest.isErr()) {
+        this.deps.onError(oldest.error);
+        return false;
+      }
+      for (const ended of oldest.value) await this.end(account, ended);
+    }
+    return false;
+  }
+
+  /**
+   * Ends a session of the account: its record and its place in the account's set go, and this process closes it if it
+   * holds it live (another process holding it notices the missing record within `sessionCheckMs`).
+   */
+  private async end(account: string, id: string): Promise<void> {
+    const live = this.sessions.get(id);
+    if (live !== undefined) {
+      this.sessions.delete(id);
+      void live.transport.close().catch(() => {});
+    }
+    const deleted = await this.deps.records.delete(sessionKey(id));
+    if (deleted.isErr()) this.deps.onError(deleted.error);
+    const removed = await this.deps.index.commit({ remove: [{ set: sessionSet(account), member: id }] });
+    if (removed.isErr()) this.deps.onError(removed.error);
   }
 
   /** The live session, or one rebuilt from its record (made in another process, or closed here when idle). */
@@ -372,11 +466,7 @@ export class McpEndpoint {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       onsessioninitialized: initialized,
-      onsessionclosed: async (closed) => {
-        this.sessions.delete(closed);
-        const deleted = await this.deps.records.delete(sessionKey(closed));
-        if (deleted.isErr()) this.deps.onError(deleted.error);
-      },
+      onsessionclosed: (closed) => this.end(record.account, closed),
     });
     const session: LiveSession = { record, transport, server, scope, tools: undefined, lastUsed: Date.now(), checkedAt: Date.now() };
     transport.onclose = () => {

@@ -35,6 +35,15 @@ export interface RateLimitOptions {
 
 export type RateLimitScope = 'operation' | 'tier' | 'address';
 
+/**
+ * Several requests decided together, admitted whole or refused whole (a batch of MCP messages): `requests` count
+ * against the tier, `ofOperation` of them against the operation's limit.
+ */
+export interface Batch {
+  requests: number;
+  ofOperation: number;
+}
+
 /** The limit that binds a request: the one with the fewest remaining (ties: the smaller limit). */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -110,9 +119,9 @@ export class RateLimiter {
    * Counts one request of `principal` against its operation's limit (when it has one) and its tier's, admitting
    * it only if both have room. `null`: the store failed and the limiter fails open.
    */
-  admit(principal: Principal, operation: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
-    const { counters, scopes, window } = this.admission(principal, operation);
-    return this.decide(counters, scopes, window, 1, false);
+  admit(principal: Principal, operation: string | undefined, batch?: Batch): ResultAsync<RateLimitDecision | null, FleetError> {
+    const { counters, scopes, window } = this.admission(principal, operation, batch);
+    return this.decide(counters, scopes, window, 1);
   }
 
   /**
@@ -121,19 +130,24 @@ export class RateLimiter {
    */
   admitNow(principal: Principal, operation: string | undefined): Result<RateLimitDecision | null, FleetError> | undefined {
     if (this.consumeNow === undefined) return undefined;
-    const { counters, scopes, window } = this.admission(principal, operation);
-    return this.decideNow(this.consumeNow, counters, scopes, window, 1, false);
+    const { counters, scopes, window } = this.admission(principal, operation, undefined);
+    return this.decideNow(this.consumeNow, counters, scopes, window, 1);
   }
 
-  private admission(principal: Principal, operation: string | undefined): { counters: RateLimitCounter[]; scopes: readonly RateLimitScope[]; window: Window } {
+  private admission(
+    principal: Principal,
+    operation: string | undefined,
+    batch: Batch | undefined,
+  ): { counters: RateLimitCounter[]; scopes: readonly RateLimitScope[]; window: Window } {
     const window = this.window();
     const keys = this.keysOf(principal.account, window);
-    const operationLimit = operation === undefined ? undefined : this.operations.get(operation);
+    const operationLimit = operation === undefined || batch?.ofOperation === 0 ? undefined : this.operations.get(operation);
     const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
-    const tier: RateLimitCounter = { key: keys.tier, limit: tierLimit };
+    const tier: RateLimitCounter = batch === undefined ? { key: keys.tier, limit: tierLimit } : { key: keys.tier, limit: tierLimit, cost: batch.requests };
     if (operationLimit === undefined) return { counters: [tier], scopes: TIER_ONLY, window };
     const key = this.operationKey(keys, principal.account, operation as string, window);
-    return { counters: [{ key, limit: operationLimit }, tier], scopes: OPERATION_AND_TIER, window };
+    const counter: RateLimitCounter = batch === undefined ? { key, limit: operationLimit } : { key, limit: operationLimit, cost: batch.ofOperation };
+    return { counters: [counter, tier], scopes: OPERATION_AND_TIER, window };
   }
 
   /** True when the store decides in this process (no round trip to save by asking for decisions together). */
@@ -144,7 +158,7 @@ export class RateLimiter {
   /** Counts one failed key against the client address: refused (429) once the address's budget is spent. */
   countFailure(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
     const window = this.window();
-    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1, false);
+    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1);
   }
 
   /** The response headers of a decision. */
@@ -219,24 +233,17 @@ export class RateLimiter {
   }
 
   /**
-   * One atomic consume of `counters`, and the binding limit of its outcome. `probe`: a question, not a request (cost
-   * 0): allowed while the binding limit has some left. A store with `consumeNow` decides synchronously here, with
-   * the same outcome as its `consume`; any other store through its promise.
+   * One atomic consume of `counters`, and the binding limit of its outcome. A store with `consumeNow` decides
+   * synchronously here, with the same outcome as its `consume`; any other store through its promise.
    */
-  private decide(
-    counters: RateLimitCounter[],
-    scopes: readonly RateLimitScope[],
-    window: Window,
-    cost: number,
-    probe: boolean,
-  ): ResultAsync<RateLimitDecision | null, FleetError> {
+  private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): ResultAsync<RateLimitDecision | null, FleetError> {
     if (this.consumeNow !== undefined) {
-      const decided = this.decideNow(this.consumeNow, counters, scopes, window, cost, probe);
+      const decided = this.decideNow(this.consumeNow, counters, scopes, window, cost);
       return decided.isOk() ? okAsync(decided.value) : errAsync(decided.error);
     }
     return new ResultAsync(
       this.store.consume(counters, window.end, cost).then(
-        (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, probe)),
+        (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, cost)),
         (cause: unknown): Result<RateLimitDecision | null, FleetError> => (this.failOpen ? ok(null) : err(storageUnavailable(cause))),
       ),
     );
@@ -249,7 +256,6 @@ export class RateLimiter {
     scopes: readonly RateLimitScope[],
     window: Window,
     cost: number,
-    probe: boolean,
   ): Result<RateLimitDecision | null, FleetError> {
     let result: ConsumeResult;
     try {
@@ -258,7 +264,7 @@ export class RateLimiter {
     } catch (cause) {
       return this.failOpen ? ok(null) : err(storageUnavailable(cause));
     }
-    return ok(binding(counters, scopes, window, result, probe));
+    return ok(binding(counters, scopes, window, result, cost));
   }
 }
 
@@ -266,26 +272,38 @@ const TIER_ONLY: readonly RateLimitScope[] = ['tier'];
 const OPERATION_AND_TIER: readonly RateLimitScope[] = ['operation', 'tier'];
 const ADDRESS: readonly RateLimitScope[] = ['address'];
 
-/** The limit that binds: the one with the fewest remaining (ties: the smaller limit). */
+/**
+ * The limit that binds: the one with the fewest remaining (ties: the smaller limit); of a refusal, among the counters
+ * that had no room for their cost (a batch may be refused by a limit that still has some room, just not enough).
+ */
 function binding(
   counters: readonly RateLimitCounter[],
   scopes: readonly RateLimitScope[],
   window: Window,
   { allowed, counts }: ConsumeResult,
-  probe: boolean,
+  cost: number,
 ): RateLimitDecision {
   let best = -1;
   let bestRemaining = 0;
+  let bestBlocked = false;
   for (let i = 0; i < counters.length; i++) {
-    const { limit } = counters[i] as RateLimitCounter;
-    const remaining = Math.max(0, limit - (counts[i] ?? 0));
-    if (best < 0 || remaining < bestRemaining || (remaining === bestRemaining && limit < (counters[best] as RateLimitCounter).limit)) {
+    const counter = counters[i] as RateLimitCounter;
+    const remaining = Math.max(0, counter.limit - (counts[i] ?? 0));
+    const blocked = !allowed && remaining < (counter.cost ?? cost);
+    if (bestBlocked && !blocked) continue;
+    if (
+      best < 0 ||
+      (blocked && !bestBlocked) ||
+      remaining < bestRemaining ||
+      (remaining === bestRemaining && counter.limit < (counters[best] as RateLimitCounter).limit)
+    ) {
       best = i;
       bestRemaining = remaining;
+      bestBlocked = blocked;
     }
   }
   return {
-    allowed: probe ? bestRemaining > 0 : allowed,
+    allowed,
     limit: (counters[best] as RateLimitCounter).limit,
     remaining: bestRemaining,
     reset: window.end / 1000,

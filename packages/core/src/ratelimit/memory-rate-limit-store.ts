@@ -36,18 +36,20 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (now >= this.nextSweep) this.sweep(now, expiresAt);
     const live: Counter[] = [];
     let allowed = true;
-    for (const { key, limit } of counters) {
+    for (const { key, limit, cost: own } of counters) {
+      const adds = own ?? cost;
       let counter = this.counters.get(key);
       if (counter === undefined || counter.expiresAt <= now) {
         counter = { count: 0, expiresAt };
-        // A question (cost 0) creates nothing: the 401-budget check of every request would otherwise keep an entry
-        // per client address.
-        if (cost > 0) this.counters.set(key, counter);
+        // A question (cost 0) creates nothing: a counter is kept only once something is counted on it.
+        if (adds > 0) this.counters.set(key, counter);
       }
       live.push(counter);
-      if (counter.count + cost > limit) allowed = false;
+      if (counter.count + adds > limit) allowed = false;
     }
-    if (allowed && cost > 0) for (const counter of live) counter.count += cost;
+    if (allowed) {
+      for (let i = 0; i < live.length; i++) (live[i] as Counter).count += (counters[i] as RateLimitCounter).cost ?? cost;
+    }
     return { allowed, counts: live.map((counter) => counter.count) };
   }
 

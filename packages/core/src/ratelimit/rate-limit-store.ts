@@ -8,9 +8,10 @@
  */
 export interface RateLimitStore {
   /**
-   * If every counter's current count plus `cost` is within its `limit`, adds `cost` to each; otherwise changes
-   * nothing. Counters are created at 0 and expire at `expiresAt` (Unix ms), the end of their window.
-   * `cost: 0` asks without consuming.
+   * If every counter's current count plus its cost is within its `limit`, adds its cost to each; otherwise changes
+   * nothing. A counter's cost is its own `cost` when it has one, else the call's `cost` (a batch of MCP messages
+   * costs N on the tier and the number of its calls on `tools.call`, decided in this one step). Counters are created
+   * at 0 and expire at `expiresAt` (Unix ms), the end of their window. A cost of 0 asks without consuming.
    */
   consume(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number): Promise<ConsumeResult>;
   /**
@@ -26,6 +27,8 @@ export interface RateLimitStore {
 export interface RateLimitCounter {
   key: string;
   limit: number;
+  /** What this decision adds to this counter, a non-negative integer; absent: the `cost` of the `consume` call. */
+  cost?: number;
 }
 
 export interface ConsumeResult {

@@ -89,6 +89,32 @@ export function rateLimitStoreContract(
       expect(await store.consume([other], expiresAt)).toEqual({ allowed: true, counts: [2] });
     });
 
+    it("a counter's own cost counts instead of the call's: a batch is admitted whole or refused whole", async () => {
+      // A batch of 5 MCP messages, 2 of them tool calls: 5 on the tier, 2 on tools.call, in one step.
+      const calls = { key: key('batch-calls'), limit: 3 };
+      const tier = { key: key('batch-tier'), limit: 12 };
+      const expiresAt = later();
+      expect(await store.consume([{ ...calls, cost: 2 }, { ...tier, cost: 5 }], expiresAt)).toEqual({ allowed: true, counts: [2, 5] });
+      // Two more calls do not fit in tools.call (2 + 2 > 3): refused whole, the tier keeps its 7.
+      expect(await store.consume([{ ...calls, cost: 2 }, { ...tier, cost: 5 }], expiresAt)).toEqual({ allowed: false, counts: [2, 5] });
+      // Eight messages do not fit in the tier (5 + 8 > 12) though their one call would: refused whole too.
+      expect(await store.consume([{ ...calls, cost: 1 }, { ...tier, cost: 8 }], expiresAt)).toEqual({ allowed: false, counts: [2, 5] });
+      // A counter's cost 0 leaves it alone while the others count; a counter without one takes the call's cost.
+      expect(await store.consume([{ ...calls, cost: 0 }, tier], expiresAt, 7)).toEqual({ allowed: true, counts: [2, 12] });
+      expect(await store.consume([{ ...calls, cost: 1 }], expiresAt, 9)).toEqual({ allowed: true, counts: [3] });
+      expect(await store.consume([{ ...tier, cost: 1 }], expiresAt)).toEqual({ allowed: false, counts: [12] });
+    });
+
+    it('a counter of cost 0 in an admitted decision is not created: the first real consume sets its expiry', async () => {
+      const idle = { key: key('batch-idle'), limit: 5, cost: 0 };
+      const busy = { key: key('batch-busy'), limit: 5, cost: 1 };
+      expect(await store.consume([idle, busy], clock.now() + 100)).toEqual({ allowed: true, counts: [0, 1] });
+      const expiresAt = clock.now() + 60_000;
+      expect(await store.consume([{ ...idle, cost: 2 }], expiresAt)).toEqual({ allowed: true, counts: [2] });
+      await clock.advance(250);
+      expect(await store.consume([{ ...idle, cost: 0 }], expiresAt)).toEqual({ allowed: true, counts: [2] });
+    });
+
     it('returns the counts in the order the counters were given', async () => {
       const expiresAt = later();
       const a = { key: key('order-a'), limit: 100 };
@@ -172,6 +198,16 @@ export function rateLimitStoreContract(
       );
       for (const r of results) if (!r.allowed) expect(r.counts).toEqual([50, 50]);
       expect(await store.consume([tier], expiresAt, 0)).toEqual({ allowed: true, counts: [50] });
+    });
+
+    it('100 concurrent batches of own costs admit exactly what fits', async () => {
+      // Each batch: 3 on the tier (limit 60: room for 20), 2 on calls (limit 30: room for 15). Calls bind: 15 admitted.
+      const calls = { key: key('race-batch-calls'), limit: 30, cost: 2 };
+      const tier = { key: key('race-batch-tier'), limit: 60, cost: 3 };
+      const expiresAt = later();
+      const results = await Promise.all(Array.from({ length: 100 }, () => store.consume([calls, tier], expiresAt)));
+      expect(results.filter((r) => r.allowed)).toHaveLength(15);
+      expect(await store.consume([{ ...calls, cost: 0 }, { ...tier, cost: 0 }], expiresAt)).toEqual({ allowed: true, counts: [30, 45] });
     });
 
     it('close is idempotent', async () => {
