@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
+import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 import { api, killLeftovers, removeTempDirs, runToExit, startServer, tempDir } from './support/reference-server.js';
 
 /** The built secrets CLI, what `npm run secrets` runs. */
@@ -87,9 +88,51 @@ describe('reference server: secrets at rest', () => {
     expect(previous.stderr).toContain('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS (entry 2)');
   });
 
-  it('without a key on a store of its own choosing (sqlite://), one warning says secrets are plaintext', async () => {
+  it('sqlite://PATH keeps its files private (folder 0700, files 0600, whatever the umask) and generates its key beside them', { timeout: 60_000 }, async () => {
     const cwd = await tempDir();
-    const server = await startServer({ cwd, env: { ...baseEnv, MCP_FLEET_STORE: 'sqlite://./data/fleet.sqlite' } });
+    const folder = join(cwd, 'data', 'store');
+    const env = { ...baseEnv, MCP_FLEET_STORE: 'sqlite://./data/store/fleet.sqlite' };
+    // The umask the server inherits masks nothing: every mode is the one the server asks for.
+    const umask = process.umask(0);
+    let server: Awaited<ReturnType<typeof startServer>>;
+    try {
+      server = await startServer({ cwd, env });
+    } finally {
+      process.umask(umask);
+    }
+    const created = await api(server.url, API_KEY, 'POST', '/servers', { name: 'up', type: 'http', endpoint: upstream.url, authentication: { type: 'bearer', token: TOKEN } });
+    expect(created.status).toBe(201);
+    const webhook = await api(server.url, API_KEY, 'POST', '/webhooks', { url: 'https://example.com/hook', events: ['server.created'] });
+    const webhookSecret = webhook.body.data.secret as string;
+    // While it runs: the database, its WAL and shared memory, and the key, each readable by the service's user alone.
+    const files = readdirSync(folder).sort();
+    expect(files).toEqual(['encryption.key', 'fleet.sqlite', 'fleet.sqlite-shm', 'fleet.sqlite-wal']);
+    for (const file of files) expect([file, statSync(join(folder, file)).mode & 0o777]).toEqual([file, 0o600]);
+    expect(statSync(folder).mode & 0o777).toBe(0o700);
+    expect(statSync(join(cwd, 'data')).mode & 0o777).toBe(0o700);
+    const raw = () => files.filter((f) => f.startsWith('fleet.sqlite')).map((f) => readFileSync(join(folder, f)).toString('latin1')).join('\n');
+    expect(raw()).not.toContain(TOKEN);
+    expect(raw()).not.toContain(webhookSecret);
+    await server.stop('SIGTERM');
+    expect(server.stderr()).not.toMatch(/plaintext/);
+    const generated = readFileSync(join(folder, 'encryption.key'), 'utf8').trim();
+    expect(Buffer.from(generated, 'base64')).toHaveLength(32);
+
+    // The next start reuses the key: the token still opens and reaches the upstream.
+    const again = await startServer({ cwd, env });
+    expect((await api(again.url, API_KEY, 'GET', `/servers/${created.body.data.id}/health`)).body.data).toMatchObject({ status: 'healthy' });
+    await again.stop('SIGTERM');
+    expect(readFileSync(join(folder, 'encryption.key'), 'utf8').trim()).toBe(generated);
+  });
+});
+
+describe.skipIf(withoutRedis('reference server on Redis without a key'))('reference server: a durable store without a key', () => {
+  // Database 12: other process suites use 9 to 11.
+  const store = REDIS_URL === undefined ? '' : withDatabase(REDIS_URL, 12);
+  removeKeysAddedDuring(store);
+
+  it('on Redis, one warning at start says secrets are stored in plaintext and names MCP_FLEET_ENCRYPTION_KEY', async () => {
+    const server = await startServer({ cwd: await tempDir(), env: { ...baseEnv, MCP_FLEET_STORE: store } });
     await server.stop('SIGTERM');
     expect(server.stderr().match(/stored in plaintext: set the encryptionKey option \(reference server: MCP_FLEET_ENCRYPTION_KEY\)/g)).toHaveLength(1);
   });

@@ -1,7 +1,7 @@
 import { TIERS, type Tier } from '@mcp-fleet/core';
 
-/** `embedded`: the default store (MCP_FLEET_STORE unset), which keeps its generated encryption key beside its file. */
-export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string; embedded?: boolean } | { kind: 'redis'; url: string };
+/** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
+export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
 
 export interface ServerConfig {
   host: string;
@@ -32,7 +32,7 @@ export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
 export class ConfigError extends Error {}
 
 function parseStore(value: string | undefined): StoreConfig {
-  if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH, embedded: true };
+  if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH };
   if (value === 'memory://') return { kind: 'memory' };
   if (value.startsWith('sqlite://')) {
     const path = value.slice('sqlite://'.length);

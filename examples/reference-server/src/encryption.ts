@@ -5,15 +5,16 @@ import type { FleetOptions } from '@mcp-fleet/core';
 import { ConfigError, type ServerConfig } from './config.js';
 
 /**
- * The key the embedded default store generates beside its file when MCP_FLEET_ENCRYPTION_KEY is not set: the
- * secrets in `.mcp-fleet/fleet.sqlite` are encrypted under it. Lose it and they cannot be read again.
+ * The key an SQLite store (the embedded default, or `sqlite://PATH`) generates beside its file when
+ * MCP_FLEET_ENCRYPTION_KEY is not set: the secrets in the file are encrypted under it. Lose it and they cannot be
+ * read again.
  */
 export const GENERATED_KEY_FILE = 'encryption.key';
 
 const BASE64_KEY = /^[A-Za-z0-9+/]{43}=$/;
 
-/** The generated key of the embedded store: read if it exists, else written once (mode 0600) and read back. */
-function embeddedKey(storePath: string): string {
+/** The generated key of an SQLite store: read if it exists, else written once (mode 0600) and read back. */
+function generatedKey(storePath: string): string {
   const path = join(dirname(storePath), GENERATED_KEY_FILE);
   let text: string;
   try {
@@ -35,12 +36,15 @@ function embeddedKey(storePath: string): string {
   return text;
 }
 
-/** `encryptionKey` and `previousKeys` from MCP_FLEET_ENCRYPTION_KEY and MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS, or the embedded store's key. */
+/** `encryptionKey` and `previousKeys` from MCP_FLEET_ENCRYPTION_KEY and MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS, or an SQLite store's generated key. */
 export function encryptionOptions(config: ServerConfig): Pick<FleetOptions, 'encryptionKey' | 'previousKeys'> {
   const previousKeys = config.previousEncryptionKeys;
   if (config.encryptionKey !== undefined) return { encryptionKey: config.encryptionKey, previousKeys };
-  if (config.store.kind === 'sqlite' && config.store.embedded) return { encryptionKey: embeddedKey(config.store.path), previousKeys };
-  // Nothing of memory:// outlives the process, nor does a key of its own: encrypted all the same, and no warning.
-  if (config.store.kind === 'memory') return { encryptionKey: randomBytes(32), previousKeys };
+  // A store in a file keeps its key beside it, as the embedded default always did: the file alone opens nothing.
+  if (config.store.kind === 'sqlite' && config.store.path !== ':memory:') return { encryptionKey: generatedKey(config.store.path), previousKeys };
+  // Nothing of memory:// (or an SQLite :memory:) outlives the process, nor does a key of its own: encrypted all the
+  // same, and no warning.
+  if (config.store.kind === 'memory' || config.store.kind === 'sqlite') return { encryptionKey: randomBytes(32), previousKeys };
+  // Redis: nowhere of its own to keep a key; the fleet warns at start that secrets are stored in plaintext.
   return { previousKeys };
 }

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
   const fleet = createFleet({
     ...store.options,
-    // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key the embedded store generated.
+    // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key an SQLite store generated beside its file.
     ...keys,
     stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
     allowPrivateNetworks: config.allowPrivateNetworks,

@@ -5,7 +5,7 @@
  *
  * `rotate` encrypts every stored secret (server tokens, client secrets, stdio env values, webhook secrets) that is
  * still plaintext, or under a key of MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS, under MCP_FLEET_ENCRYPTION_KEY (or the key
- * the embedded store generated), and prints how many records it wrote. Run it from the directory the server runs in,
+ * an SQLite store generated beside its file), and prints how many records it wrote. Run it from the directory the server runs in,
  * with the same variables; the server may keep running.
  */
 import { runCli, withStoredFleet } from './cli.js';

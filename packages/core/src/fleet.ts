@@ -207,7 +207,7 @@ let warnedOnConsole = false;
 /** Once per fleet through `logger`; on the console (no logger) once per process, which may start many fleets. */
 function warnPlaintext(logger: FleetOptions['logger']): void {
   const message =
-    'mcp-fleet: secrets (server tokens and client secrets, stdio env values, webhook secrets) are stored in plaintext: set the encryptionKey option (reference server: MCP_FLEET_ENCRYPTION_KEY) to encrypt them';
+    'mcp-fleet: WARNING: secrets (server tokens and client secrets, stdio env values, webhook secrets) are stored in plaintext: set the encryptionKey option (reference server: MCP_FLEET_ENCRYPTION_KEY) to encrypt them';
   if (logger !== undefined) logger.warn({}, message);
   else if (!warnedOnConsole) {
     warnedOnConsole = true;

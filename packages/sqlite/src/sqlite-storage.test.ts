@@ -1,0 +1,62 @@
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSqliteStorage } from './index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mcp-fleet-sqlite-modes-'));
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+/** Runs `body` with the process's umask at `mask` (0: nothing masked, every mode as asked). */
+async function withUmask<T>(mask: number, body: () => Promise<T>): Promise<T> {
+  const previous = process.umask(mask);
+  try {
+    return await body();
+  } finally {
+    process.umask(previous);
+  }
+}
+
+describe('createSqliteStorage keeps its files private', () => {
+  it('creates its folders 0700 and the database, -wal and -shm 0600, whatever the umask', async () => {
+    const folder = join(dir, 'fresh', 'data');
+    const path = join(folder, 'fleet.sqlite');
+    await withUmask(0, async () => {
+      const sqlite = await createSqliteStorage({ path });
+      // A record and an index write: the WAL and its shared memory exist while the connections are open.
+      await sqlite.storage.set('mcp-fleet:probe', { secret: 'x' });
+      await sqlite.index.commit({ add: [{ set: 's', member: 'm', score: 1 }] });
+      expect(readdirSync(folder).sort()).toEqual(['fleet.sqlite', 'fleet.sqlite-shm', 'fleet.sqlite-wal']);
+      for (const file of readdirSync(folder)) expect([file, mode(join(folder, file))]).toEqual([file, 0o600]);
+      await sqlite.close();
+    });
+    expect(mode(folder)).toBe(0o700);
+    expect(mode(join(dir, 'fresh'))).toBe(0o700);
+  });
+
+  it('makes the files of an existing store private, and leaves a folder it did not create as it is', async () => {
+    const folder = join(dir, 'existing');
+    mkdirSync(folder, { mode: 0o755 });
+    chmodSync(folder, 0o755);
+    const path = join(folder, 'fleet.sqlite');
+    // A store made by an earlier version: world-readable, with a WAL beside it.
+    const before = await createSqliteStorage({ path });
+    await before.storage.set('mcp-fleet:probe', 1);
+    await before.close();
+    for (const file of ['fleet.sqlite', 'fleet.sqlite-wal', 'fleet.sqlite-shm']) {
+      writeFileSync(join(folder, file), '', { flag: 'a' });
+      chmodSync(join(folder, file), 0o644);
+    }
+    const sqlite = await createSqliteStorage({ path });
+    await sqlite.storage.set('mcp-fleet:probe', 2);
+    for (const file of readdirSync(folder)) expect([file, mode(join(folder, file))]).toEqual([file, 0o600]);
+    expect(await sqlite.storage.get('mcp-fleet:probe')).toBe(2);
+    await sqlite.close();
+    expect(mode(folder)).toBe(0o755);
+  });
+});
