@@ -29,3 +29,18 @@ describe('RateLimiter, decided at once (admitNow)', () => {
     expect((await limiter.admit(principal, 'servers.list'))._unsafeUnwrap()?.allowed).toBe(true);
   });
 });
+
+describe('RateLimiter, a batch (admit with its costs)', () => {
+  it('counts a batch whole against the tier and its calls against the operation, or refuses it whole naming the limit without room', async () => {
+    const limiter = new RateLimiter({ tiers: { free: 10 }, operations: { 'tools.call': 4 } }, () => T0);
+    const admit = (requests: number, ofOperation: number) =>
+      limiter.admit(principal, ofOperation > 0 ? 'tools.call' : undefined, { requests, ofOperation }).then((r) => r._unsafeUnwrap());
+    expect(await admit(5, 3)).toMatchObject({ allowed: true, limit: 4, remaining: 1, scope: 'operation' });
+    // Two calls where one is left: refused by tools.call, which still has 1, though the tier has 5.
+    expect(await admit(2, 2)).toMatchObject({ allowed: false, limit: 4, remaining: 1, scope: 'operation' });
+    // Six messages where the tier has 5: refused by the tier, though tools.call has room for the one call.
+    expect(await admit(6, 1)).toMatchObject({ allowed: false, limit: 10, remaining: 5, scope: 'tier' });
+    // Nothing was spent by the refusals: five messages without a call fit exactly.
+    expect(await admit(5, 0)).toMatchObject({ allowed: true, limit: 10, remaining: 0, scope: 'tier' });
+  });
+});
