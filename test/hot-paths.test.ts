@@ -186,6 +186,23 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
     await fleet.close();
   });
 
+  it('a request to /mcp by a key verified before is counted once per message, not also asked for early', async () => {
+    const stores = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: `${prefix}mcp-once:` });
+    opened.push(stores);
+    const fleet = createFleet({ storage: stores.storage, index: stores.index, webhooks: false, rateLimit: { store: stores.rateLimits, tiers: { pro: 100 } } });
+    const { secret } = (await fleet.keys.create({ account: 'mcp-once', tier: 'pro' }))._unsafeUnwrap();
+    const authorization = `Bearer ${secret}`;
+    const remaining = (res: Response) => res.headers.get('x-ratelimit-remaining');
+    expect(remaining(await fleet.handle(new Request('http://x/v1/servers', { headers: { authorization } })))).toBe('99');
+    const headers = { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const pings = JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'ping' })));
+    const mcp = await fleet.handle(new Request('http://x/v1/mcp', { method: 'POST', headers, body: pings }));
+    await mcp.text();
+    expect(remaining(mcp)).toBe('97');
+    expect(remaining(await fleet.handle(new Request('http://x/v1/servers', { headers: { authorization } })))).toBe('96');
+    await fleet.close();
+  });
+
   it.each(ADAPTERS)('with every cache warm, a storage outage is still a 503 ($name)', async (adapter) => {
     // Quiet: the expected 503s would be logged as the failures they are.
     const { stores, fleet } = await fleetOnRedis(true);

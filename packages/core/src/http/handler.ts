@@ -163,7 +163,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       // this process has no round trip to save: then one after the other, as that is cheaper.
       const early =
         limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
-          ? await admitEarly(request, limiter, deps.keys, operationName)
+          ? await admitEarly(request, limiter, deps.keys, operationName, mcpTarget === undefined)
           : undefined;
       let principal: Principal | null;
       if (early !== undefined) {
@@ -285,12 +285,13 @@ interface EarlyAsk {
 /**
  * The key's verification and, when the key verified before, its admission, asked together. The admission counts the
  * request before the key is known to be still valid: a key revoked meanwhile costs its account one count per request
- * in flight at the revocation, after which `verify` forgets its hint.
+ * in flight at the revocation, after which `verify` forgets its hint. `mayAdmit` is false for the MCP endpoint, which
+ * counts the messages of a request itself.
  */
-async function admitEarly(request: Request, limiter: RateLimiter, keys: ApiKeys, operation: string | undefined): Promise<EarlyAsk> {
+async function admitEarly(request: Request, limiter: RateLimiter, keys: ApiKeys, operation: string | undefined, mayAdmit: boolean): Promise<EarlyAsk> {
   const secret = bearerSecret(request);
   const hash = secret === undefined ? undefined : hashSecret(secret);
-  const hint = hash === undefined ? undefined : keys.lastVerified(hash);
+  const hint = hash === undefined || !mayAdmit ? undefined : keys.lastVerified(hash);
   const [verified, admitted] = await Promise.all([
     secret === undefined ? (ok(null) as Result<Principal | null, FleetError>) : keys.verify(secret, hash),
     hint === undefined ? undefined : limiter.admit(hint, operation),
