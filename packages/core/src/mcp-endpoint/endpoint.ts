@@ -20,7 +20,7 @@ import { ByAccount } from './by-account.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
 
-/** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict per JSON-RPC request. */
+/** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
   /**
    * Counts the messages of one HTTP request against the tier and its `tools/call` requests against `tools.call`, in one
