@@ -25,7 +25,7 @@ function setup() {
   };
 }
 
-const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'scopes', 'tier', 'tools'];
+const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prompts', 'resources', 'revoked_at', 'scopes', 'tier', 'tools'];
 
 describe('ApiKeys', () => {
   describe('create', () => {
@@ -40,6 +40,8 @@ describe('ApiKeys', () => {
         tier: 'pro',
         scopes: null,
         tools: null,
+        prompts: null,
+        resources: null,
         name: 'ci',
         created_at: '2026-11-22T10:00:00.000Z',
         revoked_at: null,
@@ -84,6 +86,8 @@ describe('ApiKeys', () => {
         tier: 'enterprise',
         scopes: ['servers:read', 'tool_calls:read'],
         tools: null,
+        prompts: null,
+        resources: null,
         keyId: key.id,
       });
     });
@@ -183,7 +187,7 @@ describe('ApiKeys', () => {
       const { keys, dump } = setup();
       const key = (await keys.register({ account: 'acme', tier: 'pro', secret }))._unsafeUnwrap();
       expect(isId('apiKey', key.id)).toBe(true);
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, keyId: key.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, prompts: null, resources: null, keyId: key.id });
       expect(dump()).not.toContain(secret);
       expect(JSON.stringify(key)).not.toContain(secret);
     });
@@ -203,7 +207,7 @@ describe('ApiKeys', () => {
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       const second = (await keys.register({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], secret }))._unsafeUnwrap();
       expect(second).toMatchObject({ id: first.id, tier: 'enterprise', scopes: ['servers:read'] });
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, keyId: first.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, prompts: null, resources: null, keyId: first.id });
     });
 
     it('registering a secret for another account revokes the old key and issues a new one', async () => {
@@ -358,7 +362,7 @@ describe('ApiKeys tool allowlists', () => {
       reads.push(name);
       return get(name);
     };
-    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, keyId: key.id });
+    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, prompts: null, resources: null, keyId: key.id });
     expect(reads).toHaveLength(1);
     expect(reads[0]).toMatch(new RegExp(`apikey-hash:${hashSecret(secret)}$`));
   });

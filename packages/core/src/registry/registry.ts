@@ -16,6 +16,7 @@ import { SecretBox } from '../util/secret-box.js';
 import { hasStaleSecrets, revealConfig, revealConfigNow, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { isoTimeOf } from '../util/iso-time.js';
+import { prefixesAbove, toolPrefix } from '../toolcalls/tool-names.js';
 import { okWith, recover } from '../util/result.js';
 
 /**
@@ -99,6 +100,70 @@ function allSetsOf(account: string): string[] {
 
 const score = (record: ServerRecord) => Date.parse(record.created_at);
 
+/**
+ * The account's tool namespace (`{prefix}__{tool}`, toolcalls/tool-names.ts) as two kinds of sets, so that a commit can
+ * keep it unambiguous: `prefix-named:{account}:{P}` holds the server whose prefix is P, `prefix-below:{account}:{P}`
+ * every server whose prefix begins with `P__`. A server may take prefix P only while nobody is named P and nobody
+ * stands below P, and while no prefix above P is taken: checked by the limits of the very commit that adds it.
+ */
+const PREFIX_NAMED = 'prefix-named:';
+const PREFIX_BELOW = 'prefix-below:';
+const prefixSet = (kind: typeof PREFIX_NAMED | typeof PREFIX_BELOW, account: string, prefix: string) => [kind, encodeURIComponent(account), ':', prefix].join('');
+const prefixOf = (record: ServerRecord) => toolPrefix({ id: record.id, name: record.config.name });
+
+/** The prefix sets `record` is a member of. */
+function prefixSetsOf(record: ServerRecord): string[] {
+  const prefix = prefixOf(record);
+  return [prefixSet(PREFIX_NAMED, record.account, prefix), ...prefixesAbove(prefix).map((above) => prefixSet(PREFIX_BELOW, record.account, above))];
+}
+
+/** `record` entered in its prefix sets, or taken out of them (those of `keep` excepted: a rename's new ones). */
+const prefixAdds = (record: ServerRecord, at: number) => prefixSetsOf(record).map((set) => ({ set, member: record.id, score: at }));
+function prefixRemoves(record: ServerRecord, keep?: ServerRecord): { set: string; member: string }[] {
+  const kept = new Set(keep === undefined ? [] : prefixSetsOf(keep));
+  return prefixSetsOf(record).filter((set) => !kept.has(set)).map((set) => ({ set, member: record.id }));
+}
+
+/**
+ * The limits under which `record` may take its prefix: nobody else named it, nobody below it, nobody named a prefix
+ * above it. `previous`: the server's prefix before a rename, where it still stands itself (below the new prefix, or
+ * named the prefix above it) until the rename's last commit moves it.
+ */
+function prefixLimits(record: ServerRecord, previous?: string): { set: string; max: number }[] {
+  const { account } = record;
+  const prefix = prefixOf(record);
+  const itselfBelow = previous !== undefined && prefixesAbove(previous).includes(prefix);
+  const limits = [
+    { set: prefixSet(PREFIX_NAMED, account, prefix), max: 1 },
+    { set: prefixSet(PREFIX_BELOW, account, prefix), max: itselfBelow ? 2 : 1 },
+  ];
+  for (const above of prefixesAbove(prefix)) if (above !== previous) limits.push({ set: prefixSet(PREFIX_NAMED, account, above), max: 1 });
+  return limits;
+}
+
+/** Whether `holder` still stands in the prefix `set` (a member of an earlier name, or of a server gone, does not). */
+function standsIn(set: string, holder: ServerRecord | undefined, account: string): holder is ServerRecord {
+  if (holder === undefined || holder.account !== account) return false;
+  const prefix = set.slice(set.lastIndexOf(':') + 1);
+  return set.startsWith(PREFIX_NAMED) ? prefixOf(holder) === prefix : prefixesAbove(prefixOf(holder)).includes(prefix);
+}
+
+/** A name that would make another server's tool names ambiguous: 409, naming that server when it is known. */
+function nameClash(record: ServerRecord, other: ServerRecord | undefined): FleetError {
+  const name = record.config.name;
+  const message =
+    other === undefined
+      ? `The name "${name}" would make tool names ambiguous with another server of the account ({prefix}__{tool}); choose a name that neither begins with another server's name followed by "__" nor is such a beginning of one.`
+      : `The name "${name}" would make tool names ambiguous with the server "${other.config.name}" (${other.id}): tools are named {prefix}__{tool}, and one of the two names begins with the other followed by "__". Choose another name, or rename that server.`;
+  return new FleetError('SERVER_NAME_EXISTS', {
+    message,
+    details: { name, ...(other !== undefined && { clashes_with: { id: other.id, name: other.config.name } }) },
+  });
+}
+
+/** Members of a full prefix set read to find who holds it. */
+const CLASH_READ = 20;
+
 function indexChanges(before: ServerRecord | undefined, after: ServerRecord | undefined): IndexTransaction {
   const old = new Set(before ? setsOf(before) : []);
   const next = new Set(after ? setsOf(after) : []);
@@ -126,7 +191,15 @@ interface StaleClaim {
   holder: string;
 }
 
-const isStale = (outcome: FleetError | StaleClaim | undefined): outcome is StaleClaim => outcome !== undefined && !(outcome instanceof FleetError);
+/** A commit refused by a full prefix set: the name would make tool names ambiguous. */
+interface PrefixTaken {
+  prefixSet: string;
+}
+
+type ClaimOutcome = FleetError | StaleClaim | PrefixTaken | undefined;
+
+const isStale = (outcome: ClaimOutcome): outcome is StaleClaim => outcome !== undefined && 'holder' in outcome;
+const isPrefixTaken = (outcome: ClaimOutcome): outcome is PrefixTaken => outcome !== undefined && 'prefixSet' in outcome;
 
 /** Whether `holder` (the server holding a claim) is a server of `record`'s account that carries its name. */
 const carriesName = (holder: ServerRecord | undefined, record: ServerRecord) =>
@@ -195,7 +268,10 @@ export class ServerRegistry {
       // `created_at`'s own millisecond (`score` would parse it back). Handed over, not copied: the record and its
       // configuration were made here (the validator's output shares nothing with the input).
       records.handOverNow(key, record);
-      const claimed = this.claimNameNow(record, { add: sets.map((set) => ({ set, member: id, score: ms })), limits: [{ set: all, max: maxPerAccount }] });
+      const claimed = this.claimNameNow(record, {
+        add: [...sets.map((set) => ({ set, member: id, score: ms })), ...prefixAdds(record, ms)],
+        limits: [{ set: all, max: maxPerAccount }, ...prefixLimits(record)],
+      });
       if (claimed.isErr()) records.deleteNow(key);
       return claimed.map(() => record);
     });
@@ -205,7 +281,8 @@ export class ServerRegistry {
     const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
     const { account, created_at: now } = record;
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
-    const limit = { limits: [{ set: setKey(account, {}), max: maxPerAccount }] };
+    // The quota, and the account's tool namespace kept unambiguous (`prefixLimits`), in the commit that lists the server.
+    const limit = { add: prefixAdds(record, this.deps.now()), limits: [{ set: setKey(account, {}), max: maxPerAccount }, ...prefixLimits(record)] };
     // A full account is refused before anything is written or staged; the limit in the listing commit holds the
     // quota against creates racing in other processes.
     return index
@@ -294,7 +371,11 @@ export class ServerRegistry {
     );
   }
 
-  /** A rename claims the new name before the record carries it and releases the old one only after. */
+  /**
+   * A rename claims the new name before the record carries it and releases the old one only after. A rename that
+   * moves the server's prefix is checked against the prefix sets in the claim's commit and moves the server between
+   * them in the last one (with the release of the old name).
+   */
   private writeUpdate(current: ServerRecord, next: ServerRecord, { publish, abandon }: ChangeSteps): ResultAsync<void, FleetError> {
     const { account, id } = current;
     const changes = indexChanges(current, next);
@@ -304,14 +385,16 @@ export class ServerRegistry {
     if (newName === oldName) {
       return records.set(recordKey(id), next).andThen(() => this.commitQuietly(mergeTransactions(changes, publish)));
     }
-    return this.claimName(next, {})
+    const moves = prefixOf(current) !== prefixOf(next);
+    const moved = moves ? { add: prefixAdds(next, this.deps.now()), remove: prefixRemoves(current, next) } : undefined;
+    return this.claimName(next, moves ? { limits: prefixLimits(next, prefixOf(current)) } : {})
       .orElse((error) => abandon().andThen(() => errAsync(error)))
       .andThen(() =>
         records.set(recordKey(id), next).orElse((error) =>
           this.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
         ),
       )
-      .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish)));
+      .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish, moved)));
   }
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
@@ -324,7 +407,11 @@ export class ServerRegistry {
             .delete(recordKey(id))
             .andThen(() =>
               this.commitQuietly(
-                mergeTransactions({ ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] }, publish),
+                mergeTransactions(
+                  { ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] },
+                  { remove: prefixRemoves(record) },
+                  publish,
+                ),
               ),
             )
             .andThen(okWith(() => ({ id, deleted: true as const }))),
@@ -466,48 +553,83 @@ export class ServerRegistry {
     );
   }
 
-  /** Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. */
-  private claimName(record: ServerRecord, tx: IndexTransaction): ResultAsync<void, FleetError> {
+  /**
+   * Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. A commit refused by
+   * a prefix set names the server that holds it; members of it that no longer stand there (a server gone, or renamed,
+   * whose last commit did not run) are taken out once and the commit tried again.
+   */
+  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1): ResultAsync<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
     const attempt = (replacing?: string) =>
       this.deps.index.commit({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] });
-    return attempt().andThen((first) => {
-      const outcome = this.claimOutcome(first, record, false);
-      if (!isStale(outcome)) return outcome === undefined ? okAsync(undefined) : errAsync(outcome);
+    const settle = (outcome: ClaimOutcome): ResultAsync<void, FleetError> => {
+      if (outcome === undefined) return okAsync(undefined);
+      if (isPrefixTaken(outcome)) {
+        return this.prefixHolders(record, outcome.prefixSet).andThen(({ holder, stale }) => {
+          if (holder !== undefined || stale.length === 0 || repairs === 0) return errAsync(nameClash(record, holder));
+          const remove = stale.map((member) => ({ set: outcome.prefixSet, member }));
+          return this.commitQuietly({ remove }).andThen(() => this.claimName(record, tx, repairs - 1));
+        });
+      }
+      if (!isStale(outcome)) return errAsync(outcome);
       return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
         if (carriesName(holder, record)) return errAsync(nameExists(record.config.name));
-        return attempt(outcome.holder).andThen((retry) => {
-          const again = this.claimOutcome(retry, record, true);
-          // After a takeover the outcome is never another stale claim (`tookOver`).
-          return again === undefined ? okAsync(undefined) : errAsync(again as FleetError);
-        });
+        // After a takeover the outcome is never another stale claim (`tookOver`).
+        return attempt(outcome.holder).andThen((retry) => settle(this.claimOutcome(retry, record, true)));
       });
+    };
+    return attempt().andThen((first) => settle(this.claimOutcome(first, record, false)));
+  }
+
+  /** Who holds the full prefix `set` against `record`: the first member that stands there, and the ids that do not. */
+  private prefixHolders(record: ServerRecord, set: string): ResultAsync<{ holder: ServerRecord | undefined; stale: string[] }, FleetError> {
+    return this.deps.index.range(set, { offset: 0, limit: CLASH_READ }).andThen((ids) => {
+      const others = ids.filter((id) => id !== record.id);
+      return this.deps.records.getMany<ServerRecord>(others.map((id) => recordKey(id))).andThen(okWith((found) => {
+        const stale = others.filter((_, i) => !standsIn(set, found[i], record.account));
+        return { holder: found.find((holder): holder is ServerRecord => standsIn(set, holder, record.account)), stale };
+      }));
     });
   }
 
-  /** `claimName` over an index that commits at once (`createNow`): the same claim, the same takeover of a stale one. */
+  /**
+   * `claimName` over an index that commits at once (`createNow`): the same claim, the same takeover of a stale one.
+   * A full prefix set names its holder as read at once; no repair here: over memory no commit is ever left undone.
+   */
   private claimNameNow(record: ServerRecord, { add, limits }: Pick<IndexTransaction, 'add' | 'limits'>): Result<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
     const owner = record.id;
     const attempt = (replacing?: string) =>
       this.deps.index.commitNow({ add, limits, claims: [replacing === undefined ? { key, owner } : { key, owner, replacing }] }) as CommitResult;
-    const outcome = this.claimOutcome(attempt(), record, false);
-    if (!isStale(outcome)) return outcome === undefined ? ok(undefined) : err(outcome);
-    const holder = this.deps.records.getNow<ServerRecord>(recordKey(outcome.holder), true);
-    if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
-    const again = this.claimOutcome(attempt(outcome.holder), record, true);
-    return again === undefined ? ok(undefined) : err(again as FleetError);
+    const settle = (outcome: ClaimOutcome): Result<void, FleetError> => {
+      if (outcome === undefined) return ok(undefined);
+      if (isPrefixTaken(outcome)) {
+        const ids = (this.deps.index.rangeNow(outcome.prefixSet, { offset: 0, limit: CLASH_READ }) ?? []).filter((id) => id !== owner);
+        const holder = ids
+          .map((id) => this.deps.records.getNow<ServerRecord>(recordKey(id), true))
+          .find((found): found is ServerRecord => found !== NOT_NOW && standsIn(outcome.prefixSet, found, record.account));
+        return err(nameClash(record, holder));
+      }
+      if (!isStale(outcome)) return err(outcome);
+      const holder = this.deps.records.getNow<ServerRecord>(recordKey(outcome.holder), true);
+      if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
+      return settle(this.claimOutcome(attempt(outcome.holder), record, true));
+    };
+    return settle(this.claimOutcome(attempt(), record, false));
   }
 
   /**
    * What a commit claiming `record`'s name answered, for `claimName` and `claimNameNow` alike: `undefined` when the
    * name is claimed; the error when refused for good (a full account, or the name held within the grace, or held
-   * still after a takeover); else the holder of a claim older than the grace, to take over unless that server still
-   * carries the name.
+   * still after a takeover); the prefix set that is full when the name would make tool names ambiguous; else the
+   * holder of a claim older than the grace, to take over unless that server still carries the name.
    */
-  private claimOutcome(result: CommitResult, record: ServerRecord, tookOver: boolean): FleetError | StaleClaim | undefined {
+  private claimOutcome(result: CommitResult, record: ServerRecord, tookOver: boolean): ClaimOutcome {
     if (result.ok) return undefined;
-    if (result.full !== undefined) return quotaExceeded('servers', result.full.max);
+    if (result.full !== undefined) {
+      const { set, max } = result.full;
+      return set.startsWith(PREFIX_NAMED) || set.startsWith(PREFIX_BELOW) ? { prefixSet: set } : quotaExceeded('servers', max);
+    }
     const { owner, since } = result.conflict;
     if (tookOver || since > this.deps.now() - this.deps.claimGraceMs) return nameExists(record.config.name);
     return { holder: owner };
