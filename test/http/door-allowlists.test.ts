@@ -185,3 +185,30 @@ describe.each(ADAPTERS)('allowlists on every door ($name)', (adapter) => {
     expect((expectSuccess(await open.get(`/servers/${betaId}/tools`), 200) as Json[]).length).toBe(3);
   });
 });
+
+describe.each(ADAPTERS)('a key with an allowlist and no scope list holds every scope but servers:write ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, { allowPrivateNetworks: true, onError: () => {} });
+
+  it('it cannot create, rename or delete servers; given servers:write explicitly, it can', async () => {
+    const name = `scoped-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
+    const keyWith = async (input: Json) => api(suite.served, (await suite.served.fleet.keys.create({ account: name, tier: 'pro', ...input }))._unsafeUnwrap().secret);
+    const admin = await keyWith({});
+    const search = await createServer(admin, { name: 'search', type: 'http', endpoint: alpha.url });
+    for (const lists of [{ tools: ['search__*'] }, { prompts: ['search__*'] }, { resources: ['search__*'] }]) {
+      const limited = await keyWith(lists);
+      const refused = { required_scope: 'servers:write' };
+      expectError(await limited.post('/servers', { name: 'files', type: 'http', endpoint: beta.url }), 403, 'FORBIDDEN', refused);
+      // The audit's rename: a server moved into the key's own patterns.
+      expectError(await limited.put(`/servers/${search.id}`, { name: 'search__files' }), 403, 'FORBIDDEN', refused);
+      expectError(await limited.delete(`/servers/${search.id}`), 403, 'FORBIDDEN', refused);
+      // Every other scope stays: it reads servers and lists tools.
+      expectSuccess(await limited.get('/servers'), 200);
+      expectSuccess(await limited.get(`/servers/${search.id}/tools`), 200);
+    }
+    const allowed = await keyWith({ tools: ['search__*'], scopes: ['servers:read', 'servers:write', 'tool_calls:read'] });
+    const files = expectSuccess(await allowed.post('/servers', { name: 'files', type: 'http', endpoint: beta.url }), 201);
+    expectSuccess(await allowed.put(`/servers/${files.id}`, { name: 'files2' }), 200);
+    // A key without any list keeps every scope.
+    expectSuccess(await admin.post('/servers', { name: 'third', type: 'http', endpoint: beta.url }), 201);
+  });
+});

@@ -373,6 +373,36 @@ describe.each(ADAPTERS)('servers CRUD ($name)', (adapter) => {
     });
   });
 
+  describe('names and the tool namespace ({prefix}__{tool})', () => {
+    it('a name that begins with another server’s name and "__", or is such a beginning, is 409 naming that server', async () => {
+      const client = await freshClient(suite.served);
+      const a = await createServer(client, httpServer({ name: 'a' }));
+      const clash = await client.post('/servers', httpServer({ name: 'a__b' }));
+      expectError(clash, 409, 'SERVER_NAME_EXISTS', { name: 'a__b', clashes_with: { id: a.id, name: 'a' } });
+      expect(clash.body.error.message).toContain('ambiguous');
+      const cd = await createServer(client, httpServer({ name: 'c__d' }));
+      expectError(await client.post('/servers', httpServer({ name: 'c' })), 409, 'SERVER_NAME_EXISTS', { name: 'c', clashes_with: { id: cd.id, name: 'c__d' } });
+      const e = await createServer(client, httpServer({ name: 'e' }));
+      expectError(await client.put(`/servers/${e.id}`, { name: 'c__d__e' }), 409, 'SERVER_NAME_EXISTS', { name: 'c__d__e', clashes_with: { id: cd.id, name: 'c__d' } });
+      expectError(await client.put(`/servers/${e.id}`, { name: 'a' }), 409, 'SERVER_NAME_EXISTS', { name: 'a' });
+      expect(expectSuccess(await client.get(`/servers/${e.id}`), 200).name).toBe('e');
+      expect(await total(client)).toBe(3);
+      // Moving below its own name is no clash; siblings are none either.
+      expect(expectSuccess(await client.put(`/servers/${e.id}`, { name: 'e__f' }), 200).name).toBe('e__f');
+      await createServer(client, httpServer({ name: 'c__x' }));
+    });
+
+    it('concurrent creates of clashing names: the ones created never clash', async () => {
+      const client = await freshClient(suite.served);
+      const names = ['k', 'k__l', 'k__m', 'k__l__n', 'k', 'k__l'];
+      const results = await Promise.all(names.map((name) => client.post('/servers', httpServer({ name }))));
+      for (const res of results) if (res.status !== 201) expectError(res, 409, 'SERVER_NAME_EXISTS');
+      const kept: string[] = expectSuccess(await client.get('/servers'), 200).map((s: Json) => s.name);
+      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.some((a) => kept.some((b) => a !== b && b.startsWith(`${a}__`))), kept.join(' ')).toBe(false);
+    });
+  });
+
   describe('concurrency', () => {
     it('20 concurrent creates with one name: exactly one 201, the rest 409, list total 1', async () => {
       const client = await freshClient(suite.served);
