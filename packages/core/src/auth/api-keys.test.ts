@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createFleet } from '../fleet.js';
 import { isId } from '../util/ids.js';
 import { hashSecret } from './api-keys.js';
-import { hasScope, SCOPES } from './scopes.js';
+import { hasScope, isLimited, type Principal, SCOPES } from './scopes.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -407,6 +407,46 @@ describe('ApiKeys tool allowlists', () => {
     await keys.revoke(first.id);
     expect((await keys.register({ account: 'acme', secret, tools: ['b__*'] }))._unsafeUnwrap()).toMatchObject({ tools: ['a__*'], revoked_at: expect.any(String) });
     expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
+  });
+});
+
+describe('ApiKeys prompt and resource allowlists', () => {
+  it('a key carries its prompts and resources: listed, registered again, and in the principal', async () => {
+    const { keys } = setup();
+    const lists = { prompts: ['search__*'], resources: ['docs__file:///public/*'] };
+    const { key, secret } = (await keys.create({ account: 'acme', ...lists }))._unsafeUnwrap();
+    expect(key).toMatchObject({ tools: null, ...lists });
+    expect((await keys.list('acme'))._unsafeUnwrap()[0]).toMatchObject(lists);
+    expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ tools: null, ...lists });
+    const chosen = 'operator-chosen-secret-0004';
+    (await keys.register({ account: 'acme', secret: chosen, resources: ['a__*'] }))._unsafeUnwrap();
+    expect((await keys.verify(chosen))._unsafeUnwrap()).toMatchObject({ prompts: null, resources: ['a__*'] });
+    expect((await keys.register({ account: 'acme', secret: chosen }))._unsafeUnwrap()).toMatchObject({ prompts: null, resources: null });
+  });
+
+  it.each([
+    ['an empty prompt list', { prompts: [] }, 'prompts'],
+    ['a resource pattern with a space', { resources: ['docs__file:///a b'] }, 'resources[0]'],
+    ['a resource pattern with "|"', { resources: ['a__*|b__*'] }, 'resources[0]'],
+  ])('refuses %s, naming the field', async (_label, lists, field) => {
+    const { keys } = setup();
+    const error = (await keys.create({ account: 'acme', ...(lists as object) }))._unsafeUnwrapErr();
+    expect(error.code).toBe('INVALID_REQUEST');
+    expect(error.details).toMatchObject({ field });
+  });
+});
+
+describe('hasScope', () => {
+  const principal = (extra: Partial<Principal>): Principal => ({ account: 'acme', tier: 'pro', scopes: null, ...extra });
+
+  it('no scope list: every scope, but servers:write for a principal with any allowlist unless its list names it', () => {
+    expect(SCOPES.filter((scope) => hasScope(principal({}), scope))).toEqual([...SCOPES]);
+    expect(SCOPES.filter((scope) => hasScope(principal({ tools: null, prompts: null, resources: null }), scope))).toEqual([...SCOPES]);
+    for (const lists of [{ tools: ['a__*'] }, { prompts: ['a__*'] }, { resources: ['a__*'] }, { tools: [] }]) {
+      expect(SCOPES.filter((scope) => hasScope(principal(lists), scope))).toEqual(SCOPES.filter((scope) => scope !== 'servers:write'));
+      expect(hasScope(principal({ ...lists, scopes: ['servers:write'] }), 'servers:write')).toBe(true);
+      expect(isLimited(principal(lists))).toBe(true);
+    }
   });
 });
 
