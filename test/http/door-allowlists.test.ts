@@ -212,3 +212,34 @@ describe.each(ADAPTERS)('a key with an allowlist and no scope list holds every s
     expectSuccess(await admin.post('/servers', { name: 'third', type: 'http', endpoint: beta.url }), 201);
   });
 });
+
+describe.each(ADAPTERS)('prompt and resource lists from a custom authenticate ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, {
+    allowPrivateNetworks: true,
+    onError: () => {},
+    authenticate: (request) => {
+      const token = request.headers.get('authorization');
+      if (token === 'Bearer open') return { account: 'custom-doors', tier: 'pro', scopes: null };
+      if (token === 'Bearer prompts') return { account: 'custom-doors', tier: 'pro', scopes: null, prompts: ['alpha__*'], resources: ['beta__*'] };
+      if (token === 'Bearer broken') return { account: 'custom-doors', tier: 'pro', scopes: null, resources: 'beta__*' as never };
+      return null;
+    },
+  });
+
+  it.each(ERAS)('the principal’s prompts and resources are enforced; a malformed list is refused (%s)', async (era) => {
+    const open = api(suite.served, 'open');
+    if (expectSuccess(await open.get('/servers'), 200).length === 0) {
+      await createServer(open, { name: 'alpha', type: 'http', endpoint: alpha.url });
+      await createServer(open, { name: 'beta', type: 'http', endpoint: beta.url });
+    }
+    const door = await connect(era, `${suite.served.url}/mcp`, 'prompts');
+    expect(await door.listPrompts()).toEqual(['alpha__greet']);
+    expect(await door.listResources()).toEqual(['fixture://beta/readme']);
+    expect(await door.listTools()).toHaveLength(6);
+    await door.close();
+    expectError(await api(suite.served, 'prompts').post('/servers', { name: 'gamma', type: 'http', endpoint: beta.url }), 403, 'FORBIDDEN', {
+      required_scope: 'servers:write',
+    });
+    expect((await api(suite.served, 'broken').get('/servers')).status).toBe(500);
+  });
+});
