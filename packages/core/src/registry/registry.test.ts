@@ -657,13 +657,37 @@ describe('ServerRegistry', () => {
       }
     });
 
-    it('a place left by a server gone (its index write failed) is repaired by the next create', async () => {
-      const { registry, index } = setup();
+    it('a name above, left claimed by a server gone, is respected within the grace period and then taken over', async () => {
+      const { registry, index, advance } = setup();
       const a = await created(registry, 'acme', http('a'));
-      index.failWhen = (tx) => (tx.remove?.length ?? 0) > 0;
+      index.failWhen = (tx) => (tx.releases?.length ?? 0) > 0;
       await registry.delete('acme', a.id);
       index.failWhen = undefined;
+      expect(failure(await registry.create('acme', http('a__b'))).details).toEqual({ name: 'a__b' });
+      advance(GRACE + 1);
       await created(registry, 'acme', http('a__b'));
+      expect(failure(await registry.create('acme', http('a'))).code).toBe('SERVER_NAME_EXISTS');
+    });
+
+    it('an entry below a name left by a server gone is repaired by the next create of that name', async () => {
+      const { registry, index } = setup();
+      const below = await created(registry, 'acme', http('a__b'));
+      // Its delete wrote the record but no index commit: its entry below `a` and the claim of `a` for those below stay.
+      index.failWhen = () => true;
+      await registry.delete('acme', below.id);
+      index.failWhen = undefined;
+      await created(registry, 'acme', http('a'));
+      expect(failure(await registry.create('acme', http('a__c'))).details).toMatchObject({ clashes_with: { name: 'a' } });
+    });
+
+    it('the last server below a name gone, the name is free again; a sibling left keeps it taken', async () => {
+      const { registry } = setup();
+      const one = await created(registry, 'acme', http('a__b'));
+      const two = await created(registry, 'acme', http('a__c'));
+      (await registry.delete('acme', one.id))._unsafeUnwrap();
+      expect(failure(await registry.create('acme', http('a'))).details).toEqual({ name: 'a', clashes_with: { id: two.id, name: 'a__c' } });
+      (await registry.update('acme', two.id, { name: 'z' }))._unsafeUnwrap();
+      await created(registry, 'acme', http('a'));
     });
   });
 
