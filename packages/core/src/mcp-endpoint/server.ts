@@ -111,7 +111,7 @@ async function reaches(catalog: UpstreamCatalog, principal: Principal, server: S
 /**
  * Which of `server`'s items of `kind` exist for the principal, by the item's `{prefix}__{name or URI}`: its own
  * `prompts` (prompts) or `resources` (resources and templates) patterns when it has them, else every item of a server
- * it reaches and none of another. The one rule of every door but tools (docs/mcp-endpoint.md "Allowlists").
+ * it reaches and none of another. The one rule of every door but tools (docs/mcp-endpoint.md "Allowlists per key").
  */
 async function allowance(catalog: UpstreamCatalog, principal: Principal, server: ServerRecord, kind: DoorKind): Promise<(item: string) => boolean> {
   const patterns = kind === 'prompts' ? principal.prompts : principal.resources;
