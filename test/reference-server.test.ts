@@ -359,6 +359,42 @@ describe('MCP_FLEET_API_KEYS', () => {
     }
   });
 
+  it('an entry may end with :scopes=<scope>|<scope> (with :tools= in any order); a key with a list and no scopes cannot write servers', async () => {
+    const upstream = await startV2ToolServer();
+    try {
+      const writer = `${secret('writer')}:with:colons`;
+      const listed = secret('listed');
+      const reader = secret('reader');
+      const server = await startServer({
+        cwd: await tempDir(),
+        env: {
+          MCP_FLEET_STORE: 'memory://',
+          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
+          MCP_FLEET_API_KEYS: [
+            `acme:pro:${writer}:scopes=servers:read|servers:write|tool_calls:write:tools=tools__echo`,
+            `acme:pro:${listed}:tools=tools__*:prompts=tools__*:resources=tools__file:///*`,
+            `acme:pro:${reader}:scopes=servers:read`,
+          ].join(','),
+        },
+      });
+      const { id } = await create(server, writer, { name: 'tools', type: 'http', endpoint: upstream.url });
+      const call = (key: string, name: string) => api(server.url, key, 'POST', `/servers/${id}/tools/call`, { name, arguments: name === 'echo' ? { text: 'hi' } : {} });
+      expect((await call(writer, 'echo')).status).toBe(200);
+      expect((await call(writer, 'fail')).status).toBe(403);
+      // Its list and no scopes: every scope but servers:write.
+      const rename = await api(server.url, listed, 'PUT', `/servers/${id}`, { name: 'tools__files' });
+      expect(rename.status).toBe(403);
+      expect(rename.body.error).toMatchObject({ code: 'FORBIDDEN', details: { required_scope: 'servers:write' } });
+      expect((await call(listed, 'fail')).status).toBe(200);
+      const denied = await call(reader, 'echo');
+      expect(denied.body.error).toMatchObject({ code: 'FORBIDDEN', details: { required_scope: 'tool_calls:write' } });
+      expect((await api(server.url, reader, 'GET', '/servers')).status).toBe(200);
+      expectCleanStop(await server.stop());
+    } finally {
+      await upstream.close();
+    }
+  });
+
   const bad = secret('leak-me');
   it.each([
     ['a tier that does not exist', `acme:gold:${bad}`],
@@ -373,6 +409,10 @@ describe('MCP_FLEET_API_KEYS', () => {
     ['an empty tool allowlist', `acme:pro:${bad}:tools=`],
     ['an empty pattern in the tool allowlist', `acme:pro:${bad}:tools=search__*|`],
     ['a tools suffix without a secret', `acme:pro::tools=search__*`],
+    ['an unknown scope', `acme:pro:${bad}:scopes=servers:read|servers:everything`],
+    ['an empty scope list', `acme:pro:${bad}:scopes=`],
+    ['the same option twice', `acme:pro:${bad}:tools=a__*:tools=b__*`],
+    ['an empty pattern in the resource allowlist', `acme:pro:${bad}:resources=docs__*|`],
   ])('%s exits 2, names the variable and never prints the secret', async (_label, value) => {
     const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_API_KEYS: value } });
     expect(exit.code, exit.stderr).toBe(2);

@@ -473,7 +473,10 @@ describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or i
     const name = account();
     const rest = api(suite.served, name);
     const team = await createServer(rest, { name: 'team', type: 'http', endpoint: beta.url });
-    const nested = await createServer(rest, { name: 'team__ops', type: 'http', endpoint: beta.url });
+    // A name below another's (`team__ops` under `team`) is refused: `team__ops__echo` would be two tools. A prefix that
+    // holds `__` is still resolved whole, as the longest one standing for a server.
+    expect((await rest.post('/servers', { name: 'team__ops', type: 'http', endpoint: beta.url })).status).toBe(409);
+    const nested = await createServer(rest, { name: 'squad__ops', type: 'http', endpoint: beta.url });
     const spaced = await createServer(rest, { name: 'my server', type: 'http', endpoint: beta.url });
     // Servers of another account, one with the same name: never reached from this one.
     const other = api(suite.served, account());
@@ -483,10 +486,10 @@ describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or i
 
     const before = index.listingReads;
     const echo = async (tool: string) => (await client.callTool({ name: tool, arguments: { text: tool } })).content;
-    expect(await echo('team__ops__echo')).toEqual([{ type: 'text', text: 'team__ops__echo' }]);
+    expect(await echo('squad__ops__echo')).toEqual([{ type: 'text', text: 'squad__ops__echo' }]);
     expect(await echo('team__echo')).toEqual([{ type: 'text', text: 'team__echo' }]);
     expect(await echo(`${spaced.id}__echo`)).toEqual([{ type: 'text', text: `${spaced.id}__echo` }]);
-    for (const unknown of ['my server__echo', `${team.id}__echo`, 'ghost__echo', 'team__', '__echo', `${'x'.repeat(70)}__echo`]) {
+    for (const unknown of ['my server__echo', `${team.id}__echo`, 'ghost__echo', 'squad__echo', 'team__', '__echo', `${'x'.repeat(70)}__echo`]) {
       expect((await rpcError(client.callTool({ name: unknown, arguments: { text: 'x' } }))).code).toBe(-32602);
     }
     expect(index.listingReads - before).toBe(0);
@@ -495,7 +498,7 @@ describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or i
     expect(calls.map((c: Json) => c.server_id).sort()).toEqual([team.id, nested.id, spaced.id].sort());
     // A rename moves the prefix: the old name is no prefix any more, the new one is.
     expectSuccess(await rest.put(`/servers/${nested.id}`, { name: 'ops' }), 200);
-    expect((await rpcError(client.callTool({ name: 'team__ops__echo', arguments: { text: 'x' } }))).code).toBe(-32602);
+    expect((await rpcError(client.callTool({ name: 'squad__ops__echo', arguments: { text: 'x' } }))).code).toBe(-32602);
     expect(await echo('ops__echo')).toEqual([{ type: 'text', text: 'ops__echo' }]);
     await client.close();
   });

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { ADAPTERS } from '../support/adapters.js';
+import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 import {
   createServer,
   DETAIL_FIELDS,
@@ -10,6 +11,8 @@ import {
   httpServer,
   ISO_MS,
   type Json,
+  api,
+  createKey,
   SERVER_ID,
   serveForSuite,
   stdioServer,
@@ -19,6 +22,7 @@ import {
   UNKNOWN_SERVER_ID,
   wsServer,
 } from '../support/http-client.js';
+import { deleteKeys, REDIS_URL, uniquePrefix, withoutRedis } from '../support/redis.js';
 
 describe.each(ADAPTERS)('servers CRUD ($name)', (adapter) => {
   const suite = serveForSuite(adapter, { stdio: { commands: ['node'] } });
@@ -373,6 +377,36 @@ describe.each(ADAPTERS)('servers CRUD ($name)', (adapter) => {
     });
   });
 
+  describe('names and the tool namespace ({prefix}__{tool})', () => {
+    it('a name that begins with another server’s name and "__", or is such a beginning, is 409 naming that server', async () => {
+      const client = await freshClient(suite.served);
+      const a = await createServer(client, httpServer({ name: 'a' }));
+      const clash = await client.post('/servers', httpServer({ name: 'a__b' }));
+      expectError(clash, 409, 'SERVER_NAME_EXISTS', { name: 'a__b', clashes_with: { id: a.id, name: 'a' } });
+      expect(clash.body.error.message).toContain('ambiguous');
+      const cd = await createServer(client, httpServer({ name: 'c__d' }));
+      expectError(await client.post('/servers', httpServer({ name: 'c' })), 409, 'SERVER_NAME_EXISTS', { name: 'c', clashes_with: { id: cd.id, name: 'c__d' } });
+      const e = await createServer(client, httpServer({ name: 'e' }));
+      expectError(await client.put(`/servers/${e.id}`, { name: 'c__d__e' }), 409, 'SERVER_NAME_EXISTS', { name: 'c__d__e', clashes_with: { id: cd.id, name: 'c__d' } });
+      expectError(await client.put(`/servers/${e.id}`, { name: 'a' }), 409, 'SERVER_NAME_EXISTS', { name: 'a' });
+      expect(expectSuccess(await client.get(`/servers/${e.id}`), 200).name).toBe('e');
+      expect(await total(client)).toBe(3);
+      // Moving below its own name is no clash; siblings are none either.
+      expect(expectSuccess(await client.put(`/servers/${e.id}`, { name: 'e__f' }), 200).name).toBe('e__f');
+      await createServer(client, httpServer({ name: 'c__x' }));
+    });
+
+    it('concurrent creates of clashing names: the ones created never clash', async () => {
+      const client = await freshClient(suite.served);
+      const names = ['k', 'k__l', 'k__m', 'k__l__n', 'k', 'k__l'];
+      const results = await Promise.all(names.map((name) => client.post('/servers', httpServer({ name }))));
+      for (const res of results) if (res.status !== 201) expectError(res, 409, 'SERVER_NAME_EXISTS');
+      const kept: string[] = expectSuccess(await client.get('/servers'), 200).map((s: Json) => s.name);
+      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.some((a) => kept.some((b) => a !== b && b.startsWith(`${a}__`))), kept.join(' ')).toBe(false);
+    });
+  });
+
   describe('concurrency', () => {
     it('20 concurrent creates with one name: exactly one 201, the rest 409, list total 1', async () => {
       const client = await freshClient(suite.served);
@@ -432,5 +466,40 @@ describe.each(ADAPTERS)('servers CRUD ($name)', (adapter) => {
       expect(data.timeout).toBe(1111);
       expect(data.retry).toEqual({ enabled: true, max_attempts: 9, backoff: 'exponential' });
     });
+  });
+});
+
+/** Two fleets, each with its own connection to one Redis, as two processes sharing storage are. */
+describe.skipIf(withoutRedis('ambiguous names across fleets'))('names across fleets sharing one Redis', () => {
+  const opened: { close(): Promise<void> }[] = [];
+  afterAll(async () => {
+    for (const c of opened.splice(0).reverse()) await c.close();
+  });
+
+  it.each(ADAPTERS)('creates of clashing names racing through both fleets: the ones created never clash ($name)', async (adapter) => {
+    const keyPrefix = uniquePrefix('prefixes');
+    opened.push({ close: () => deleteKeys(keyPrefix) });
+    const stores: RedisStorage[] = [];
+    for (let i = 0; i < 2; i++) {
+      const store = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+      opened.push(store);
+      stores.push(store);
+    }
+    const served: Served[] = [];
+    for (const { storage, index } of stores) {
+      const s = await serveFleet(adapter, { storage, index });
+      opened.push(s);
+      served.push(s);
+    }
+    for (let round = 0; round < 3; round++) {
+      const account = `acct-prefix-${round}-${Math.random().toString(36).slice(2, 8)}`;
+      const clients = await Promise.all(served.map(async (s) => api(s, await createKey(s, { account }))));
+      const names = ['k', 'k__l', 'k__m', 'k__l__n', 'k', 'k__l__n', 'k__m__o', 'k__l'];
+      const results = await Promise.all(names.map((name, i) => clients[i % 2]!.post('/servers', httpServer({ name }))));
+      for (const res of results) if (res.status !== 201) expectError(res, 409, 'SERVER_NAME_EXISTS');
+      const kept: string[] = expectSuccess(await clients[0]!.get('/servers'), 200).map((s: Json) => s.name);
+      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.some((a) => kept.some((b) => a !== b && b.startsWith(`${a}__`))), kept.join(' ')).toBe(false);
+    }
   });
 });

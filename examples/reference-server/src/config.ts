@@ -1,4 +1,4 @@
-import { TIERS, type Tier } from '@mcp-fleet/core';
+import { SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 
 /** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
 export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
@@ -7,8 +7,11 @@ export interface ServerConfig {
   host: string;
   port: number;
   store: StoreConfig;
-  /** `tools`: the key's tool allowlist, from an entry's `:tools=<glob>|<glob>` suffix; absent: every tool. */
-  apiKeys: { account: string; tier: Tier; secret: string; tools?: string[] }[];
+  /**
+   * From an entry's optional `:scopes=`, `:tools=`, `:prompts=` and `:resources=` parts (`|`-separated): the key's
+   * scopes (absent: every scope, but `servers:write` when it has an allowlist) and allowlists (absent: no list).
+   */
+  apiKeys: { account: string; tier: Tier; secret: string; scopes?: Scope[]; tools?: string[]; prompts?: string[]; resources?: string[] }[];
   allowPrivateNetworks: boolean;
   stdioCommands: string[];
   /** The user stdio servers run as when the service runs as root; unset: the library's default (`nobody`). */
@@ -52,26 +55,63 @@ function parseStore(value: string | undefined): StoreConfig {
   throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH or redis://…');
 }
 
-/** An entry's optional last part: `account:tier:secret:tools=search__*|files__read_*`. */
-const TOOLS_SUFFIX = ':tools=';
+/**
+ * An entry's optional last parts, in any order, each at most once: `account:tier:secret:scopes=servers:read|tool_calls:read`,
+ * `:tools=search__*|files__read_*`, `:prompts=…`, `:resources=…`; the values are `|`-separated.
+ */
+const ENTRY_OPTIONS = ['scopes', 'tools', 'prompts', 'resources'] as const;
+type EntryOption = (typeof ENTRY_OPTIONS)[number];
+const ENTRY_SHAPE = 'account:tier:secret, optionally followed by :scopes=<scope>|<scope>…, :tools=<glob>|<glob>…, :prompts=<glob>|…, :resources=<glob>|…';
+
+/**
+ * Splits the options off the end of an entry's remainder (`secret:tools=…:scopes=…`): the last `:name=` of a known name
+ * starts the last option, whose value runs to the end; then again on what is left. A secret and a value may hold
+ * colons (scopes do: `tool_calls:read`); neither may hold `:scopes=`, `:tools=`, `:prompts=` or `:resources=`.
+ */
+function splitOptions(remainder: string, entry: number): { secret: string; options: Partial<Record<EntryOption, string[]>> } {
+  const options: Partial<Record<EntryOption, string[]>> = {};
+  let rest = remainder;
+  for (;;) {
+    let last: { at: number; name: EntryOption } | undefined;
+    for (const name of ENTRY_OPTIONS) {
+      const at = rest.lastIndexOf(`:${name}=`);
+      if (at !== -1 && (last === undefined || at > last.at)) last = { at, name };
+    }
+    if (last === undefined) return { secret: rest, options };
+    if (options[last.name] !== undefined) throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${entry} gives :${last.name}= twice`);
+    options[last.name] = rest.slice(last.at + last.name.length + 2).split('|');
+    rest = rest.slice(0, last.at);
+  }
+}
 
 function parseApiKeys(value: string | undefined): ServerConfig['apiKeys'] {
   if (value === undefined || value.trim() === '') return [];
   return value.split(',').map((triple, i) => {
     const [account, tier, ...rest] = triple.trim().split(':');
-    // A secret may hold colons; the allowlist is what follows the last `:tools=`. fleet.keys.register judges it.
-    const remainder = rest.join(':');
-    const suffix = remainder.lastIndexOf(TOOLS_SUFFIX);
-    const secret = suffix === -1 ? remainder : remainder.slice(0, suffix);
-    const tools = suffix === -1 ? undefined : remainder.slice(suffix + TOOLS_SUFFIX.length).split('|');
-    if (!account || !tier || !secret) {
-      throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be account:tier:secret, optionally followed by :tools=<glob>|<glob>…`);
-    }
+    // A secret may hold colons; the options are what follows the known `:name=`s. fleet.keys.register judges them.
+    const { secret, options } = splitOptions(rest.join(':'), i + 1);
+    if (!account || !tier || !secret) throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} must be ${ENTRY_SHAPE}`);
     if (!(TIERS as readonly string[]).includes(tier)) {
       // The tier is not echoed: a comma inside a secret splits it, and a piece of it may land here.
       throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has an unknown tier; expected free, pro or enterprise`);
     }
-    return { account, tier: tier as Tier, secret, ...(tools !== undefined && { tools }) };
+    const scopes = options.scopes;
+    if (scopes !== undefined) {
+      // Named here, with the list of scopes: the key store's own message would say only that the enum failed.
+      const unknown = scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+      if (unknown.length > 0 || scopes.length === 0) {
+        throw new ConfigError(`MCP_FLEET_API_KEYS: entry ${i + 1} has an unknown scope in :scopes=; expected some of ${SCOPES.join(', ')}`);
+      }
+    }
+    return {
+      account,
+      tier: tier as Tier,
+      secret,
+      ...(scopes !== undefined && { scopes: scopes as Scope[] }),
+      ...(options.tools !== undefined && { tools: options.tools }),
+      ...(options.prompts !== undefined && { prompts: options.prompts }),
+      ...(options.resources !== undefined && { resources: options.resources }),
+    };
   });
 }
 

@@ -39,7 +39,9 @@ or use the bin, which needs none:
 }
 
 function describe(key: ApiKey): string {
-  const scopes = key.scopes === null ? 'all scopes' : key.scopes.join(',');
+  const limited = key.tools !== null || key.prompts !== null || key.resources !== null;
+  // A key with an allowlist and no scope list holds every scope but servers:write (docs/configuration.md).
+  const scopes = key.scopes !== null ? key.scopes.join(',') : limited ? 'all scopes but servers:write' : 'all scopes';
   const tools = key.tools === null ? 'all tools' : `tools ${key.tools.join('|')}`;
   const state = key.revoked_at === null ? 'active' : `revoked ${key.revoked_at}`;
   return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  ${tools}  created ${key.created_at}  ${state}`;

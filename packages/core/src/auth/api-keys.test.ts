@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createFleet } from '../fleet.js';
 import { isId } from '../util/ids.js';
 import { hashSecret } from './api-keys.js';
-import { hasScope, SCOPES } from './scopes.js';
+import { hasScope, isLimited, type Principal, SCOPES } from './scopes.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -25,7 +25,7 @@ function setup() {
   };
 }
 
-const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'revoked_at', 'scopes', 'tier', 'tools'];
+const API_KEY_FIELDS = ['account', 'created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prompts', 'resources', 'revoked_at', 'scopes', 'tier', 'tools'];
 
 describe('ApiKeys', () => {
   describe('create', () => {
@@ -40,6 +40,8 @@ describe('ApiKeys', () => {
         tier: 'pro',
         scopes: null,
         tools: null,
+        prompts: null,
+        resources: null,
         name: 'ci',
         created_at: '2026-11-22T10:00:00.000Z',
         revoked_at: null,
@@ -84,6 +86,8 @@ describe('ApiKeys', () => {
         tier: 'enterprise',
         scopes: ['servers:read', 'tool_calls:read'],
         tools: null,
+        prompts: null,
+        resources: null,
         keyId: key.id,
       });
     });
@@ -183,7 +187,7 @@ describe('ApiKeys', () => {
       const { keys, dump } = setup();
       const key = (await keys.register({ account: 'acme', tier: 'pro', secret }))._unsafeUnwrap();
       expect(isId('apiKey', key.id)).toBe(true);
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, keyId: key.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, prompts: null, resources: null, keyId: key.id });
       expect(dump()).not.toContain(secret);
       expect(JSON.stringify(key)).not.toContain(secret);
     });
@@ -203,7 +207,7 @@ describe('ApiKeys', () => {
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       const second = (await keys.register({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], secret }))._unsafeUnwrap();
       expect(second).toMatchObject({ id: first.id, tier: 'enterprise', scopes: ['servers:read'] });
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, keyId: first.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, prompts: null, resources: null, keyId: first.id });
     });
 
     it('registering a secret for another account revokes the old key and issues a new one', async () => {
@@ -358,7 +362,7 @@ describe('ApiKeys tool allowlists', () => {
       reads.push(name);
       return get(name);
     };
-    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, keyId: key.id });
+    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, prompts: null, resources: null, keyId: key.id });
     expect(reads).toHaveLength(1);
     expect(reads[0]).toMatch(new RegExp(`apikey-hash:${hashSecret(secret)}$`));
   });
@@ -403,6 +407,46 @@ describe('ApiKeys tool allowlists', () => {
     await keys.revoke(first.id);
     expect((await keys.register({ account: 'acme', secret, tools: ['b__*'] }))._unsafeUnwrap()).toMatchObject({ tools: ['a__*'], revoked_at: expect.any(String) });
     expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
+  });
+});
+
+describe('ApiKeys prompt and resource allowlists', () => {
+  it('a key carries its prompts and resources: listed, registered again, and in the principal', async () => {
+    const { keys } = setup();
+    const lists = { prompts: ['search__*'], resources: ['docs__file:///public/*'] };
+    const { key, secret } = (await keys.create({ account: 'acme', ...lists }))._unsafeUnwrap();
+    expect(key).toMatchObject({ tools: null, ...lists });
+    expect((await keys.list('acme'))._unsafeUnwrap()[0]).toMatchObject(lists);
+    expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ tools: null, ...lists });
+    const chosen = 'operator-chosen-secret-0004';
+    (await keys.register({ account: 'acme', secret: chosen, resources: ['a__*'] }))._unsafeUnwrap();
+    expect((await keys.verify(chosen))._unsafeUnwrap()).toMatchObject({ prompts: null, resources: ['a__*'] });
+    expect((await keys.register({ account: 'acme', secret: chosen }))._unsafeUnwrap()).toMatchObject({ prompts: null, resources: null });
+  });
+
+  it.each([
+    ['an empty prompt list', { prompts: [] }, 'prompts'],
+    ['a resource pattern with a space', { resources: ['docs__file:///a b'] }, 'resources[0]'],
+    ['a resource pattern with "|"', { resources: ['a__*|b__*'] }, 'resources[0]'],
+  ])('refuses %s, naming the field', async (_label, lists, field) => {
+    const { keys } = setup();
+    const error = (await keys.create({ account: 'acme', ...(lists as object) }))._unsafeUnwrapErr();
+    expect(error.code).toBe('INVALID_REQUEST');
+    expect(error.details).toMatchObject({ field });
+  });
+});
+
+describe('hasScope', () => {
+  const principal = (extra: Partial<Principal>): Principal => ({ account: 'acme', tier: 'pro', scopes: null, ...extra });
+
+  it('no scope list: every scope, but servers:write for a principal with any allowlist unless its list names it', () => {
+    expect(SCOPES.filter((scope) => hasScope(principal({}), scope))).toEqual([...SCOPES]);
+    expect(SCOPES.filter((scope) => hasScope(principal({ tools: null, prompts: null, resources: null }), scope))).toEqual([...SCOPES]);
+    for (const lists of [{ tools: ['a__*'] }, { prompts: ['a__*'] }, { resources: ['a__*'] }, { tools: [] }]) {
+      expect(SCOPES.filter((scope) => hasScope(principal(lists), scope))).toEqual(SCOPES.filter((scope) => scope !== 'servers:write'));
+      expect(hasScope(principal({ ...lists, scopes: ['servers:write'] }), 'servers:write')).toBe(true);
+      expect(isLimited(principal(lists))).toBe(true);
+    }
   });
 });
 

@@ -20,6 +20,10 @@ export interface ApiKey {
   scopes: Scope[] | null;
   /** Tool allowlist: glob patterns (`*`) over namespaced tool names (`search__*`); `null`: every tool. */
   tools: string[] | null;
+  /** Prompt allowlist: globs over `{prefix}__{prompt}`; `null`: the prompts of every server the key reaches (one of whose tools `tools` allows). */
+  prompts: string[] | null;
+  /** Resource allowlist: globs over `{prefix}__{uri}` (and `{prefix}__{uriTemplate}`); `null`: the resources of every server the key reaches. */
+  resources: string[] | null;
   name: string | null;
   created_at: string;
   revoked_at: string | null;
@@ -46,6 +50,16 @@ export interface CreateApiKeyInput {
    * exist for the key: 1 to 100 patterns of 1 to 200 printable characters, no spaces or `|`. @default null (every tool)
    */
   tools?: string[] | null;
+  /**
+   * Only the prompts whose namespaced name (`{prefix}__{prompt}`) matches one of these globs exist for the key (the
+   * same shape as `tools`). @default null (the prompts of every server one of whose tools the key may call)
+   */
+  prompts?: string[] | null;
+  /**
+   * Only the resources whose `{prefix}__{uri}` (templates: `{prefix}__{uriTemplate}`) matches one of these globs exist
+   * for the key (the same shape as `tools`). @default null (the resources of every server one of whose tools the key may call)
+   */
+  resources?: string[] | null;
   name?: string;
   /** When the key stops working (ISO 8601, in the future). @default never */
   expires_at?: string;
@@ -67,6 +81,9 @@ interface KeyHashEntry {
   scopes: Scope[] | null;
   /** Absent in entries written before allowlists existed: every tool. */
   tools?: string[] | null;
+  /** Absent in entries written before prompt and resource allowlists existed: by reach, as `null`. */
+  prompts?: string[] | null;
+  resources?: string[] | null;
   expires_at?: string | null;
   revoked?: true;
 }
@@ -86,6 +103,8 @@ const inputSchema = z.strictObject({
   tier: z.enum(TIERS).default('free'),
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
   tools: toolPatternsSchema.optional(),
+  prompts: toolPatternsSchema.optional(),
+  resources: toolPatternsSchema.optional(),
   name: z.string().min(1).max(100).optional(),
   expires_at: z.iso.datetime({ offset: true }).optional(),
 });
@@ -148,6 +167,8 @@ export class ApiKeys {
             tier: valid.tier,
             scopes: valid.scopes ?? null,
             tools: valid.tools ?? null,
+            prompts: valid.prompts ?? null,
+            resources: valid.resources ?? null,
             name: valid.name ?? existing.name,
             expires_at: valid.expires_at ?? null,
           };
@@ -236,7 +257,15 @@ export class ApiKeys {
     if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
     this.noteUse(entry.id, now);
     // Arrays copied: the entry may be the stored object itself (`verifyNow`).
-    return { account: entry.account, tier: entry.tier, scopes: entry.scopes?.slice() ?? null, tools: entry.tools?.slice() ?? null, keyId: entry.id };
+    return {
+      account: entry.account,
+      tier: entry.tier,
+      scopes: entry.scopes?.slice() ?? null,
+      tools: entry.tools?.slice() ?? null,
+      prompts: entry.prompts?.slice() ?? null,
+      resources: entry.resources?.slice() ?? null,
+      keyId: entry.id,
+    };
   }
 
   /** Writes `last_used_at` when this process has not for a minute; never on the request's path, never its failure. */
@@ -266,6 +295,8 @@ export class ApiKeys {
       tier: valid.tier,
       scopes: valid.scopes ?? null,
       tools: valid.tools ?? null,
+      prompts: valid.prompts ?? null,
+      resources: valid.resources ?? null,
       name: valid.name ?? null,
       created_at: new Date(now).toISOString(),
       revoked_at: null,
@@ -291,15 +322,27 @@ export class ApiKeys {
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {
-    return { id: key.id, account: key.account, tier: key.tier, scopes: key.scopes, tools: key.tools, expires_at: key.expires_at };
+    return {
+      id: key.id,
+      account: key.account,
+      tier: key.tier,
+      scopes: key.scopes,
+      tools: key.tools,
+      prompts: key.prompts,
+      resources: key.resources,
+      expires_at: key.expires_at,
+    };
   }
 }
 
 const keyNotFound = (id: string) => new FleetError('NOT_FOUND', { message: 'No API key with this id exists.', details: { id } });
 
-/** A record written before `expires_at`, `last_used_at` and `tools` existed reads as never expiring, never used, every tool. */
+/**
+ * A record written before `expires_at`, `last_used_at` and the allowlists existed reads as never expiring, never used,
+ * every tool, prompts and resources by reach.
+ */
 function withDefaults(key: ApiKey, used?: string): ApiKey {
-  return { ...key, tools: key.tools ?? null, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
+  return { ...key, tools: key.tools ?? null, prompts: key.prompts ?? null, resources: key.resources ?? null, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
 }
 
 /** An expiry must lie ahead: a key born expired is a mistake worth a 400. */

@@ -24,10 +24,31 @@ export interface Principal {
    * principal, on `/mcp` and on `POST /servers/{id}/tools/call`. `null` or absent: every tool.
    */
   tools?: readonly string[] | null;
+  /**
+   * The key's prompt allowlist: globs over namespaced prompt names (`search__*`). `null` or absent: the prompts of
+   * every server the key reaches (a server one of whose tools `tools` allows).
+   */
+  prompts?: readonly string[] | null;
+  /**
+   * The key's resource allowlist: globs over `{prefix}__{uri}` (`docs__file:///public/*`), and over
+   * `{prefix}__{uriTemplate}` for templates. `null` or absent: the resources of every server the key reaches.
+   */
+  resources?: readonly string[] | null;
 }
 
+/** Whether the principal carries an allowlist (`tools`, `prompts` or `resources`): it sees part of its account only. */
+export function isLimited(principal: Principal): boolean {
+  return principal.tools != null || principal.prompts != null || principal.resources != null;
+}
+
+/**
+ * Whether the principal holds `scope`. A scope list holds what it lists. No list holds every scope, except that a
+ * principal with an allowlist holds `servers:write` only when its list names it: creating or renaming a server would
+ * let it move tools into (or out of) its own patterns.
+ */
 export function hasScope(principal: Principal, scope: Scope): boolean {
-  return principal.scopes === null || principal.scopes.includes(scope);
+  if (principal.scopes !== null) return principal.scopes.includes(scope);
+  return scope !== 'servers:write' || !isLimited(principal);
 }
 
 /** Account ids are stable, printable and colon-free: they appear in `account:tier:secret` triples. */

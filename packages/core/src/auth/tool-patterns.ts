@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
 /**
- * The shape of an API key's tool allowlist (`tools`): glob patterns over namespaced tool names (`search__*`). Kept in
- * auth/, where keys are validated; toolcalls/tool-names.ts matches them against a call or a listing.
+ * The shape of an API key's allowlists: `tools` (globs over namespaced tool names, `search__*`), `prompts` (over
+ * `{prefix}__{prompt}`) and `resources` (over `{prefix}__{uri}`, and `{prefix}__{uriTemplate}` for templates), all
+ * three matched by the one glob of toolcalls/tool-names.ts (`toolAllowed`). Kept in auth/, where keys are validated.
  */
 
 /** The most patterns a key may carry, and the longest one: they are matched on every listing and call. */
@@ -22,5 +23,5 @@ export const toolPatternSchema = z
   .max(MAX_TOOL_PATTERN_LENGTH)
   .refine((pattern) => TOOL_PATTERN.test(pattern), 'must be printable characters without spaces or "|"');
 
-/** A key's `tools`: 1 to MAX_TOOL_PATTERNS patterns, or `null` for every tool. */
+/** A key's `tools`, `prompts` or `resources`: 1 to MAX_TOOL_PATTERNS patterns, or `null` for no list. */
 export const toolPatternsSchema = z.array(toolPatternSchema).min(1).max(MAX_TOOL_PATTERNS).nullable();

@@ -331,10 +331,16 @@ function isPrincipal(value: unknown): value is Principal {
     p.account.length > 0 &&
     (TIERS as readonly unknown[]).includes(p.tier) &&
     (p.scopes === null || (Array.isArray(p.scopes) && p.scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)))) &&
-    // `tools`: a list of glob strings, or null/absent for every tool; anything else is the embedder's bug, said at once.
-    (p.tools === undefined || p.tools === null || (Array.isArray(p.tools) && p.tools.every((t) => typeof t === 'string')))
+    // `tools`, `prompts`, `resources`: lists of glob strings, or null/absent for no list; anything else is the
+    // embedder's bug, said at once.
+    isPatternList(p.tools) &&
+    isPatternList(p.prompts) &&
+    isPatternList(p.resources)
   );
 }
+
+const isPatternList = (value: unknown) =>
+  value === undefined || value === null || (Array.isArray(value) && value.every((pattern) => typeof pattern === 'string'));
 
 /** The query of a request URL, as `new URL(url).searchParams` reads it, without parsing the rest of the URL. */
 export function queryOf(url: string): URLSearchParams {

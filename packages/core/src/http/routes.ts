@@ -85,6 +85,8 @@ const idAndBody = ({ params, body }: OperationInput): Result<[string, unknown], 
  */
 const toolCall = ({ params, body, principal, request }: OperationInput): Result<[string, unknown, InvokeOptions], FleetError> =>
   ok([params.id as string, body, { via: 'http', tools: principal.tools ?? null, signal: request.signal }]);
+/** A REST tool listing: only the tools the key's allowlist lets it call, as on `/mcp`. */
+const toolList = ({ params, principal }: OperationInput): Result<[string, readonly string[] | null], FleetError> => ok([params.id as string, principal.tools ?? null]);
 const bodyOnly = ({ body }: OperationInput): Result<[unknown], FleetError> => ok([body]);
 const query =
   <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
@@ -117,7 +119,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
     route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
     route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', input: id, run: servers.healthHistory }),
-    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: id, run: tools.list }),
+    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: toolList, run: tools.list }),
     route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: toolCall, run: tools.invoke }),
     route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),
     route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', input: id, run: toolCalls.get }),

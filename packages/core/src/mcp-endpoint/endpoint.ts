@@ -107,7 +107,7 @@ function positiveInteger(value: number | undefined, fallback: number, name: stri
 }
 
 /**
- * The 2026-07-28 handler of one view of an account: the same account, allowlist and server see the same tools, so
+ * The 2026-07-28 handler of one view of an account: the same account, allowlists and server see the same tools, so
  * they share one handler and its `subscriptions/listen` bus.
  */
 interface ModernView {
@@ -122,8 +122,8 @@ interface ModernView {
   lastUsed: number;
 }
 
-const viewKey = (scope: EndpointScope) =>
-  JSON.stringify([scope.principal.account, scope.serverId ?? null, scope.principal.tools ?? null]);
+const viewKey = ({ principal, serverId }: EndpointScope) =>
+  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */

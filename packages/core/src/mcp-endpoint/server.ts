@@ -85,6 +85,67 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
   return servers.map((server, i) => ({ server, items: (lists[i] ?? []) as never }));
 }
 
+/** The kinds whose items a key reaches through its tools, or through its own `prompts`/`resources` patterns. */
+type DoorKind = 'prompts' | 'resources' | 'resourceTemplates';
+
+/** What a key's patterns match after `{prefix}__`: a prompt's name, a resource's URI, a template's URI template. */
+const itemKeyOf = {
+  prompts: (item: Prompt) => item.name,
+  resources: (item: Resource) => item.uri,
+  resourceTemplates: (item: ResourceTemplate) => item.uriTemplate,
+} satisfies { [K in DoorKind]: (item: ItemOf<K>) => string };
+
+const nameOf = (server: ServerRecord) => ({ id: server.id, name: server.config.name });
+
+/**
+ * Whether the principal reaches `server`: it may call at least one of its tools (its last listing, cached by the
+ * catalog). No tool list: every server. A server whose tools cannot be listed now (unhealthy, failing, slow) is not
+ * reached: the door stays shut rather than open on a guess.
+ */
+async function reaches(catalog: UpstreamCatalog, principal: Principal, server: ServerRecord): Promise<boolean> {
+  if (principal.tools === null || principal.tools === undefined) return true;
+  const tools = await catalog.list(server, 'tools');
+  return tools?.some((tool) => toolAllowed(principal.tools, namespacedTool(nameOf(server), tool.name))) === true;
+}
+
+/**
+ * Which of `server`'s items of `kind` exist for the principal, by the item's `{prefix}__{name or URI}`: its own
+ * `prompts` (prompts) or `resources` (resources and templates) patterns when it has them, else every item of a server
+ * it reaches and none of another. The one rule of every door but tools (docs/mcp-endpoint.md "Allowlists per key").
+ */
+async function allowance(catalog: UpstreamCatalog, principal: Principal, server: ServerRecord, kind: DoorKind): Promise<(item: string) => boolean> {
+  const patterns = kind === 'prompts' ? principal.prompts : principal.resources;
+  if (patterns !== null && patterns !== undefined) return (item) => toolAllowed(patterns, namespacedTool(nameOf(server), item));
+  const reached = await reaches(catalog, principal, server);
+  return () => reached;
+}
+
+/** `gather`, each server's items narrowed to those that exist for the exchange's principal. */
+async function gatherAllowed<K extends DoorKind>(catalog: UpstreamCatalog, scope: EndpointScope, kind: K): Promise<{ server: ServerRecord; items: ItemOf<K>[] }[]> {
+  const gathered = await gather(catalog, scope, kind);
+  const keyOf = itemKeyOf[kind] as (item: ItemOf<K>) => string;
+  return Promise.all(
+    gathered.map(async ({ server, items }) => {
+      // A server with nothing of this kind costs no look at its tools.
+      if (items.length === 0) return { server, items };
+      const allows = await allowance(catalog, scope.principal, server, kind);
+      return { server, items: items.filter((item) => allows(keyOf(item))) };
+    }),
+  );
+}
+
+/**
+ * The resources an exchange is served, each with the one server that reads it. URIs pass unprefixed on `/mcp` too,
+ * so a URI listed by two of the servers seen is served by neither (left out of the listing, unknown to a read): the
+ * first server registered must not shadow another's resource. Within one server a repeated URI is one resource.
+ */
+async function servedResources(catalog: UpstreamCatalog, scope: EndpointScope): Promise<{ server: ServerRecord; items: Resource[] }[]> {
+  const gathered = await gatherAllowed(catalog, scope, 'resources');
+  const listers = new Map<string, number>();
+  for (const { items } of gathered) for (const uri of new Set(items.map((item) => item.uri))) listers.set(uri, (listers.get(uri) ?? 0) + 1);
+  return gathered.map(({ server, items }) => ({ server, items: items.filter((item) => listers.get(item.uri) === 1) }));
+}
+
 /** The name a client sees for an upstream item: unprefixed on `/servers/{id}/mcp`, else `{prefix}__{name}`. */
 const exposedName = (scope: EndpointScope, server: ServerRecord, name: string) =>
   scope.serverId !== undefined ? name : namespacedTool({ id: server.id, name: server.config.name }, name);
@@ -207,7 +268,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const prompts: Prompt[] = [];
-    for (const { server: upstream, items } of await gather(catalog, scope, 'prompts')) {
+    for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'prompts')) {
       for (const prompt of items) prompts.push(withServerMeta({ ...prompt, name: exposedName(scope, upstream, prompt.name) }, upstream));
     }
     return { prompts };
@@ -218,7 +279,10 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     requireScope(scope.principal, 'tool_calls:read');
     const { name, arguments: args } = request.params;
     const target = await resolveName(catalog, scope, name);
-    if (target === undefined) throw invalidParams(`Unknown prompt: ${name.slice(0, 256)}`);
+    // Hidden and unknown answer alike, as for tools.
+    if (target === undefined || !(await allowance(catalog, scope.principal, target.server, 'prompts'))(target.name)) {
+      throw invalidParams(`Unknown prompt: ${name.slice(0, 256)}`);
+    }
     try {
       return await deps.tools.upstream(target.server, target.server.config.timeout, ({ client }) =>
         client.getPrompt({ name: target.name, ...(args === undefined ? {} : { arguments: args }) }, { timeout: target.server.config.timeout }),
@@ -232,7 +296,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const resources: Resource[] = [];
-    for (const { server: upstream, items } of await gather(catalog, scope, 'resources')) {
+    for (const { server: upstream, items } of await servedResources(catalog, scope)) {
       for (const resource of items) resources.push(withServerMeta(resource, upstream));
     }
     return { resources };
@@ -243,7 +307,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const resourceTemplates: ResourceTemplate[] = [];
-    for (const { server: upstream, items } of await gather(catalog, scope, 'resourceTemplates')) {
+    for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'resourceTemplates')) {
       for (const template of items) resourceTemplates.push(withServerMeta(template, upstream));
     }
     return { resourceTemplates };
@@ -253,8 +317,8 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const { uri } = request.params;
-    // The server that listed the URI reads it; URIs pass unchanged.
-    const owner = (await gather(catalog, scope, 'resources')).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
+    // The one server that lists the URI for this key reads it; URIs pass unchanged.
+    const owner = (await servedResources(catalog, scope)).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
     // -32602 with the URI in `data` (SEP-2164), as the SDK's own servers answer.
     if (owner === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 512)}`, { uri: uri.slice(0, 2048) });
     try {

@@ -49,6 +49,8 @@ export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' |
 export interface ToolOperations extends ToolsApi {
   /** A call from its `{ name, arguments? }` as received (a `tools/call` body or MCP params), validated here, once. */
   invoke(account: string, serverId: string, params: unknown, options?: InvokeOptions): ResultAsync<ToolCallOutcome, FleetError>;
+  /** `list` narrowed to the tools a caller's allowlist (`Principal.tools`) lets it call; `null` or absent: every tool. */
+  list(account: string, serverId: string, allowlist?: readonly string[] | null): ResultAsync<Tool[], FleetError>;
 }
 
 /** The servers of an account; answers never carry secrets. */
@@ -109,7 +111,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
       invoke: (account, serverId, params, options) => tools.invoke(account, serverId, params, options),
-      list: (account, serverId) => tools.list(account, serverId),
+      list: (account, serverId, allowlist) => tools.list(account, serverId, allowlist),
     },
     toolCalls: {
       get: (account, id) => toolCalls.get(account, id),

@@ -593,6 +593,104 @@ describe('ServerRegistry', () => {
     });
   });
 
+  describe('names that would make tool names ambiguous ({prefix}__{tool})', () => {
+    /** Whether one of the names begins with the other followed by "__": then their tools may share a name. */
+    const clashing = (names: string[]) => names.some((a) => names.some((b) => a !== b && b.startsWith(`${a}__`)));
+
+    it('refuses a__b when a exists and a when a__b exists, naming the other server; nothing is left behind', async () => {
+      const { registry, store } = setup();
+      const a = await created(registry, 'acme', http('a'));
+      const below = failure(await registry.create('acme', http('a__b')));
+      expect(below.code).toBe('SERVER_NAME_EXISTS');
+      expect(below.status).toBe(409);
+      expect(below.details).toEqual({ name: 'a__b', clashes_with: { id: a.id, name: 'a' } });
+      expect(below.message).toContain('"a"');
+      const cd = await created(registry, 'acme', http('c__d'));
+      expect(failure(await registry.create('acme', http('c'))).details).toEqual({ name: 'c', clashes_with: { id: cd.id, name: 'c__d' } });
+      // Every "__" is a place a prefix may end: a___b begins with a and with a_.
+      expect(failure(await registry.create('acme', http('a___b'))).details).toMatchObject({ clashes_with: { name: 'a' } });
+      expect(failure(await registry.create('acme', http('c__d__e'))).details).toMatchObject({ clashes_with: { name: 'c__d' } });
+      expect(store.serverKeys()).toHaveLength(2);
+      // Siblings, other accounts, and names that are no prefix (their tools go by id) are no clash.
+      await created(registry, 'acme', http('c__x'));
+      await created(registry, 'other', http('a__b'));
+      await created(registry, 'acme', http('a b__c'));
+      await created(registry, 'acme', http('ab'));
+    });
+
+    it('a rename into a clash is refused and changes nothing; a server may move within its own prefix', async () => {
+      const { registry } = setup();
+      const a = await created(registry, 'acme', http('a'));
+      const f = await created(registry, 'acme', http('f'));
+      const error = failure(await registry.update('acme', f.id, { name: 'a__f' }));
+      expect(error.details).toEqual({ name: 'a__f', clashes_with: { id: a.id, name: 'a' } });
+      expect((await registry.get('acme', f.id))._unsafeUnwrap()).toEqual(f);
+      const gh = await created(registry, 'acme', http('g__h'));
+      expect(failure(await registry.update('acme', a.id, { name: 'g' })).details).toEqual({ name: 'g', clashes_with: { id: gh.id, name: 'g__h' } });
+      // Alone in its prefix, a server moves below or above its own name.
+      expect((await registry.update('acme', a.id, { name: 'a__x' }))._unsafeUnwrap().config.name).toBe('a__x');
+      expect((await registry.update('acme', a.id, { name: 'a' }))._unsafeUnwrap().config.name).toBe('a');
+      // A rename frees its old place: g is taken once g__h is named otherwise.
+      await registry.update('acme', gh.id, { name: 'h' });
+      await created(registry, 'acme', http('g'));
+      expect(failure(await registry.create('acme', http('h__1'))).details).toMatchObject({ clashes_with: { id: gh.id } });
+    });
+
+    it('a delete frees the prefix', async () => {
+      const { registry } = setup();
+      const a = await created(registry, 'acme', http('a'));
+      (await registry.delete('acme', a.id))._unsafeUnwrap();
+      await created(registry, 'acme', http('a__b'));
+    });
+
+    it('of concurrent creates of clashing names, the ones that succeed never clash', async () => {
+      for (let round = 0; round < 5; round++) {
+        const { registry, store } = setup();
+        store.maxDelayMs = 3;
+        const names = ['k', 'k__l', 'k__m', 'k__l__n', 'k__l__n__o', 'k__m__p'];
+        const results = await Promise.all(names.map((name) => registry.create('acme', http(name))));
+        for (const r of results) if (r.isErr()) expect(r.error.code).toBe('SERVER_NAME_EXISTS');
+        const kept = (await ids(registry, 'acme')).data.map((r) => r.config.name);
+        expect(kept.length).toBeGreaterThan(0);
+        expect(clashing(kept), kept.join(' ')).toBe(false);
+        expect(store.serverKeys()).toHaveLength(kept.length);
+      }
+    });
+
+    it('a name above, left claimed by a server gone, is respected within the grace period and then taken over', async () => {
+      const { registry, index, advance } = setup();
+      const a = await created(registry, 'acme', http('a'));
+      index.failWhen = (tx) => (tx.releases?.length ?? 0) > 0;
+      await registry.delete('acme', a.id);
+      index.failWhen = undefined;
+      expect(failure(await registry.create('acme', http('a__b'))).details).toEqual({ name: 'a__b' });
+      advance(GRACE + 1);
+      await created(registry, 'acme', http('a__b'));
+      expect(failure(await registry.create('acme', http('a'))).code).toBe('SERVER_NAME_EXISTS');
+    });
+
+    it('an entry below a name left by a server gone is repaired by the next create of that name', async () => {
+      const { registry, index } = setup();
+      const below = await created(registry, 'acme', http('a__b'));
+      // Its delete wrote the record but no index commit: its entry below `a` and the claim of `a` for those below stay.
+      index.failWhen = () => true;
+      await registry.delete('acme', below.id);
+      index.failWhen = undefined;
+      await created(registry, 'acme', http('a'));
+      expect(failure(await registry.create('acme', http('a__c'))).details).toMatchObject({ clashes_with: { name: 'a' } });
+    });
+
+    it('the last server below a name gone, the name is free again; a sibling left keeps it taken', async () => {
+      const { registry } = setup();
+      const one = await created(registry, 'acme', http('a__b'));
+      const two = await created(registry, 'acme', http('a__c'));
+      (await registry.delete('acme', one.id))._unsafeUnwrap();
+      expect(failure(await registry.create('acme', http('a'))).details).toEqual({ name: 'a', clashes_with: { id: two.id, name: 'a__c' } });
+      (await registry.update('acme', two.id, { name: 'z' }))._unsafeUnwrap();
+      await created(registry, 'acme', http('a'));
+    });
+  });
+
   describe('through createFleet', () => {
     it('uses the `now` option and a grace period of a minute for stale names', async () => {
       let clock = T0;

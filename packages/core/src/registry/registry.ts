@@ -16,6 +16,7 @@ import { SecretBox } from '../util/secret-box.js';
 import { hasStaleSecrets, revealConfig, revealConfigNow, sealConfig, sealConfigNow } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { isoTimeOf } from '../util/iso-time.js';
+import { namesItsPrefix, prefixesAbove } from '../toolcalls/tool-names.js';
 import { okWith, recover } from '../util/result.js';
 
 /**
@@ -99,6 +100,73 @@ function allSetsOf(account: string): string[] {
 
 const score = (record: ServerRecord) => Date.parse(record.created_at);
 
+/**
+ * The account's tool namespace (`{prefix}__{tool}`, toolcalls/tool-names.ts) kept unambiguous: no server may be named P
+ * while another's name begins with `P__`. A server named `a__b__c` takes, in the commit that names it, the claims of
+ * the names above it (`a`, `a__b`) for `BELOW` (one owner for all the servers below, so siblings share them; a server
+ * named `a` holds its own claim, so one of the two commits is refused), and enters the sets `prefix-below:{account}:{P}`
+ * of those names. A server named `a` takes its name's claim over from `BELOW` only under the limit that nobody is in
+ * `prefix-below:…:a`: a claim left by servers since gone is taken over, a live one refuses it. A name with no `__` costs
+ * nothing more than its claim; names that are no prefix (the server goes by its id) take no part.
+ */
+const BELOW = '__below';
+const PREFIX_BELOW = 'prefix-below:';
+const belowSet = (account: string, prefix: string) => [PREFIX_BELOW, encodeURIComponent(account), ':', prefix].join('');
+/** The name's place in the namespace, when it is the server's prefix. */
+const ownPrefix = (record: ServerRecord) => (namesItsPrefix(record.config.name) ? record.config.name : undefined);
+const abovesOf = (record: ServerRecord): string[] => {
+  const own = ownPrefix(record);
+  return own === undefined ? [] : prefixesAbove(own);
+};
+
+/**
+ * The namespace's part of the commit that gives `record` its name: the claims of the names above it, its entries below
+ * them, and the limit that nobody stands below its own name. `previous`: the record before a rename, which still holds
+ * its old name (taken over if the new name is below it) and stands below the names it was below.
+ */
+function namespaceClaims(record: ServerRecord, at: number, previous?: ServerRecord): Required<Pick<IndexTransaction, 'claims' | 'add' | 'limits'>> {
+  const own = ownPrefix(record);
+  if (own === undefined) return { claims: [], add: [], limits: [] };
+  const { account, id } = record;
+  const before = previous === undefined ? undefined : ownPrefix(previous);
+  const wasBelow = previous === undefined ? [] : abovesOf(previous);
+  const aboves = prefixesAbove(own);
+  return {
+    claims: aboves.map((above) => ({ key: nameKey(account, above), owner: BELOW, ...(above === before && { replacing: id }) })),
+    add: aboves.filter((above) => !wasBelow.includes(above)).map((above) => ({ set: belowSet(account, above), member: id, score: at })),
+    // Fewer than `max` before the commit: none, or only itself when it moves up to a name it stood below.
+    limits: [{ set: belowSet(account, own), max: wasBelow.includes(own) ? 2 : 1 }],
+  };
+}
+
+/** `record`'s entries below the names above it, those of `keep` excepted (a rename's new ones). */
+function belowRemoves(record: ServerRecord, keep?: ServerRecord): { set: string; member: string }[] {
+  const kept = keep === undefined ? [] : abovesOf(keep);
+  return abovesOf(record).filter((above) => !kept.includes(above)).map((above) => ({ set: belowSet(record.account, above), member: record.id }));
+}
+
+/** Whether `holder` still stands in `prefix-below:…:P` (a member of an earlier name, or of a server gone, does not). */
+function standsBelow(set: string, holder: ServerRecord | undefined, account: string): holder is ServerRecord {
+  if (holder === undefined || holder.account !== account) return false;
+  return abovesOf(holder).includes(set.slice(set.lastIndexOf(':') + 1));
+}
+
+/** A name that would make another server's tool names ambiguous: 409, naming that server when it is known. */
+function nameClash(record: ServerRecord, other: ServerRecord | undefined): FleetError {
+  const name = record.config.name;
+  const message =
+    other === undefined
+      ? `The name "${name}" would make tool names ambiguous with another server of the account ({prefix}__{tool}); choose a name that neither begins with another server's name followed by "__" nor is such a beginning of one.`
+      : `The name "${name}" would make tool names ambiguous with the server "${other.config.name}" (${other.id}): tools are named {prefix}__{tool}, and one of the two names begins with the other followed by "__". Choose another name, or rename that server.`;
+  return new FleetError('SERVER_NAME_EXISTS', {
+    message,
+    details: { name, ...(other !== undefined && { clashes_with: { id: other.id, name: other.config.name } }) },
+  });
+}
+
+/** Members of a full prefix set read to find who holds it. */
+const CLASH_READ = 20;
+
 function indexChanges(before: ServerRecord | undefined, after: ServerRecord | undefined): IndexTransaction {
   const old = new Set(before ? setsOf(before) : []);
   const next = new Set(after ? setsOf(after) : []);
@@ -126,7 +194,23 @@ interface StaleClaim {
   holder: string;
 }
 
-const isStale = (outcome: FleetError | StaleClaim | undefined): outcome is StaleClaim => outcome !== undefined && !(outcome instanceof FleetError);
+/** A commit refused by the set of the servers below the name: the name would make tool names ambiguous. */
+interface PrefixTaken {
+  prefixSet: string;
+}
+
+/** A commit refused by the claim of a name above the record's: held by `holder` since `since`. */
+interface AboveTaken {
+  key: string;
+  holder: string;
+  since: number;
+}
+
+type ClaimOutcome = FleetError | StaleClaim | PrefixTaken | AboveTaken | undefined;
+
+const isStale = (outcome: ClaimOutcome): outcome is StaleClaim => outcome !== undefined && 'holder' in outcome && !('key' in outcome);
+const isPrefixTaken = (outcome: ClaimOutcome): outcome is PrefixTaken => outcome !== undefined && 'prefixSet' in outcome;
+const isAboveTaken = (outcome: ClaimOutcome): outcome is AboveTaken => outcome !== undefined && 'key' in outcome && 'holder' in outcome;
 
 /** Whether `holder` (the server holding a claim) is a server of `record`'s account that carries its name. */
 const carriesName = (holder: ServerRecord | undefined, record: ServerRecord) =>
@@ -195,7 +279,12 @@ export class ServerRegistry {
       // `created_at`'s own millisecond (`score` would parse it back). Handed over, not copied: the record and its
       // configuration were made here (the validator's output shares nothing with the input).
       records.handOverNow(key, record);
-      const claimed = this.claimNameNow(record, { add: sets.map((set) => ({ set, member: id, score: ms })), limits: [{ set: all, max: maxPerAccount }] });
+      const namespace = namespaceClaims(record, ms);
+      const claimed = this.claimNameNow(record, {
+        claims: namespace.claims,
+        add: [...sets.map((set) => ({ set, member: id, score: ms })), ...namespace.add],
+        limits: [{ set: all, max: maxPerAccount }, ...namespace.limits],
+      });
       if (claimed.isErr()) records.deleteNow(key);
       return claimed.map(() => record);
     });
@@ -205,7 +294,9 @@ export class ServerRegistry {
     const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
     const { account, created_at: now } = record;
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
-    const limit = { limits: [{ set: setKey(account, {}), max: maxPerAccount }] };
+    // The quota, and the account's tool namespace kept unambiguous (`namespaceClaims`), in the commit that lists the server.
+    const namespace = namespaceClaims(record, this.deps.now());
+    const limit = { ...namespace, limits: [{ set: setKey(account, {}), max: maxPerAccount }, ...namespace.limits] };
     // A full account is refused before anything is written or staged; the limit in the listing commit holds the
     // quota against creates racing in other processes.
     return index
@@ -294,7 +385,11 @@ export class ServerRegistry {
     );
   }
 
-  /** A rename claims the new name before the record carries it and releases the old one only after. */
+  /**
+   * A rename claims the new name before the record carries it and releases the old one only after. The new name's
+   * place in the tool namespace (`namespaceClaims`) is taken in the claim's commit; the old one is left in the last
+   * one, with the release of the old name.
+   */
   private writeUpdate(current: ServerRecord, next: ServerRecord, { publish, abandon }: ChangeSteps): ResultAsync<void, FleetError> {
     const { account, id } = current;
     const changes = indexChanges(current, next);
@@ -304,14 +399,28 @@ export class ServerRegistry {
     if (newName === oldName) {
       return records.set(recordKey(id), next).andThen(() => this.commitQuietly(mergeTransactions(changes, publish)));
     }
-    return this.claimName(next, {})
+    const left = belowRemoves(current, next);
+    return this.claimName(next, namespaceClaims(next, this.deps.now(), current))
       .orElse((error) => abandon().andThen(() => errAsync(error)))
       .andThen(() =>
         records.set(recordKey(id), next).orElse((error) =>
           this.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
         ),
       )
-      .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish)));
+      .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish, { remove: left })))
+      .andThen(() => this.releaseBelow(account, left));
+  }
+
+  /**
+   * Releases the claims of the names above a server that left them (`BELOW`), each only when nobody is left below
+   * that name: the limit decides in the commit itself. Quietly: a claim left behind is taken over by the next server
+   * that wants the name (`namespaceClaims`).
+   */
+  private releaseBelow(account: string, left: readonly { set: string }[]): ResultAsync<void, FleetError> {
+    return left.reduce<ResultAsync<void, FleetError>>((chain, { set }) => {
+      const above = set.slice(set.lastIndexOf(':') + 1);
+      return chain.andThen(() => this.commitQuietly({ releases: [{ key: nameKey(account, above), owner: BELOW }], limits: [{ set, max: 1 }] }));
+    }, okAsync(undefined));
   }
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
@@ -319,14 +428,20 @@ export class ServerRegistry {
       this.get(account, id).andThen((record) => {
         const at = new Date(this.deps.now()).toISOString();
         const event = { account, type: 'server.deleted' as const, data: { server: toDetail(record) }, at, check: { key: recordKey(id), absent: true } };
+        const left = belowRemoves(record);
         return this.deps.changes.write(event, ({ publish }) =>
           this.deps.records
             .delete(recordKey(id))
             .andThen(() =>
               this.commitQuietly(
-                mergeTransactions({ ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] }, publish),
+                mergeTransactions(
+                  { ...indexChanges(record, undefined), releases: [{ key: nameKey(account, record.config.name), owner: id }] },
+                  { remove: left },
+                  publish,
+                ),
               ),
             )
+            .andThen(() => this.releaseBelow(account, left))
             .andThen(okWith(() => ({ id, deleted: true as const }))),
         );
       }),
@@ -466,49 +581,104 @@ export class ServerRegistry {
     );
   }
 
-  /** Claims the record's name in the same commit as `tx`; takes over a claim left stale by a crash. */
-  private claimName(record: ServerRecord, tx: IndexTransaction): ResultAsync<void, FleetError> {
+  /**
+   * Claims the record's name in the same commit as `tx` (which may hold the claims of the names above it); takes over
+   * the name's claim left by servers below it that are gone (`BELOW`, under `tx`'s limit), and a claim left stale by a
+   * crash. A commit refused by the set of the servers below the name names one of them; members of it that no longer
+   * stand there (a server gone, or renamed, whose last commit did not run) are taken out once and the commit tried
+   * again. A commit refused by the claim of a name above names the server that carries it.
+   */
+  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1): ResultAsync<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
-    const attempt = (replacing?: string) =>
-      this.deps.index.commit({ ...tx, claims: [{ key, owner: record.id, ...(replacing && { replacing }) }] });
-    return attempt().andThen((first) => {
-      const outcome = this.claimOutcome(first, record, false);
-      if (!isStale(outcome)) return outcome === undefined ? okAsync(undefined) : errAsync(outcome);
+    const attempt = (replacing: string, above?: AboveTaken) =>
+      this.deps.index.commit({
+        ...tx,
+        claims: [{ key, owner: record.id, replacing }, ...(tx.claims ?? []).map((claim) => (claim.key === above?.key ? { ...claim, replacing: above.holder } : claim))],
+      });
+    const settle = (outcome: ClaimOutcome, tookOver: boolean): ResultAsync<void, FleetError> => {
+      if (outcome === undefined) return okAsync(undefined);
+      if (isPrefixTaken(outcome)) {
+        return this.prefixHolders(record, outcome.prefixSet).andThen(({ holder, stale }) => {
+          if (holder !== undefined || stale.length === 0 || repairs === 0) return errAsync(nameClash(record, holder));
+          const remove = stale.map((member) => ({ set: outcome.prefixSet, member }));
+          return this.commitQuietly({ remove }).andThen(() => this.claimName(record, tx, repairs - 1));
+        });
+      }
+      if (isAboveTaken(outcome)) {
+        const name = outcome.key.slice(nameKey(record.account, '').length);
+        return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
+          if (holder !== undefined && holder.account === record.account && holder.config.name === name) return errAsync(nameClash(record, holder));
+          if (tookOver || outcome.since > this.deps.now() - this.deps.claimGraceMs) return errAsync(nameClash(record, undefined));
+          return attempt(BELOW, outcome).andThen((retry) => settle(this.claimOutcome(retry, record, true), true));
+        });
+      }
+      if (!isStale(outcome)) return errAsync(outcome);
       return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
         if (carriesName(holder, record)) return errAsync(nameExists(record.config.name));
-        return attempt(outcome.holder).andThen((retry) => {
-          const again = this.claimOutcome(retry, record, true);
-          // After a takeover the outcome is never another stale claim (`tookOver`).
-          return again === undefined ? okAsync(undefined) : errAsync(again as FleetError);
-        });
+        // After a takeover the outcome is never another stale claim (`tookOver`).
+        return attempt(outcome.holder).andThen((retry) => settle(this.claimOutcome(retry, record, true), true));
       });
+    };
+    return attempt(BELOW).andThen((first) => settle(this.claimOutcome(first, record, false), false));
+  }
+
+  /** Who holds the full `prefix-below` `set` against `record`: the first member that stands there, and the ids that do not. */
+  private prefixHolders(record: ServerRecord, set: string): ResultAsync<{ holder: ServerRecord | undefined; stale: string[] }, FleetError> {
+    return this.deps.index.range(set, { offset: 0, limit: CLASH_READ }).andThen((ids) => {
+      const others = ids.filter((id) => id !== record.id);
+      return this.deps.records.getMany<ServerRecord>(others.map((id) => recordKey(id))).andThen(okWith((found) => {
+        const stale = others.filter((_, i) => !standsBelow(set, found[i], record.account));
+        return { holder: found.find((holder): holder is ServerRecord => standsBelow(set, holder, record.account)), stale };
+      }));
     });
   }
 
-  /** `claimName` over an index that commits at once (`createNow`): the same claim, the same takeover of a stale one. */
-  private claimNameNow(record: ServerRecord, { add, limits }: Pick<IndexTransaction, 'add' | 'limits'>): Result<void, FleetError> {
+  /**
+   * `claimName` over an index that commits at once (`createNow`): the same claims, the same takeover of a stale one.
+   * A namespace refusal names the other server as read at once; no repair here: over memory no commit is left undone.
+   */
+  private claimNameNow(record: ServerRecord, { claims, add, limits }: Pick<IndexTransaction, 'claims' | 'add' | 'limits'>): Result<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
     const owner = record.id;
-    const attempt = (replacing?: string) =>
-      this.deps.index.commitNow({ add, limits, claims: [replacing === undefined ? { key, owner } : { key, owner, replacing }] }) as CommitResult;
-    const outcome = this.claimOutcome(attempt(), record, false);
-    if (!isStale(outcome)) return outcome === undefined ? ok(undefined) : err(outcome);
-    const holder = this.deps.records.getNow<ServerRecord>(recordKey(outcome.holder), true);
-    if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
-    const again = this.claimOutcome(attempt(outcome.holder), record, true);
-    return again === undefined ? ok(undefined) : err(again as FleetError);
+    const { index, records } = this.deps;
+    const attempt = (replacing: string) => index.commitNow({ add, limits, claims: [{ key, owner, replacing }, ...(claims ?? [])] }) as CommitResult;
+    const read = (id: string) => {
+      const found = records.getNow<ServerRecord>(recordKey(id), true);
+      return found === NOT_NOW ? undefined : found;
+    };
+    const settle = (outcome: ClaimOutcome): Result<void, FleetError> => {
+      if (outcome === undefined) return ok(undefined);
+      if (isPrefixTaken(outcome)) {
+        const ids = (index.rangeNow(outcome.prefixSet, { offset: 0, limit: CLASH_READ }) ?? []).filter((id) => id !== owner);
+        return err(nameClash(record, ids.map(read).find((found): found is ServerRecord => standsBelow(outcome.prefixSet, found, record.account))));
+      }
+      if (isAboveTaken(outcome)) {
+        const holder = read(outcome.holder);
+        const name = outcome.key.slice(nameKey(record.account, '').length);
+        return err(nameClash(record, holder !== undefined && holder.account === record.account && holder.config.name === name ? holder : undefined));
+      }
+      if (!isStale(outcome)) return err(outcome);
+      const holder = records.getNow<ServerRecord>(recordKey(outcome.holder), true);
+      if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
+      return settle(this.claimOutcome(attempt(outcome.holder), record, true));
+    };
+    return settle(this.claimOutcome(attempt(BELOW), record, false));
   }
 
   /**
    * What a commit claiming `record`'s name answered, for `claimName` and `claimNameNow` alike: `undefined` when the
    * name is claimed; the error when refused for good (a full account, or the name held within the grace, or held
-   * still after a takeover); else the holder of a claim older than the grace, to take over unless that server still
-   * carries the name.
+   * still after a takeover); the set or the claim that says the name would make tool names ambiguous; else the holder
+   * of a claim older than the grace, to take over unless that server still carries the name.
    */
-  private claimOutcome(result: CommitResult, record: ServerRecord, tookOver: boolean): FleetError | StaleClaim | undefined {
+  private claimOutcome(result: CommitResult, record: ServerRecord, tookOver: boolean): ClaimOutcome {
     if (result.ok) return undefined;
-    if (result.full !== undefined) return quotaExceeded('servers', result.full.max);
-    const { owner, since } = result.conflict;
+    if (result.full !== undefined) {
+      const { set, max } = result.full;
+      return set.startsWith(PREFIX_BELOW) ? { prefixSet: set } : quotaExceeded('servers', max);
+    }
+    const { key, owner, since } = result.conflict;
+    if (key !== nameKey(record.account, record.config.name)) return { key, holder: owner, since };
     if (tookOver || since > this.deps.now() - this.deps.claimGraceMs) return nameExists(record.config.name);
     return { holder: owner };
   }

@@ -21,6 +21,17 @@ export function toolPrefix(server: { id: string; name: string }): string {
   return namesItsPrefix(server.name) ? server.name : server.id;
 }
 
+/**
+ * The prefixes `prefix` begins with, each ending where a `__` starts: `a__b__c` → `a`, `a__b`; `a___b` → `a`, `a_`.
+ * A server whose prefix is one of them would share names with this one (`a` with tool `b__c__x` and `a__b__c` with tool
+ * `x` are both `a__b__c__x`), so the registry refuses such a pair (`ServerRegistry`, SERVER_NAME_EXISTS).
+ */
+export function prefixesAbove(prefix: string): string[] {
+  const above: string[] = [];
+  for (let at = prefix.indexOf(NAMESPACE_SEPARATOR, 1); at !== -1; at = prefix.indexOf(NAMESPACE_SEPARATOR, at + 1)) above.push(prefix.slice(0, at));
+  return above;
+}
+
 /** `{prefix}__{tool}`. */
 export function namespacedTool(server: { id: string; name: string }, tool: string): string {
   return `${toolPrefix(server)}${NAMESPACE_SEPARATOR}${tool}`;
@@ -57,7 +68,8 @@ function globMatches(pattern: string, name: string): boolean {
 
 /**
  * Whether a key's allowlist lets it see and call the namespaced tool `name`. `null` or `undefined`: no list, every
- * tool. An empty list allows nothing.
+ * tool. An empty list allows nothing. The same match judges a key's `prompts` (over `{prefix}__{prompt}`) and
+ * `resources` (over `{prefix}__{uri}`) lists.
  */
 export function toolAllowed(patterns: readonly string[] | null | undefined, name: string): boolean {
   if (patterns === null || patterns === undefined) return true;

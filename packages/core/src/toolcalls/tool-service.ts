@@ -196,11 +196,18 @@ export class ToolService {
     return ok({ ...record, result });
   }
 
-  /** The server's tools (MCP `tools/list`, every page). Upstream failures answer 502/504 with their code. */
-  list(account: string, serverId: string): ResultAsync<Tool[], FleetError> {
+  /**
+   * The server's tools (MCP `tools/list`, every page), only those `allowlist` (`Principal.tools`) lets the caller call
+   * (`null` or absent: all). Upstream failures answer 502/504 with their code.
+   */
+  list(account: string, serverId: string, allowlist?: readonly string[] | null): ResultAsync<Tool[], FleetError> {
     return this.deps.registry.getRevealed(account, serverId).andThen((server) =>
       // An upstream failure is the answer itself (502/504 with its code): a listing writes no record.
-      ResultAsync.fromPromise(this.listTools(server), (error) => (isFleetError(error) ? error : toUpstreamError(error, server.config.timeout))),
+      ResultAsync.fromPromise(this.listTools(server), (error) => (isFleetError(error) ? error : toUpstreamError(error, server.config.timeout))).map((tools) =>
+        allowlist === null || allowlist === undefined
+          ? tools
+          : tools.filter((tool) => toolAllowed(allowlist, namespacedTool({ id: server.id, name: server.config.name }, tool.name))),
+      ),
     );
   }
 
