@@ -65,9 +65,14 @@ const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined 
 
 /**
  * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
- * the left-out ones (unhealthy, failed, slow) simply have no items.
+ * the left-out ones (unhealthy, failed, too large, slow) simply have no items. The whole is bounded: servers are
+ * taken in the account's order while their items (plus what naming each adds) stay within `catalog.answerBytes`
+ * (`listings.cacheBytesPerAccount`); the ones past it are left out of this answer.
  */
 type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K extends 'resources' ? Resource : ResourceTemplate;
+
+/** What an aggregate adds to an item at most: a `{prefix}__` of up to 64 characters and the `_meta` naming its server. */
+const PER_ITEM_BYTES = 160;
 
 async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>(
   catalog: UpstreamCatalog,
@@ -82,7 +87,14 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
     throw upstreamFailure(error);
   }
   const lists = await Promise.all(servers.map((server) => catalog.list(server, kind)));
-  return servers.map((server, i) => ({ server, items: (lists[i] ?? []) as never }));
+  let room = catalog.answerBytes;
+  return servers.map((server, i) => {
+    const listing = lists[i];
+    const weight = listing === undefined ? 0 : listing.bytes + PER_ITEM_BYTES * listing.items.length;
+    if (listing === undefined || weight > room) return { server, items: [] as never };
+    room -= weight;
+    return { server, items: listing.items as never };
+  });
 }
 
 /** The name a client sees for an upstream item: unprefixed on `/servers/{id}/mcp`, else `{prefix}__{name}`. */
@@ -174,7 +186,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
       catalog.forgetList(upstream.id, 'tools');
       const listed = await catalog.list(upstream, 'tools');
       // Not listed in time (down, slow): the call goes, and its failure is the answer.
-      if (listed !== undefined && !has(listed)) throw unknownTool(name);
+      if (listed !== undefined && !has(listed.items)) throw unknownTool(name);
     }
 
     const progressToken = request.params._meta?.progressToken;
