@@ -82,6 +82,36 @@ describe.each(ADAPTERS)('a listing is bounded whole, across its pages ($name)', 
   });
 });
 
+describe.each(ADAPTERS)('an aggregated answer is bounded by listings.cacheBytesPerAccount ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, listings: { maxBytes: 300_000, cacheBytesPerAccount: 400_000 } });
+
+  it('/mcp tools/list takes servers in order while they fit and leaves out the rest; /servers/{id}/mcp serves the one left out', async () => {
+    // Two servers of ~200 KB of tools each: one fits in 400 KB, two do not.
+    const first = await startHostileUpstream({ pages: 1, perPage: 10, descriptionBytes: 20_000 });
+    const second = await startHostileUpstream({ pages: 1, perPage: 10, descriptionBytes: 20_000 });
+    try {
+      const name = account();
+      const rest = api(suite.served, name);
+      await createServer(rest, { name: 'first', type: 'http', endpoint: first.url });
+      const other = await createServer(rest, { name: 'second', type: 'http', endpoint: second.url });
+      const connect = async (url: string) => {
+        const client = new V2Client({ name: 'listings', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+        await client.connect(new V2Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${name}` } } }));
+        return client;
+      };
+      const all = await connect(`${suite.served.url}/mcp`);
+      const names = (await all.listTools()).tools.map((tool) => tool.name);
+      expect(names).toHaveLength(10);
+      expect(names.every((tool) => tool.startsWith('first__'))).toBe(true);
+      const one = await connect(`${suite.served.url}/servers/${other.id}/mcp`);
+      expect((await one.listTools()).tools).toHaveLength(10);
+      await Promise.all([all.close(), one.close()]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
+});
+
 describe.each(ADAPTERS)("an upstream's notifications/tools/list_changed stays in its account, coalesced ($name)", (adapter) => {
   // One re-list per server a minute at most: within the test only the first notification of a flood may re-list.
   const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, listings: { relistIntervalMs: 60_000 } });

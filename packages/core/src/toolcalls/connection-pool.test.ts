@@ -18,7 +18,7 @@ const serverAt = (endpoint: string): ServerRecord =>
   }) as ServerRecord;
 
 describe('ConnectionPool: list_changed notifications', () => {
-  it("are told with the server's account, at most maxListChangedPerMinute times a minute per connection; the rest of a flood is ignored", async () => {
+  it("are told with the server's account, at most maxListChangedPerMinute times a minute per connection; one more closes the connection", async () => {
     const hostile = await started(startHostileUpstream());
     const pool = new ConnectionPool({}, { maxListChangedPerMinute: 5 });
     const heard: [string, string, string][] = [];
@@ -34,6 +34,13 @@ describe('ConnectionPool: list_changed notifications', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(heard).toHaveLength(5);
     expect(heard[0]).toEqual(['srv_flood', 'tools', 'acct_e']);
+    // The flooding connection is gone; the next acquire opens a new one, heard again.
+    await expect.poll(() => pool.size).toBe(0);
+    const again = await pool.acquire(serverAt(hostile.url), 10_000);
+    again.release();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await hostile.flood(1);
+    await expect.poll(() => heard.length).toBe(6);
     await pool.close();
   });
 });

@@ -25,8 +25,8 @@ export interface ConnectionPoolOptions {
   /** Sees a heartbeat that failed (the connection is reopened). @default ignores it */
   onHeartbeatFailure?: (serverId: string, error: unknown) => void;
   /**
-   * `list_changed` notifications heeded per connection per minute (`listings.maxListChangedPerMinute`); further ones
-   * are ignored until the minute ends. @default 60
+   * `list_changed` notifications heeded per connection per minute (`listings.maxListChangedPerMinute`); one more
+   * closes the connection (the next call or listing opens a new one). @default 60
    */
   maxListChangedPerMinute?: number;
 }
@@ -106,7 +106,8 @@ export class ConnectionPool {
 
   /**
    * Calls `watcher` whenever an upstream says its tools, prompts or resources changed, with the server's account;
-   * returns the unsubscribe. At most `maxListChangedPerMinute` times a minute per connection.
+   * returns the unsubscribe. At most `maxListChangedPerMinute` times a minute per connection; past that the connection
+   * is closed.
    */
   onListChanged(watcher: (serverId: string, list: ListKind, account: string) => void): () => void {
     this.listWatchers.add(watcher);
@@ -279,13 +280,17 @@ export class ConnectionPool {
         this.startHeartbeat(entry, server, connected);
         for (const list of ['tools', 'prompts', 'resources'] as const) {
           connected.client.setNotificationHandler(`notifications/${list}/list_changed`, () => {
-            // A connection that floods is heard `maxListChangedPerMinute` times a minute; the rest of that minute it is not.
+            // A connection is heard `maxListChangedPerMinute` times a minute. One past that is closed: ignoring a flood
+            // would still parse every message of it, so the connection goes, and the next call or listing opens a new one.
             const now = performance.now();
             if (now - entry.noticesSince >= 60_000) {
               entry.noticesSince = now;
               entry.notices = 0;
             }
-            if (++entry.notices > this.maxNotices) return;
+            if (++entry.notices > this.maxNotices) {
+              if (this.entries.get(server.id) === entry) void this.drop(server.id);
+              return;
+            }
             for (const watcher of this.listWatchers) watcher(server.id, list, server.account);
           });
         }

@@ -48,8 +48,9 @@ export interface ListingsOptions {
    */
   relistIntervalMs?: number;
   /**
-   * `list_changed` notifications heeded per upstream connection per minute (tools, prompts and resources together);
-   * further ones are ignored until the minute ends (a listing is still kept no longer than its TTL). @default 60
+   * `list_changed` notifications heeded per upstream connection per minute (tools, prompts and resources together).
+   * One more closes that connection: a flood is not even parsed past it. The next call or listing of the server
+   * opens a new connection, heard again from zero. @default 60
    */
   maxListChangedPerMinute?: number;
 }
