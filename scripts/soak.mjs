@@ -66,7 +66,8 @@ const base = await new Promise((resolve, reject) => {
 });
 
 const deadline = setTimeout(() => {
-  console.error(`soak: stopped at the deadline (${DEADLINE_MS} ms, SOAK_DEADLINE_MS)`);
+  console.error(`soak: stopped at the deadline (${DEADLINE_MS} ms, SOAK_DEADLINE_MS), in the ${phase} phase`);
+  report();
   server.kill('SIGKILL');
   process.exit(2);
 }, DEADLINE_MS);
@@ -126,7 +127,7 @@ const sampler = (async () => {
       const listed = await rest('b', 'GET', '/servers');
       if (listed.status === 200) bucket.servers.push(performance.now() - started);
       started = performance.now();
-      const { tools } = await bClient.listTools(undefined, { cacheMode: 'bypass', timeout: 60_000 });
+      const { tools } = await bClient.listTools(undefined, { cacheMode: 'bypass', timeout: 30_000 });
       if (tools.length === 3) bucket.tools.push(performance.now() - started);
       else failures.push(`tenant B's tools/list had ${tools.length} tools, not 3`);
     } catch (error) {
@@ -137,9 +138,26 @@ const sampler = (async () => {
 })();
 const quantile = (values, q) => (values.length === 0 ? NaN : [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(q * values.length))]);
 const fmt = (ms) => (Number.isNaN(ms) ? '-' : ms < 10 ? ms.toFixed(1) : ms.toFixed(0));
-const mb = (value) => (Number.isNaN(value) ? 'dead' : `${value.toFixed(0)} MB`);
+const mb = (value) => (value === undefined ? '-' : Number.isNaN(value) ? 'dead' : `${value.toFixed(0)} MB`);
 
 const figures = { rss: { start: rss() } };
+const crash = {};
+const flood = {};
+
+/** B's latencies per phase and the RSS figures gathered so far (also when the deadline stops the run). */
+function report() {
+  console.log('');
+  console.log("tenant B's latency (ms)          GET /v1/servers p50 / p99     /v1/mcp tools/list p50 / p99   samples");
+  for (const name of ['before', 'crash', 'flood', 'after']) {
+    const bucket = samples[name] ?? { servers: [], tools: [] };
+    console.log(
+      `  ${name.padEnd(30)} ${`${fmt(quantile(bucket.servers, 0.5))} / ${fmt(quantile(bucket.servers, 0.99))}`.padEnd(29)} ${`${fmt(quantile(bucket.tools, 0.5))} / ${fmt(quantile(bucket.tools, 0.99))}`.padEnd(30)} ${bucket.servers.length}`,
+    );
+  }
+  console.log('');
+  console.log(`RSS: start ${mb(figures.rss.start)}; crash scenario ${mb(crash.rssBefore)} → ${mb(crash.rssAfter)} (peak so far ${mb(crash.peak)});`);
+  console.log(`     flood scenario ${mb(flood.rssBefore)} → ${mb(flood.rssAfter)} (peak so far ${mb(flood.peak)}); end ${mb(figures.rss.end)}, peak ${mb(peak())}`);
+}
 console.log(`soak: reference server pid ${server.pid} at ${base}; upstreams at ${upstreamOrigin}`);
 console.log(`soak: RSS at start ${mb(figures.rss.start)}`);
 await sleep(4000);
@@ -148,7 +166,7 @@ await sleep(4000);
 // (a) The crash scenario.
 phase = 'crash';
 const aClient = await modernClient('a');
-const crash = { cycles: [], rssBefore: rss() };
+Object.assign(crash, { cycles: [], rssBefore: rss() });
 for (let i = 0; i < CYCLES && !died; i++) {
   try {
     const made = await rest('a', 'POST', '/servers', { name: `big-${i}`, type: 'http', endpoint: `${upstreamOrigin}/big/mcp`, timeout: 60_000 });
@@ -177,7 +195,7 @@ crash.peak = peak();
 // (b) The flood scenario.
 phase = 'between';
 await sleep(2000);
-const flood = { rssBefore: rss() };
+flood.rssBefore = rss();
 let heardByD = 0;
 let heardByE = 0;
 const held = [];
@@ -218,19 +236,7 @@ sampling = false;
 await sampler;
 await bClient.close().catch(() => {});
 figures.rss.end = rss();
-figures.rss.peak = peak();
-
-console.log('');
-console.log("tenant B's latency (ms)          GET /v1/servers p50 / p99     /v1/mcp tools/list p50 / p99   samples");
-for (const name of ['before', 'crash', 'flood', 'after']) {
-  const bucket = samples[name] ?? { servers: [], tools: [] };
-  console.log(
-    `  ${name.padEnd(30)} ${`${fmt(quantile(bucket.servers, 0.5))} / ${fmt(quantile(bucket.servers, 0.99))}`.padEnd(29)} ${`${fmt(quantile(bucket.tools, 0.5))} / ${fmt(quantile(bucket.tools, 0.99))}`.padEnd(30)} ${bucket.servers.length}`,
-  );
-}
-console.log('');
-console.log(`RSS: start ${mb(figures.rss.start)}; crash scenario ${mb(crash.rssBefore)} → ${mb(crash.rssAfter)} (peak so far ${mb(crash.peak)});`);
-console.log(`     flood scenario ${mb(flood.rssBefore)} → ${mb(flood.rssAfter)} (peak so far ${mb(flood.peak)}); end ${mb(figures.rss.end)}, peak ${mb(figures.rss.peak)}`);
+report();
 if (died) failures.push(`the reference server died (code ${died.code}, signal ${died.signal}): ${stderr.split('\n').slice(-5).join(' | ')}`);
 
 clearTimeout(deadline);

@@ -47,7 +47,7 @@ describe.each(ADAPTERS)('a listing is bounded whole, across its pages ($name)', 
       const rest = api(suite.served, name);
       const big = await createServer(rest, { name: 'big', type: 'http', endpoint: hostile.url });
       await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
-      expectError(await rest.get(`/servers/${big.id}/tools`), 502, 'UPSTREAM_RESPONSE_TOO_LARGE', { option: 'listings.maxBytes', limit: MIB });
+      expectError(await rest.get(`/servers/${big.id}/tools`), 502, 'UPSTREAM_RESPONSE_TOO_LARGE', { limit_bytes: MIB, option: 'listings.maxBytes' });
       // The sixth page passes 1 MiB: the listing stops there, it does not read the other fourteen.
       expect(hostile.pagesServed()).toBeLessThanOrEqual(6);
 
@@ -66,7 +66,7 @@ describe.each(ADAPTERS)('a listing is bounded whole, across its pages ($name)', 
     try {
       const rest = api(suite.served, account());
       const many = await createServer(rest, { name: 'many', type: 'http', endpoint: hostile.url });
-      expectError(await rest.get(`/servers/${many.id}/tools`), 502, 'UPSTREAM_RESPONSE_TOO_LARGE', { option: 'listings.maxItems', limit: 100 });
+      expectError(await rest.get(`/servers/${many.id}/tools`), 502, 'UPSTREAM_RESPONSE_TOO_LARGE', { limit_items: 100, option: 'listings.maxItems' });
       expect(hostile.pagesServed()).toBe(3);
       // Within the bound, a listing of several pages is answered whole.
       const small = await startHostileUpstream({ pages: 2, perPage: 40 });

@@ -45,7 +45,7 @@ export interface Lease {
   reused: boolean;
   /** The `Retry-After` of the latest 429 or 503 this connection received, in ms, then forgotten. */
   takeRetryAfter(): number | undefined;
-  /** Whether `tools/list` was answered on this connection (the SDK client then knows the tools' `x-mcp-header`s). */
+  /** Whether `tools/list` was answered on this connection (its tools are then in the listing cache, for this configuration). */
   readonly listed: boolean;
   markListed(): void;
   release(): void;

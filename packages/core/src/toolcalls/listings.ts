@@ -87,12 +87,12 @@ const METHOD: Record<ListingKind, string> = {
   resourceTemplates: 'resources/templates/list',
 };
 
-/** A listing past one of its bounds: `details` name the option and its value. */
+/** A listing past one of its bounds: `details` name the bound (`limit_bytes`, as a single answer's, or `limit_items`) and its option. */
 function tooLarge(kind: ListingKind, option: 'listings.maxBytes' | 'listings.maxItems', limit: number): FleetError {
-  const what = option === 'listings.maxBytes' ? `more than ${limit} bytes` : `more than ${limit} items`;
+  const bytes = option === 'listings.maxBytes';
   return new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', {
-    message: `The server's ${METHOD[kind]} is larger than the fleet reads: ${what} over its pages (option ${option}). Raise that option, or have the server list less.`,
-    details: { option, limit },
+    message: `The server's ${METHOD[kind]} is larger than the fleet reads: more than ${limit} ${bytes ? 'bytes' : 'items'} over its pages (option ${option}). Raise that option, or have the server list less.`,
+    details: bytes ? { limit_bytes: limit, option } : { limit_items: limit, option },
   });
 }
 

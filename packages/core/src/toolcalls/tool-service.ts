@@ -258,9 +258,9 @@ export class ToolService {
   }
 
   /**
-   * Before a call, `tools/list` on a connection that has not answered one: the SDK client mirrors the tool's
-   * `x-mcp-header` arguments into `Mcp-Param-*` headers only for tools it has listed, and the annotations decide
-   * retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
+   * Before a call, `tools/list` on a connection that has not answered one: the call hands the SDK the tool's
+   * definition from the listing cache, from which it mirrors the tool's `x-mcp-header` arguments into `Mcp-Param-*`
+   * headers, and the annotations decide retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
    * Answers whether the call may go: over Streamable HTTP in 2026-07-28 a tool missing from a listing that succeeded
    * (after one more listing, for a tool added since) is not called, because the SDK leaves out of `tools/list` the
    * tools whose `x-mcp-header` declarations are invalid, and the spec forbids calling those.
