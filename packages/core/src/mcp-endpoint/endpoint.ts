@@ -212,6 +212,8 @@ export class McpEndpoint {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const off of this.unsubscribe) off();
+    // Its pending re-lists too: none fires after the fleet closed.
+    this.deps.catalog.close();
     const handlers = [...this.modern.values()].map((view) => view.handler);
     this.modern.clear();
     await Promise.all(handlers.map((handler) => handler.close().catch(() => {})));
