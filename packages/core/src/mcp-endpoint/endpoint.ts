@@ -15,7 +15,7 @@ import type { EventSource } from '../events/bus.js';
 import type { RateLimitDecision } from '../ratelimit/limiter.js';
 import type { RecordStore } from '../storage/records.js';
 import { readLimited } from '../util/read-limited.js';
-import { ByAccount } from './by-account.js';
+import { ByAccount } from '../util/by-account.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
 

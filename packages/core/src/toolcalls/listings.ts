@@ -1,7 +1,7 @@
 import type { Client, Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from '@modelcontextprotocol/client';
 import { FleetError } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
-import { ByAccount } from '../mcp-endpoint/by-account.js';
+import { ByAccount } from '../util/by-account.js';
 import type { ServerRecord } from '../registry/views.js';
 import { checkOption, positiveInteger } from '../util/options.js';
 
