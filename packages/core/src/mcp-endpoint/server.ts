@@ -66,8 +66,8 @@ const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined 
 /**
  * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
  * the left-out ones (unhealthy, failed, too large, slow) simply have no items. The whole is bounded: servers are
- * taken in the account's order while their items (plus what naming each adds) stay within `catalog.answerBytes`
- * (`listings.cacheBytesPerAccount`); the ones past it are left out of this answer.
+ * taken in the account's order, each item weighed with what naming it adds, within `catalog.answerBytes`
+ * (`listings.cacheBytesPerAccount`); a server whose items no longer fit is left out of this answer.
  */
 type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K extends 'resources' ? Resource : ResourceTemplate;
 
