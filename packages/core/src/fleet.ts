@@ -32,6 +32,7 @@ import { ToolCallExpiry } from './toolcalls/tool-call-expiry.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
 import { checkOption, positiveNumber } from './util/options.js';
 import { ToolService } from './toolcalls/tool-service.js';
+import { ListingCache, resolveListings } from './toolcalls/listings.js';
 import { createWebhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
 /**
@@ -119,14 +120,17 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
+  const listingLimits = resolveListings(options.listings, outbound.maxResponseBytes);
   const pool = new ConnectionPool(
     { fetch: outbound, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
-    options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs },
+    { ...(options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs }), maxListChangedPerMinute: listingLimits.maxListChangedPerMinute },
   );
+  const listings = new ListingCache({ now, limits: listingLimits });
   const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
   const health = new HealthService({ registry, log: healthLog, prober, now });
   healthLog.follow(events);
   pool.follow(events);
+  listings.follow(events);
   stopWithServers(supervisor, events);
 
   const { record, backoff, maxTotalMs, maxConcurrentPerAccount, retentionDays = 30, expirySweepMs = 60_000 } = options.toolCalls ?? {};
@@ -140,7 +144,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     onError: background('TOOL_CALLS', 'A sweep of expired tool calls failed.'),
   });
   expiry.start();
-  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
+  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, listings, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now, operationLimits(routes));
@@ -167,7 +171,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       ? undefined
       : new McpEndpoint(
           {
-            catalog: new UpstreamCatalog({ registry, tools, pool, now }),
+            catalog: new UpstreamCatalog({ registry, tools, pool, listings }),
             operations,
             tools,
             version: CLIENT_INFO.version,

@@ -56,6 +56,7 @@ export {
   type ToolCallStatus,
 } from './toolcalls/tool-call-log.js';
 export type { ToolCallOutcome, ToolCallRecording } from './toolcalls/tool-service.js';
+export type { ListingsOptions } from './toolcalls/listings.js';
 export type { BackoffOptions } from './toolcalls/retry.js';
 export type { Page, PageQuery, Pagination } from './util/pagination.js';
 

@@ -13,6 +13,7 @@ import type { IndexStore } from './storage/index-store.js';
 import { createMemoryStorage } from './storage/records.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
+import type { ListingsOptions } from './toolcalls/listings.js';
 import type { Logger } from './util/logger.js';
 import { checkOption, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
@@ -74,6 +75,13 @@ export interface FleetOptions {
    * @default 4194304 (4 MiB)
    */
   maxUpstreamBytes?: number;
+  /**
+   * Bounds of the upstream listings (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`): of
+   * one server's listing over all its pages, of the one cache that keeps them (per account and over all), and of how
+   * often an upstream's `list_changed` is heeded (docs/configuration.md, "Listings").
+   * @default { maxBytes: maxUpstreamBytes, maxItems: 10000, cacheBytesPerAccount: 16 MiB, cacheBytes: 128 MiB, relistIntervalMs: 1000, maxListChangedPerMinute: 60 }
+   */
+  listings?: ListingsOptions;
   /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
   prober?: Prober;
   /**

@@ -1,7 +1,7 @@
-import type { Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from '@modelcontextprotocol/client';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ConnectionPool, ListKind } from '../toolcalls/connection-pool.js';
+import type { Listing, ListingCache, ListingItems, ListingKind } from '../toolcalls/listings.js';
 import { namesItsPrefix, toolPrefix } from '../toolcalls/tool-names.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
 import { isId } from '../util/ids.js';
@@ -11,37 +11,18 @@ export interface CatalogDeps {
   registry: ServerRegistry;
   tools: ToolService;
   pool: ConnectionPool;
-  now: () => number;
+  /** The one cache of listings, shared with the tool service (`fleet.ts` makes it and has it follow the registry). */
+  listings: ListingCache;
   /** A server that has not answered a listing within this is left out of that answer, in ms. @default 5000 */
   listTimeoutMs?: number;
-  /** How long a listing is kept when the upstream gave no `ttlMs`, in ms. @default 60000 */
-  defaultTtlMs?: number;
-}
-
-interface Lists {
-  tools: Tool[];
-  prompts: Prompt[];
-  resources: Resource[];
-  resourceTemplates: ResourceTemplate[];
 }
 
 /** What the catalog keeps per server: the pool's list kinds, and `resources/templates/list`. */
-export type CatalogKind = ListKind | 'resourceTemplates';
+export type CatalogKind = ListingKind;
 
-interface Cached<T> {
-  /** `id@updated_at`: a changed configuration never reads the old listing. */
-  key: string;
-  value: T;
-  expires: number;
-}
-
-/** Pages followed at most for prompts and resources (tools: the tool service's own bound). */
-const MAX_PAGES = 100;
 /** The servers of one account read at most for one answer (pages of 100). */
 const MAX_SERVERS = 10_000;
 
-/** The longest an upstream's `ttlMs` keeps a listing. */
-const MAX_TTL_MS = 3_600_000;
 /**
  * Upstream listings one account runs at once in this process. A `tools/list` with cold caches would otherwise open a
  * listing to every server of the account together; beyond the lanes they wait, and whatever is not listed within
@@ -49,58 +30,105 @@ const MAX_TTL_MS = 3_600_000;
  */
 const LISTINGS_PER_ACCOUNT = 8;
 
-const keyOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
+const runKeyOf = (server: ServerRecord, kind: CatalogKind) => `${server.id}@${server.updated_at}:${kind}`;
+
+/** Where a server's re-lists stand after a `list_changed`: one now, then at most one at the end of each interval. */
+interface Relist {
+  timer: NodeJS.Timeout;
+  /** A notification came within the interval: the list is dropped and the account told once more at its end. */
+  pending: boolean;
+}
 
 /**
- * The upstream lists the MCP endpoint aggregates, per server: `tools/list`, `prompts/list`, `resources/list`, each
- * kept for the `ttlMs` the upstream's list answer carried (2026-07-28; else `defaultTtlMs`) and dropped when the upstream sends its `list_changed`.
- * A server that is `unhealthy`, fails, or does not answer within `listTimeoutMs` is left out of an answer; a listing
- * still running when that answer goes keeps running and fills the cache for the next one.
+ * The upstream lists the MCP endpoint aggregates, per server: `tools/list`, `prompts/list`, `resources/list`,
+ * `resources/templates/list`, read through the tool service (bounded whole: `listings.maxBytes`, `listings.maxItems`)
+ * into the one listing cache, kept for the `ttlMs` the upstream's answer carried (2026-07-28; else the default) and
+ * dropped when the upstream sends its `list_changed` (at most once per `listings.relistIntervalMs` per server).
+ * A server that is `unhealthy`, fails, is refused as too large, or does not answer within `listTimeoutMs` is left out
+ * of an answer; a listing still running when that answer goes keeps running and fills the cache for the next one.
  */
 export class UpstreamCatalog {
-  private readonly cache = new Map<string, Map<CatalogKind, Cached<unknown>>>();
-  private readonly running = new Map<string, Promise<unknown>>();
+  private readonly running = new Map<string, Promise<Listing<unknown>>>();
   private readonly listTimeoutMs: number;
-  private readonly defaultTtlMs: number;
   private readonly lanes = new KeyedLanes(LISTINGS_PER_ACCOUNT);
-  private readonly watchers = new Set<(serverId: string, list: ListKind, account: string | undefined) => void>();
-  /** The account of each server listed here, for telling a `list_changed` to the right account. */
-  private readonly accounts = new Map<string, string>();
+  private readonly watchers = new Set<(serverId: string, list: ListKind, account: string) => void>();
+  private readonly relists = new Map<string, Relist>();
   private readonly unwatch: () => void;
 
   constructor(private readonly deps: CatalogDeps) {
     this.listTimeoutMs = deps.listTimeoutMs ?? 5000;
-    this.defaultTtlMs = deps.defaultTtlMs ?? 60_000;
-    this.unwatch = deps.pool.onListChanged((serverId, list) => {
-      this.cache.get(serverId)?.delete(list);
-      // A resource list that changed may come with other templates.
-      if (list === 'resources') this.cache.get(serverId)?.delete('resourceTemplates');
-      for (const watcher of this.watchers) watcher(serverId, list, this.accounts.get(serverId));
-    });
+    this.unwatch = deps.pool.onListChanged((serverId, list, account) => this.changed(serverId, list, account));
   }
 
-  /** Told after an upstream's `list_changed` emptied that list's cache entry. */
-  onChange(watcher: (serverId: string, list: ListKind, account: string | undefined) => void): () => void {
+  /** Told after an upstream's `list_changed` emptied that list's cache entry, with the server's account (never another's). */
+  onChange(watcher: (serverId: string, list: ListKind, account: string) => void): () => void {
     this.watchers.add(watcher);
     return () => this.watchers.delete(watcher);
   }
 
-  /** Forgets what is cached of a server (changed or deleted). */
+  /** The bound of one aggregated answer, in bytes of items: the account's share of the listing cache. */
+  get answerBytes(): number {
+    return this.deps.listings.limits.cacheBytesPerAccount;
+  }
+
+  /** Forgets what is kept of a server (changed or deleted), and its pending re-lists. */
   forget(serverId: string): void {
-    this.cache.delete(serverId);
-    this.accounts.delete(serverId);
+    this.deps.listings.forget(serverId);
+    for (const kind of ['tools', 'prompts', 'resources'] as const) {
+      const relist = this.relists.get(`${serverId}:${kind}`);
+      if (relist === undefined) continue;
+      clearTimeout(relist.timer);
+      this.relists.delete(`${serverId}:${kind}`);
+    }
   }
 
   /** Drops one cached list of a server, so the next `list` asks the upstream. */
   forgetList(serverId: string, kind: CatalogKind): void {
-    this.cache.get(serverId)?.delete(kind);
+    this.deps.listings.forgetList(serverId, kind);
   }
 
   close(): void {
     this.unwatch();
     this.watchers.clear();
-    this.cache.clear();
-    this.accounts.clear();
+    for (const relist of this.relists.values()) clearTimeout(relist.timer);
+    this.relists.clear();
+  }
+
+  /**
+   * An upstream said one of its lists changed: the first notification drops the list and tells the server's account
+   * at once; the ones within the next `relistIntervalMs` are folded into one at its end. A flood thus costs one
+   * re-list per interval, and only the sessions of the server's own account look.
+   */
+  private changed(serverId: string, list: ListKind, account: string): void {
+    const key = `${serverId}:${list}`;
+    const relist = this.relists.get(key);
+    if (relist !== undefined) {
+      relist.pending = true;
+      return;
+    }
+    this.tell(serverId, list, account);
+    this.arm(key, serverId, list, account);
+  }
+
+  private arm(key: string, serverId: string, list: ListKind, account: string): void {
+    const relist: Relist = {
+      pending: false,
+      timer: setTimeout(() => {
+        this.relists.delete(key);
+        if (!relist.pending) return;
+        this.tell(serverId, list, account);
+        this.arm(key, serverId, list, account);
+      }, this.deps.listings.limits.relistIntervalMs),
+    };
+    relist.timer.unref();
+    this.relists.set(key, relist);
+  }
+
+  private tell(serverId: string, list: ListKind, account: string): void {
+    this.deps.listings.forgetList(serverId, list);
+    // A resource list that changed may come with other templates.
+    if (list === 'resources') this.deps.listings.forgetList(serverId, 'resourceTemplates');
+    for (const watcher of this.watchers) watcher(serverId, list, account);
   }
 
   /** The account's servers that may be listed (not `unhealthy`): every one, or only `serverId`. Throws a `FleetError`. */
@@ -141,12 +169,14 @@ export class UpstreamCatalog {
     return toolPrefix({ id: found.value.id, name: found.value.config.name }) === prefix ? found.value : undefined;
   }
 
-  /** `server`'s list of `kind`, or `undefined` when it is unhealthy, failed or was too slow for this answer. */
-  list<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Lists[K] | undefined> {
+  /**
+   * `server`'s list of `kind` with its weight, or `undefined` when it is unhealthy, failed, was refused as too large,
+   * or was too slow for this answer.
+   */
+  list<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Listing<ListingItems[K]> | undefined> {
     if (server.health === 'unhealthy') return Promise.resolve(undefined);
-    this.accounts.set(server.id, server.account);
-    const cached = this.cache.get(server.id)?.get(kind);
-    if (cached !== undefined && cached.key === keyOf(server) && cached.expires > this.deps.now()) return Promise.resolve(cached.value as Lists[K]);
+    const cached = this.deps.listings.get(server, kind);
+    if (cached?.fresh === true) return Promise.resolve(cached.listing);
     const fetching = this.fetch(server, kind);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
@@ -159,72 +189,19 @@ export class UpstreamCatalog {
    * The last listing of `kind` known for this configuration of `server`, however old: for a call, which only needs
    * to know the tool exists (a tool missing from it is looked up again before the call is refused).
    */
-  known<K extends CatalogKind>(server: ServerRecord, kind: K): Lists[K] | undefined {
-    const cached = this.cache.get(server.id)?.get(kind);
-    return cached !== undefined && cached.key === keyOf(server) ? (cached.value as Lists[K]) : undefined;
+  known<K extends CatalogKind>(server: ServerRecord, kind: K): ListingItems[K][] | undefined {
+    return this.deps.listings.get(server, kind)?.listing?.items;
   }
 
-  /**
-   * How long a listing is kept: the upstream's `ttlMs` when it gave a positive one (at most an hour), else the
-   * default. A `ttlMs` of 0 is what SDK servers send unless told otherwise; taken literally it would send every
-   * client's `tools/list` to every upstream, so it gets the default too, and `list_changed` still drops the entry.
-   */
-  private ttlOf(ttlMs: number | undefined): number {
-    return ttlMs !== undefined && ttlMs > 0 ? Math.min(ttlMs, MAX_TTL_MS) : this.defaultTtlMs;
-  }
-
-  /** One listing per server and kind at a time; the answer fills the cache. */
-  private fetch<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Lists[K]> {
-    const runKey = `${keyOf(server)}:${kind}`;
+  /** One listing per server and kind at a time; the tool service keeps it in the listing cache. */
+  private fetch<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Listing<ListingItems[K]>> {
+    const runKey = runKeyOf(server, kind);
     const running = this.running.get(runKey);
-    if (running !== undefined) return running as Promise<Lists[K]>;
+    if (running !== undefined) return running as Promise<Listing<ListingItems[K]>>;
     // Within the account's lanes: a tenant with many cold servers lists a few at a time, not all of them at once.
-    const started = this.lanes.run(server.account, () => this.load(server, kind)).then(
-      ({ value, ttlMs }) => {
-        let lists = this.cache.get(server.id);
-        if (lists === undefined) this.cache.set(server.id, (lists = new Map()));
-        lists.set(kind, { key: keyOf(server), value, expires: this.deps.now() + this.ttlOf(ttlMs) });
-        return value;
-      },
-    );
+    const started = this.lanes.run(server.account, () => this.deps.tools.listing(server, server.config.timeout, kind));
     this.running.set(runKey, started);
     void started.finally(() => this.running.delete(runKey)).catch(() => {});
     return started;
-  }
-
-  private async load<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<{ value: Lists[K]; ttlMs?: number | undefined }> {
-    const timeoutMs = server.config.timeout;
-    if (kind === 'tools') {
-      const { tools, ttlMs } = await this.deps.tools.listing(server, timeoutMs);
-      return { value: tools as Lists[K], ttlMs };
-    }
-    return this.deps.tools.upstream(server, timeoutMs, async ({ client }) => {
-      const items: unknown[] = [];
-      let cursor: string | undefined;
-      let ttlMs: number | undefined;
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const params = cursor === undefined ? {} : { cursor };
-        let answer: { nextCursor?: string | undefined };
-        if (kind === 'prompts') {
-          const prompts = await client.listPrompts(params, { timeout: timeoutMs });
-          items.push(...prompts.prompts);
-          answer = prompts;
-        } else if (kind === 'resources') {
-          const resources = await client.listResources(params, { timeout: timeoutMs });
-          items.push(...resources.resources);
-          answer = resources;
-        } else {
-          const templates = await client.listResourceTemplates(params, { timeout: timeoutMs });
-          items.push(...templates.resourceTemplates);
-          answer = templates;
-        }
-        // 2026-07-28 (SEP-2549): every list answer carries its own `ttlMs`; the first page's is the listing's.
-        const ttl = (answer as { ttlMs?: unknown }).ttlMs;
-        if (page === 0 && typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0) ttlMs = ttl;
-        cursor = answer.nextCursor;
-        if (cursor === undefined) break;
-      }
-      return { value: items as Lists[K], ttlMs };
-    });
   }
 }

@@ -16,7 +16,7 @@ import type { Batch, RateLimitDecision } from '../ratelimit/limiter.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { readLimited } from '../util/read-limited.js';
-import { ByAccount } from './by-account.js';
+import { ByAccount } from '../util/by-account.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
 
@@ -202,12 +202,13 @@ export class McpEndpoint {
     this.maxRecords = positiveInteger(options.maxSessionRecordsPerAccount, 1000, 'maxSessionRecordsPerAccount');
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
-    // The union a session sees changes with the account's servers and with the upstreams' own lists.
+    // The union a session sees changes with the account's servers and with the upstreams' own lists: an upstream's
+    // change (already coalesced by the catalog) looks at the sessions of that server's account only.
     this.unsubscribe.push(
       deps.catalog.onChange((serverId, list, account) => {
         if (list !== 'tools') return;
-        this.toolsMayHaveChanged({ serverId });
-        if (account !== undefined) this.modernToolsMayHaveChanged(account, serverId);
+        this.toolsMayHaveChanged({ account, serverId });
+        this.modernToolsMayHaveChanged(account, serverId);
       }),
     );
     for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
@@ -260,6 +261,8 @@ export class McpEndpoint {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     for (const off of this.unsubscribe) off();
+    // Its pending re-lists too: none fires after the fleet closed.
+    this.deps.catalog.close();
     const handlers = [...this.modern.values()].map((view) => view.handler);
     this.modern.clear();
     await Promise.all(handlers.map((handler) => handler.close().catch(() => {})));
@@ -512,14 +515,18 @@ export class McpEndpoint {
   }
 
   /**
-   * Sends `notifications/tools/list_changed` to the live sessions whose visible tools differ from what they last
-   * saw (their GET stream carries it); a session not checked before is told in any case (a spare `list_changed`
-   * costs a client one listing).
+   * Sends `notifications/tools/list_changed` to the account's live sessions whose visible tools differ from what they
+   * last saw (their GET stream carries it); a session not checked before is told in any case (a spare `list_changed`
+   * costs a client one listing). Sessions that see the same (same key allowlist, same server) are listed for once.
    */
-  private toolsMayHaveChanged(which: { account?: string; serverId?: string }): void {
-    for (const session of (which.account === undefined ? this.sessions : this.sessions.of(which.account)).values()) {
+  private toolsMayHaveChanged(which: { account: string; serverId?: string }): void {
+    const listed = new Map<string, Promise<string[]>>();
+    for (const session of this.sessions.of(which.account).values()) {
       if (which.serverId !== undefined && session.record.server_id !== null && session.record.server_id !== which.serverId) continue;
-      void visibleTools(this.deps.catalog, session.scope)
+      const key = viewKey(session.scope);
+      let names = listed.get(key);
+      if (names === undefined) listed.set(key, (names = visibleTools(this.deps.catalog, session.scope)));
+      void names
         .then(async (names) => {
           const before = session.tools;
           session.tools = names;

@@ -63,12 +63,18 @@ const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined 
   _meta: { ...(item._meta ?? {}), [SERVER_ID_META]: server.id },
 });
 
-/**
- * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
- * the left-out ones (unhealthy, failed, slow) simply have no items.
- */
 type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K extends 'resources' ? Resource : ResourceTemplate;
 
+/** What an aggregate adds to an item at most: a `{prefix}__` of up to 64 characters and the `_meta` naming its server. */
+const PER_ITEM_BYTES = 160;
+
+
+/**
+ * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
+ * the left-out ones (unhealthy, failed, too large, slow) simply have no items. The whole is bounded: servers are
+ * taken in the account's order, each item weighed with what naming it adds, within `catalog.answerBytes`
+ * (`listings.cacheBytesPerAccount`); a server whose items no longer fit is left out of this answer.
+ */
 async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>(
   catalog: UpstreamCatalog,
   scope: EndpointScope,
@@ -82,7 +88,14 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
     throw upstreamFailure(error);
   }
   const lists = await Promise.all(servers.map((server) => catalog.list(server, kind)));
-  return servers.map((server, i) => ({ server, items: (lists[i] ?? []) as never }));
+  let room = catalog.answerBytes;
+  return servers.map((server, i) => {
+    const listing = lists[i];
+    const weight = listing === undefined ? 0 : listing.bytes + PER_ITEM_BYTES * listing.items.length;
+    if (listing === undefined || weight > room) return { server, items: [] as never };
+    room -= weight;
+    return { server, items: listing.items as never };
+  });
 }
 
 /** The kinds whose items a key reaches through its tools, or through its own `prompts`/`resources` patterns. */
@@ -105,7 +118,7 @@ const nameOf = (server: ServerRecord) => ({ id: server.id, name: server.config.n
 async function reaches(catalog: UpstreamCatalog, principal: Principal, server: ServerRecord): Promise<boolean> {
   if (principal.tools === null || principal.tools === undefined) return true;
   const tools = await catalog.list(server, 'tools');
-  return tools?.some((tool) => toolAllowed(principal.tools, namespacedTool(nameOf(server), tool.name))) === true;
+  return tools?.items.some((tool) => toolAllowed(principal.tools, namespacedTool(nameOf(server), tool.name))) === true;
 }
 
 /**
@@ -235,7 +248,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
       catalog.forgetList(upstream.id, 'tools');
       const listed = await catalog.list(upstream, 'tools');
       // Not listed in time (down, slow): the call goes, and its failure is the answer.
-      if (listed !== undefined && !has(listed)) throw unknownTool(name);
+      if (listed !== undefined && !has(listed.items)) throw unknownTool(name);
     }
 
     const progressToken = request.params._meta?.progressToken;

@@ -24,6 +24,11 @@ export interface ConnectionPoolOptions {
   idleMs?: number;
   /** Sees a heartbeat that failed (the connection is reopened). @default ignores it */
   onHeartbeatFailure?: (serverId: string, error: unknown) => void;
+  /**
+   * `list_changed` notifications heeded per connection per minute (`listings.maxListChangedPerMinute`); one more
+   * closes the connection (the next call or listing opens a new one). @default 60
+   */
+  maxListChangedPerMinute?: number;
 }
 
 /** Which of a server's lists an upstream `notifications/{list}/list_changed` said changed. */
@@ -40,7 +45,7 @@ export interface Lease {
   reused: boolean;
   /** The `Retry-After` of the latest 429 or 503 this connection received, in ms, then forgotten. */
   takeRetryAfter(): number | undefined;
-  /** Whether `tools/list` was answered on this connection (the SDK client then knows the tools' `x-mcp-header`s). */
+  /** Whether `tools/list` was answered on this connection (its tools are then in the listing cache, for this configuration). */
   readonly listed: boolean;
   markListed(): void;
   release(): void;
@@ -64,6 +69,9 @@ interface Entry {
   /** When the latest lease was released (`performance.now()`). */
   lastUsed?: number;
   retryAfterMs?: number | undefined;
+  /** When the current minute of `list_changed` notifications began (`performance.now()`), and how many came in it. */
+  noticesSince: number;
+  notices: number;
 }
 
 /** A connection belongs to one configuration: an update changes `updated_at`, so the old one is never reused. */
@@ -85,17 +93,23 @@ export class ConnectionPool {
   private readonly idleMs: number;
   private closing = false;
   /** Told when a kept connection's server says one of its lists changed (the MCP endpoint's caches listen). */
-  private readonly listWatchers = new Set<(serverId: string, list: ListKind) => void>();
+  private readonly listWatchers = new Set<(serverId: string, list: ListKind, account: string) => void>();
+  private readonly maxNotices: number;
 
   constructor(
     private readonly deps: ConnectionPoolDeps,
     private readonly options: ConnectionPoolOptions = {},
   ) {
     this.idleMs = options.idleMs ?? 60_000;
+    this.maxNotices = options.maxListChangedPerMinute ?? 60;
   }
 
-  /** Calls `watcher` whenever an upstream says its tools, prompts or resources changed; returns the unsubscribe. */
-  onListChanged(watcher: (serverId: string, list: ListKind) => void): () => void {
+  /**
+   * Calls `watcher` whenever an upstream says its tools, prompts or resources changed, with the server's account;
+   * returns the unsubscribe. At most `maxListChangedPerMinute` times a minute per connection; past that the connection
+   * is closed.
+   */
+  onListChanged(watcher: (serverId: string, list: ListKind, account: string) => void): () => void {
     this.listWatchers.add(watcher);
     return () => this.listWatchers.delete(watcher);
   }
@@ -235,6 +249,8 @@ export class ConnectionPool {
       busy: 0,
       used: false,
       listed: false,
+      noticesSince: 0,
+      notices: 0,
     };
     const fetch = this.deps.fetch ?? globalThis.fetch;
     // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
@@ -264,7 +280,18 @@ export class ConnectionPool {
         this.startHeartbeat(entry, server, connected);
         for (const list of ['tools', 'prompts', 'resources'] as const) {
           connected.client.setNotificationHandler(`notifications/${list}/list_changed`, () => {
-            for (const watcher of this.listWatchers) watcher(server.id, list);
+            // A connection is heard `maxListChangedPerMinute` times a minute. One past that is closed: ignoring a flood
+            // would still parse every message of it, so the connection goes, and the next call or listing opens a new one.
+            const now = performance.now();
+            if (now - entry.noticesSince >= 60_000) {
+              entry.noticesSince = now;
+              entry.notices = 0;
+            }
+            if (++entry.notices > this.maxNotices) {
+              if (this.entries.get(server.id) === entry) void this.drop(server.id);
+              return;
+            }
+            for (const watcher of this.listWatchers) watcher(server.id, list, server.account);
           });
         }
         return connected;

@@ -9,6 +9,7 @@ import type { IndexStore } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
+import { startHostileUpstream } from '../mcp/fixtures/hostile-upstream.js';
 import { startModernServer } from '../mcp/fixtures/modern-server.js';
 import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
 import { startWsServer } from '../mcp/fixtures/ws-server.js';
@@ -526,6 +527,31 @@ describe('bounded upstream answers', () => {
     expect(big).toMatchObject({ status: 'error', error: { code: 'UPSTREAM_RESPONSE_TOO_LARGE' }, result: null });
     expect(big.error?.message).toContain('maxUpstreamBytes');
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'after' }))._unsafeUnwrap().status).toBe('success');
+  });
+});
+
+describe('bounded listings, every page together', () => {
+  it('a tools/list past maxUpstreamBytes over its pages (listings.maxBytes follows it) is UPSTREAM_RESPONSE_TOO_LARGE, read no further; a call still goes', async () => {
+    // Pages of ~100 KB, each under the 300 KB a single answer may have: the third passes 300 KB in all.
+    const hostile = await started(startHostileUpstream({ pages: 10, perPage: 10, descriptionBytes: 10_000 }));
+    const f = fleet({ maxUpstreamBytes: 300_000 });
+    const id = await serverOf(f, { type: 'http', endpoint: hostile.url });
+    const listed = await f.tools.list(ACCOUNT, id);
+    expect(listed._unsafeUnwrapErr().code).toBe('UPSTREAM_RESPONSE_TOO_LARGE');
+    expect(listed._unsafeUnwrapErr().details).toEqual({ limit_bytes: 300_000, option: 'listings.maxBytes' });
+    expect(hostile.pagesServed()).toBe(3);
+    // Without a listing the call goes, as before any listing: the upstream answered it (it runs no tool: isError).
+    const called = (await f.tools.call(ACCOUNT, id, 't0_0', {}))._unsafeUnwrap();
+    expect(called.error?.code).toBe('TOOL_ERROR');
+  });
+
+  it('listings.maxItems bounds the items over all pages', async () => {
+    const hostile = await started(startHostileUpstream({ pages: 5, perPage: 40 }));
+    const f = fleet({ listings: { maxItems: 100 } });
+    const id = await serverOf(f, { type: 'http', endpoint: hostile.url });
+    const listed = await f.tools.list(ACCOUNT, id);
+    expect(listed._unsafeUnwrapErr().details).toEqual({ limit_items: 100, option: 'listings.maxItems' });
+    expect(hostile.pagesServed()).toBe(3);
   });
 });
 

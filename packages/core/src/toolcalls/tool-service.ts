@@ -11,6 +11,7 @@ import { checkOption, positiveInteger } from '../util/options.js';
 import { parse } from '../validation/parse.js';
 import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
+import { type Listing, type ListingCache, type ListingItems, type ListingKind, readListing } from './listings.js';
 import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe, neverSent, type ToolHints } from './retry.js';
 import type { ToolCallLog, ToolCallRecord, ToolCallVia } from './tool-call-log.js';
 import { namespacedTool, toolAllowed } from './tool-names.js';
@@ -34,6 +35,8 @@ export interface ToolServiceDeps {
   log: ToolCallLog;
   health: HealthLog;
   pool: ConnectionPool;
+  /** The one cache of upstream listings, and their bounds: a call reads the tool's annotations from it. */
+  listings: ListingCache;
   now: () => number;
   record?: ToolCallRecording;
   backoff?: BackoffOptions;
@@ -73,16 +76,7 @@ export interface InvokeOptions {
   server?: ServerRecord;
 }
 
-/** A server's tools as its latest `tools/list` answered them, and how long that answer may be kept (`ttlMs`). */
-export interface ToolListing {
-  tools: Tool[];
-  /** The `ttlMs` the upstream's `tools/list` carried (2026-07-28), if any. */
-  ttlMs?: number;
-}
-
 const MAX_TOOL_NAME = 256;
-/** tools/list pages followed at most, so a server that always answers a cursor cannot keep a request forever. */
-const MAX_LIST_PAGES = 100;
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -120,8 +114,6 @@ export class ToolService {
   private readonly maxConcurrent: number;
   /** Calls in flight, by account. */
   private readonly live = new Map<string, number>();
-  /** Each server's tools from its latest `tools/list`, per configuration: their annotations decide retries. */
-  private readonly catalogs = new Map<string, { key: string; tools: Map<string, Tool> }>();
 
   constructor(private readonly deps: ToolServiceDeps) {
     this.sleep = deps.sleep ?? sleepFor;
@@ -197,8 +189,9 @@ export class ToolService {
   }
 
   /**
-   * The server's tools (MCP `tools/list`, every page), only those `allowlist` (`Principal.tools`) lets the caller call
-   * (`null` or absent: all). Upstream failures answer 502/504 with their code.
+   * The server's tools (MCP `tools/list`, every page, within `listings.maxBytes` and `listings.maxItems`), only those
+   * `allowlist` (`Principal.tools`) lets the caller call (`null` or absent: all). Upstream failures answer 502/504 with
+   * their code; a listing past its bounds, 502 `UPSTREAM_RESPONSE_TOO_LARGE`.
    */
   list(account: string, serverId: string, allowlist?: readonly string[] | null): ResultAsync<Tool[], FleetError> {
     return this.deps.registry.getRevealed(account, serverId).andThen((server) =>
@@ -212,12 +205,15 @@ export class ToolService {
   }
 
   private async listTools(server: ServerRecord): Promise<Tool[]> {
-    return (await this.listing(server, server.config.timeout)).tools;
+    return (await this.listing(server, server.config.timeout, 'tools')).items;
   }
 
-  /** Every page of the server's `tools/list` within `timeoutMs`, with its `ttlMs`. Throws an upstream `FleetError`. */
-  listing(server: ServerRecord, timeoutMs: number): Promise<ToolListing> {
-    return this.upstream(server, timeoutMs, (lease) => this.listOn(server, lease, timeoutMs));
+  /**
+   * Every page of the server's list of `kind` within `timeoutMs` and the listing bounds, kept in the listing cache.
+   * Throws an upstream `FleetError` (`UPSTREAM_RESPONSE_TOO_LARGE` past the bounds, and then nothing is kept).
+   */
+  listing<K extends ListingKind>(server: ServerRecord, timeoutMs: number, kind: K): Promise<Listing<ListingItems[K]>> {
+    return this.upstream(server, timeoutMs, (lease) => this.listOn(server, lease, timeoutMs, kind));
   }
 
   /**
@@ -242,33 +238,34 @@ export class ToolService {
     }
   }
 
-  /** Every page of `tools/list` over `lease`, remembered as the server's catalog. */
-  private async listOn(server: ServerRecord, lease: Pick<Lease, 'client' | 'markListed'>, timeoutMs: number): Promise<ToolListing> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    let ttlMs: number | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const answer = await lease.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
-      tools.push(...answer.tools);
-      const ttl = (answer as { ttlMs?: unknown }).ttlMs;
-      if (page === 0 && typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0) ttlMs = ttl;
-      cursor = answer.nextCursor;
-      if (cursor === undefined) break;
+  /** Every page of the list of `kind` over `lease`, kept in the listing cache (a refusal too, without its items). */
+  private async listOn<K extends ListingKind>(
+    server: ServerRecord,
+    lease: Pick<Lease, 'client' | 'markListed'>,
+    timeoutMs: number,
+    kind: K,
+  ): Promise<Listing<ListingItems[K]>> {
+    const { listings } = this.deps;
+    let listing: Listing<ListingItems[K]>;
+    try {
+      listing = await readListing(lease.client, kind, timeoutMs, listings.limits);
+    } catch (error) {
+      if (isFleetError(error) && error.code === 'UPSTREAM_RESPONSE_TOO_LARGE') listings.refuse(server, kind, error);
+      throw error;
     }
-    lease.markListed();
-    this.catalogs.set(server.id, { key: catalogKey(server), tools: new Map(tools.map((tool) => [tool.name, tool])) });
-    return ttlMs === undefined ? { tools } : { tools, ttlMs };
+    if (kind === 'tools') lease.markListed();
+    listings.store(server, kind, listing);
+    return listing;
   }
 
   private catalog(server: ServerRecord): Map<string, Tool> | undefined {
-    const found = this.catalogs.get(server.id);
-    return found?.key === catalogKey(server) ? found.tools : undefined;
+    return this.deps.listings.tools(server);
   }
 
   /**
-   * Before a call, `tools/list` on a connection that has not answered one: the SDK client mirrors the tool's
-   * `x-mcp-header` arguments into `Mcp-Param-*` headers only for tools it has listed, and the annotations decide
-   * retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
+   * Before a call, `tools/list` on a connection that has not answered one: the call hands the SDK the tool's
+   * definition from the listing cache, from which it mirrors the tool's `x-mcp-header` arguments into `Mcp-Param-*`
+   * headers, and the annotations decide retries. A failed listing does not stop the call: the call then goes without those headers, as the spec allows.
    * Answers whether the call may go: over Streamable HTTP in 2026-07-28 a tool missing from a listing that succeeded
    * (after one more listing, for a tool added since) is not called, because the SDK leaves out of `tools/list` the
    * tools whose `x-mcp-header` declarations are invalid, and the spec forbids calling those.
@@ -285,9 +282,9 @@ export class ToolService {
 
   private async prepareByListing(server: ServerRecord, lease: Lease, name: string, timeoutMs: number): Promise<boolean> {
     const fresh = !lease.listed;
-    if (fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    if (fresh) await this.listOn(server, lease, timeoutMs, 'tools').catch(() => {});
     if (!lease.listed || this.mayCall(server, lease, name)) return true;
-    if (!fresh) await this.listOn(server, lease, timeoutMs).catch(() => {});
+    if (!fresh) await this.listOn(server, lease, timeoutMs, 'tools').catch(() => {});
     return this.catalog(server)?.has(name) === true;
   }
 
@@ -391,9 +388,17 @@ export class ToolService {
           return { ok: false, rejected: true, failure: { error: unlisted() } };
         }
         // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
+        // The tool's definition from the one listing cache: the SDK mirrors its `x-mcp-header` arguments into
+        // `Mcp-Param-*` headers and checks its output schema with it (the SDK keeps no listing of its own).
+        const definition = this.catalog(server)?.get(name);
         const result = (await lease.client.callTool(
           { name, arguments: args },
-          { timeout: remaining(), onprogress: options.onprogress ?? (() => {}), ...(options.signal === undefined ? {} : { signal: options.signal }) },
+          {
+            timeout: remaining(),
+            onprogress: options.onprogress ?? (() => {}),
+            ...(options.signal === undefined ? {} : { signal: options.signal }),
+            ...(definition === undefined ? {} : { toolDefinition: definition }),
+          },
         )) as CallToolResult;
         lease.release();
         return { ok: true, result };
@@ -443,9 +448,6 @@ const unlisted = () =>
   new FleetError('UPSTREAM_PROTOCOL_ERROR', {
     message: "The server's tools/list has no usable tool of that name (unknown, or excluded for an invalid x-mcp-header); it was not called.",
   });
-
-/** A catalog belongs to one configuration of its server, as a kept connection does. */
-const catalogKey = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
 
 /** A JSON-RPC error answer to the call (the SDK's `ProtocolError`): the server is up and refused this call. */
 function isJsonRpcRejection(error: unknown): boolean {
