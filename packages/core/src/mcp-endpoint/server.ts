@@ -68,7 +68,6 @@ type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K ext
 /** What an aggregate adds to an item at most: a `{prefix}__` of up to 64 characters and the `_meta` naming its server. */
 const PER_ITEM_BYTES = 160;
 
-
 /**
  * The aggregate of a list kind over the exchange's servers, each item with its server. Servers answer in parallel;
  * the left-out ones (unhealthy, failed, too large, slow) simply have no items. The whole is bounded: servers are
