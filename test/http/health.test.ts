@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHtmlServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
@@ -9,7 +8,7 @@ import { startWsServer } from '../../packages/core/src/mcp/fixtures/ws-server.js
 import { ADAPTERS } from '../support/adapters.js';
 import { expectError, expectSuccess, freshClient, serveForSuite, UNKNOWN_SERVER_ID, uniqueName } from '../support/http-client.js';
 
-const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+import { EVERYTHING } from '../../packages/core/src/stdio/test-helpers.js';
 /** This test process's own children that run server-everything (vitest runs each file in its own process). */
 function everythingChildren(): number {
   const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });

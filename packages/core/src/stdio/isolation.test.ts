@@ -1,0 +1,124 @@
+/**
+ * Tenants' stdio children against each other, for real (root only: switching users needs it): each runs as its
+ * account's own uid, cannot read or signal the other's process, and nothing it starts (a `setsid` grandchild
+ * included) outlives its server's delete, restart or the service's shutdown, under each containment.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFleet, type Fleet } from '../fleet.js';
+import type { ServerInput } from '../registry/schema.js';
+import { CONTAINMENT_KINDS, type ContainmentKind } from './containment.js';
+import { createStdioSupervisor, type StdioSupervisor } from './supervisor.js';
+import type { StdioUser } from './stdio-users.js';
+import { eventually, fixture, NODE, nextLine } from './test-helpers.js';
+
+const ROOT = process.getuid?.() === 0;
+
+/** Pids of every process whose real uid is `uid`. */
+function processesOf(uid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const real = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
+      // A zombie has left everything but its entry: it is gone for our purpose (its parent, init, reaps it).
+      const state = /^State:\s+(\S)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
+      if (Number(real) === uid && state !== 'Z') pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+const textOf = (result: unknown) => ((result as { content: { text: string }[] }).content[0] as { text: string }).text;
+
+const fleets: Fleet[] = [];
+const supervisors: StdioSupervisor[] = [];
+afterEach(async () => {
+  await Promise.all([...fleets.splice(0).map((f) => f.close()), ...supervisors.splice(0).map((s) => s.close())]);
+});
+
+describe.runIf(ROOT)('two tenants through the fleet', () => {
+  async function tenant(f: Fleet, account: string, secret: string) {
+    const body = { name: `own-${secret}`, type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')], env: { TENANT_SECRET: secret } } as ServerInput;
+    const id = (await f.servers.create(account, body))._unsafeUnwrap().id;
+    const called = (await f.tools.call(account, id, 'echo', { escape: true }))._unsafeUnwrap();
+    if (called.result == null) throw new Error(JSON.stringify(called.error));
+    const escaped = JSON.parse(textOf(called.result)) as { pid: number; uid: number; grandchild: number };
+    return { id, ...escaped };
+  }
+
+  it("each runs as its account's uid: neither reads the other's environ nor signals it, and a setsid grandchild ends with its server", async () => {
+    const f = createFleet({ stdio: { commands: [NODE] } });
+    fleets.push(f);
+    const a = await tenant(f, 'acct_tenant_a', 'secret-of-tenant-a');
+    const b = await tenant(f, 'acct_tenant_b', 'secret-of-tenant-b');
+    expect(a.uid).not.toBe(b.uid);
+    for (const uid of [a.uid, b.uid]) expect(uid).toBeGreaterThanOrEqual(200_000);
+    expect(processesOf(a.uid)).toEqual(expect.arrayContaining([a.pid, a.grandchild]));
+
+    for (const [attacker, victim] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      for (const target of [victim.pid, victim.grandchild]) {
+        const outcome = (await f.tools.call(attacker === a ? 'acct_tenant_a' : 'acct_tenant_b', attacker.id, 'echo', { attack: target }))._unsafeUnwrap();
+        expect(JSON.parse(textOf(outcome.result))).toEqual({ environ: 'EACCES', signal: 'EPERM' });
+      }
+    }
+
+    // Delete: A's server and its escaped grandchild are gone; B's are untouched.
+    (await f.servers.delete('acct_tenant_a', a.id))._unsafeUnwrap();
+    await eventually(() => processesOf(a.uid).length === 0, 8000, "tenant A's processes gone after delete");
+    expect(processesOf(b.uid)).toEqual(expect.arrayContaining([b.pid, b.grandchild]));
+
+    // Shutdown: B's too.
+    await f.close();
+    expect(processesOf(b.uid)).toEqual([]);
+  });
+
+  it('a restart (changed configuration) and the per-account cap leave no grandchild behind', async () => {
+    const f = createFleet({ stdio: { commands: [NODE], maxProcessesPerAccount: 1 } });
+    fleets.push(f);
+    const a = await tenant(f, 'acct_tenant_c', 'secret-c');
+    (await f.servers.update('acct_tenant_c', a.id, { env: { TENANT_SECRET: 'changed' } }))._unsafeUnwrap();
+    await eventually(() => !processesOf(a.uid).includes(a.grandchild), 8000, 'grandchild gone after the restart');
+    // The cap counts what the account runs: once the first server is deleted a second one may start, and nothing of
+    // the first remains beside it to exceed the cap.
+    (await f.servers.delete('acct_tenant_c', a.id))._unsafeUnwrap();
+    await eventually(() => processesOf(a.uid).length === 0, 8000, 'nothing of the first server left');
+    const second = await tenant(f, 'acct_tenant_c', 'secret-c2');
+    await eventually(() => processesOf(a.uid).length === 2, 8000, 'only the second server and its grandchild');
+    expect(processesOf(a.uid).sort()).toEqual([second.pid, second.grandchild].sort());
+  });
+});
+
+describe.runIf(ROOT)('each containment ends a setsid grandchild', () => {
+  const users: Record<string, StdioUser> = {
+    acct_x: { uid: 266_001, gid: 266_001, home: undefined, label: 'uid 266001', ownUid: true },
+    acct_y: { uid: 266_002, gid: 266_002, home: undefined, label: 'uid 266002', ownUid: true },
+  };
+
+  async function escape(stdio: StdioSupervisor, account: string, serverId: string) {
+    const channel = await stdio.acquire(account, serverId, { command: NODE, args: [fixture('echo-server.mjs')] });
+    await channel.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { escape: true } } })}\n`);
+    const reply = JSON.parse(await nextLine(channel)) as { result: { content: { text: string }[] } };
+    return JSON.parse(textOf(reply.result)) as { pid: number; uid: number; grandchild: number };
+  }
+
+  it.each(CONTAINMENT_KINDS.map((kind) => [kind]))('%s: on stop and on close', async (kind: ContainmentKind) => {
+    const stdio = createStdioSupervisor({ commands: [NODE], killGraceMs: 300, containment: [kind], userOf: (account) => Promise.resolve(users[account] as StdioUser) });
+    supervisors.push(stdio);
+    const x = await escape(stdio, 'acct_x', 'srv_x');
+    expect(stdio.containment).toBe(kind);
+    expect(x.uid).toBe(266_001);
+    await escape(stdio, 'acct_y', 'srv_y');
+    expect(processesOf(266_001)).toHaveLength(2);
+    await stdio.stop('srv_x');
+    await eventually(() => processesOf(266_001).length === 0, 5000, 'x gone after stop');
+    expect(processesOf(266_002)).toHaveLength(2);
+    await stdio.close();
+    expect(processesOf(266_002)).toEqual([]);
+  });
+});
