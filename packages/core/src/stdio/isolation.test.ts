@@ -3,8 +3,12 @@
  * account's own uid, cannot read or signal the other's process, and nothing it starts (a `setsid` grandchild
  * included) outlives its server's delete, restart or the service's shutdown, under each containment.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '../fleet.js';
 import type { ServerInput } from '../registry/schema.js';
 import { CONTAINMENT_KINDS, type ContainmentKind } from './containment.js';
@@ -121,4 +125,53 @@ describe.runIf(ROOT)('each containment ends a setsid grandchild', () => {
     await stdio.close();
     expect(processesOf(266_002)).toEqual([]);
   });
+});
+
+describe.runIf(ROOT)("npx -y as an account's own user", () => {
+  const version = (JSON.parse(readFileSync(fileURLToPath(new URL('../../../../node_modules/@modelcontextprotocol/server-everything/package.json', import.meta.url)), 'utf8')) as { version: string }).version;
+  const pkg = `@modelcontextprotocol/server-everything@${version}`;
+  /** An npm cache holding the package and its dependencies: filled from the registry once, offline afterwards. */
+  const cache = join(tmpdir(), 'mcp-fleet-test-npm-cache');
+  let warm: string | undefined;
+
+  beforeAll(() => {
+    const prefix = mkdtempSync(join(tmpdir(), 'mcp-fleet-npx-warm-'));
+    try {
+      // Resolved as npx resolves it (npm exec), so that the cache holds the very documents npx asks for.
+      execFileSync('npm', ['exec', '--cache', cache, '--prefer-offline', '--yes', '--package', pkg, '--', 'node', '-e', '0'], { cwd: prefix, stdio: 'ignore', timeout: 180_000 });
+      warm = cache;
+    } catch {
+      warm = undefined; // neither cached nor reachable: the test says so below
+    } finally {
+      rmSync(prefix, { recursive: true, force: true });
+    }
+  }, 200_000);
+
+  it('runs a real package through npx -y: the private home (0700, the uid’s) takes npm’s cache', async (context) => {
+    if (warm === undefined) context.skip(`${pkg} is neither in ${cache} nor reachable on the npm registry`);
+    const homes = mkdtempSync(join(tmpdir(), 'mcp-fleet-homes-'));
+    // npm_config_offline: the test never reaches the registry; the package comes from the home's own cache.
+    const f = createFleet({ stdio: { commands: ['npx'], homes, envAllow: ['npm_config_offline', 'npm_config_update_notifier'] } });
+    fleets.push(f);
+    // A folder without node_modules, so that npx cannot find the package installed there (the repository has it).
+    const cwd = mkdtempSync(join(tmpdir(), 'mcp-fleet-npx-cwd-'));
+    chmodSync(cwd, 0o755);
+    const env = { npm_config_offline: 'true', npm_config_update_notifier: 'false' };
+    const body = { name: 'everything', type: 'stdio', command: 'npx', args: ['-y', pkg, 'stdio'], env, working_directory: cwd, timeout: 60_000 };
+    const id = (await f.servers.create('acct_npx', body as ServerInput))._unsafeUnwrap().id;
+    const [folder] = readdirSync(homes);
+    const home = join(homes, folder as string);
+    const stat = statSync(home);
+    expect(stat.mode & 0o777).toBe(0o700);
+    expect(stat.uid).toBeGreaterThanOrEqual(200_000);
+    // The home as a user who ran npx before would have it: their own cache, their own files.
+    cpSync(cache, join(home, '.npm'), { recursive: true, filter: (source) => !source.startsWith(join(cache, '_npx')) });
+    execFileSync('chown', ['-R', `${stat.uid}:${stat.gid}`, join(home, '.npm')]);
+    const listed = await f.tools.list('acct_npx', id);
+    if (listed.isErr()) throw new Error(listed.error.message);
+    const tools = listed.value;
+    expect(tools.map((t) => t.name)).toContain('echo');
+    // npx unpacked the package into the home, as that user.
+    expect(statSync(join(home, '.npm', '_npx')).uid).toBe(stat.uid);
+  }, 90_000);
 });
