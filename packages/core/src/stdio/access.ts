@@ -24,7 +24,7 @@ function allowed(stat: Stats, user: Pick<StdioUser, 'uid' | 'gid'>, want: Want):
 const mode = (stat: Stats) => (stat.mode & 0o777).toString(8).padStart(4, '0');
 
 /** Why `user` cannot `want` the path (the first folder or the file that stops it), or undefined. */
-function issueOf(path: string, user: StdioUser | undefined, want: Want): string | undefined {
+export function pathIssue(path: string, user: Pick<StdioUser, 'uid' | 'gid' | 'label'> | undefined, want: Want): string | undefined {
   let real: string;
   try {
     real = realpathSync(path);
@@ -78,12 +78,12 @@ export function accessIssue(
 ): AccessIssue | undefined {
   const cwd = config.working_directory ?? process.cwd();
   if (config.working_directory !== undefined) {
-    const issue = issueOf(config.working_directory, user, 'search');
+    const issue = pathIssue(config.working_directory, user, 'search');
     if (issue !== undefined) return { field: 'working_directory', issue };
   }
   const command = config.command;
   if (command.includes('/') || command.includes(sep)) {
-    const issue = issueOf(isAbsolute(command) ? command : resolve(cwd, command), user, 'execute');
+    const issue = pathIssue(isAbsolute(command) ? command : resolve(cwd, command), user, 'execute');
     if (issue !== undefined) return { field: 'command', issue };
   } else {
     const folders = (path ?? '').split(':').filter((f) => f !== '');
@@ -96,7 +96,7 @@ export function accessIssue(
       } catch {
         continue;
       }
-      const issue = issueOf(candidate, user, 'execute');
+      const issue = pathIssue(candidate, user, 'execute');
       if (issue === undefined) {
         found = true;
         break;
@@ -120,7 +120,7 @@ export function accessIssue(
       exists = false;
     }
     if (exists) {
-      const issue = issueOf(full, user, 'read');
+      const issue = pathIssue(full, user, 'read');
       if (issue !== undefined) return { field: 'args', issue };
     }
   }

@@ -4,7 +4,7 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FleetError, invalidRequest, isFleetError, toFleetError } from '../errors/fleet-error.js';
-import { accessIssue } from './access.js';
+import { accessIssue, pathIssue } from './access.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 
@@ -141,6 +141,13 @@ export class StdioUsers {
     if (!stat.isDirectory()) throw homeError(home, undefined);
     if (root && (stat.uid !== uid || stat.gid !== gid)) chownSync(home, uid, gid);
     if ((stat.mode & 0o777) !== 0o700) chmodSync(home, 0o700);
+    // A home under a folder the user cannot pass (a store folder of mode 0700, /root) would fail every start.
+    const blocked = pathIssue(home, { uid, gid, label: `uid ${uid}` }, 'search');
+    if (blocked !== undefined) {
+      throw new FleetError('UPSTREAM_UNREACHABLE', {
+        message: `The home of a stdio user cannot be reached by that user (${blocked}): set stdio.homes to a folder every stdio user can pass (reference server: MCP_FLEET_STDIO_HOMES).`,
+      });
+    }
     return home;
   }
 }
