@@ -68,8 +68,8 @@ export interface AccessIssue {
 
 /**
  * What stops `user` from running the server: its working folder, its command (looked up on `path` when it has no
- * slash) and its script (the first argument that is not an option, when it names an existing file). Undefined when
- * nothing does.
+ * slash) and its script (the first argument that is not an option, when it names an existing file, relative to the
+ * working folder). Undefined when nothing does.
  */
 export function accessIssue(
   config: { command: string; args?: readonly string[] | undefined; working_directory?: string | undefined },
@@ -111,15 +111,15 @@ export function accessIssue(
     }
   }
   const script = (config.args ?? []).find((arg) => !arg.startsWith('-'));
-  if (script !== undefined && (script.includes('/') || script.includes(sep))) {
+  if (script !== undefined) {
     const full = isAbsolute(script) ? script : resolve(cwd, script);
-    let exists = true;
+    let isFile = false;
     try {
-      statSync(full);
+      isFile = statSync(full).isFile();
     } catch {
-      exists = false;
+      // a package or module name (`npx -y @acme/server`, `python -m server`), not a file
     }
-    if (exists) {
+    if (isFile) {
       const issue = pathIssue(full, user, 'read');
       if (issue !== undefined) return { field: 'args', issue };
     }

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '../fleet.js';
 import type { ServerInput } from '../registry/schema.js';
-import { CONTAINMENT_KINDS, type ContainmentKind } from './containment.js';
+import { CONTAINMENT_KINDS, type ContainmentKind, cgroup2Mount } from './containment.js';
 import { createStdioSupervisor, type StdioSupervisor } from './supervisor.js';
 import type { StdioUser } from './stdio-users.js';
 import { eventually, fixture, NODE, nextLine } from './test-helpers.js';
@@ -59,10 +59,19 @@ describe.runIf(ROOT)('two tenants through the fleet', () => {
   }
 
   it("each runs as its account's uid: neither reads the other's environ nor signals it, and a setsid grandchild ends with its server", async () => {
-    const f = createFleet({ stdio: { commands: [NODE] } });
+    const logged: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const line = (level: string) => (fields: Record<string, unknown>, message: string) => logged.push({ level, fields, message });
+    const f = createFleet({ stdio: { commands: [NODE] }, logger: { info: line('info'), warn: line('warn'), error: line('error') } });
     fleets.push(f);
     const a = await tenant(f, 'acct_tenant_a', 'secret-of-tenant-a');
     const b = await tenant(f, 'acct_tenant_b', 'secret-of-tenant-b');
+    // The log says which containment holds the trees: on a host with a writable cgroup v2 hierarchy, a cgroup.
+    const containment = logged.filter((entry) => entry.message.startsWith('mcp-fleet: stdio containment: '));
+    expect(containment).toHaveLength(1);
+    if (cgroup2Mount() !== undefined) {
+      expect(containment[0]).toMatchObject({ level: 'info', fields: { containment: 'cgroup' } });
+      expect(containment[0]?.message).toMatch(new RegExp(`^mcp-fleet: stdio containment: cgroup \\(${cgroup2Mount()}/.*mcp-fleet-stdio-${process.pid}-`));
+    }
     expect(a.uid).not.toBe(b.uid);
     for (const uid of [a.uid, b.uid]) expect(uid).toBeGreaterThanOrEqual(200_000);
     expect(processesOf(a.uid)).toEqual(expect.arrayContaining([a.pid, a.grandchild]));

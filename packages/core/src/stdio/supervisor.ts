@@ -20,7 +20,8 @@ export type { StdioChannel, StdioExit, StdioExitReason, StdioProcessInfo } from 
 /**
  * Why the supervisor refused or lost a process, as `FleetError` codes: `DESTINATION_NOT_ALLOWED`,
  * `UPSTREAM_UNREACHABLE` and `UPSTREAM_PROTOCOL_ERROR` are the codes of docs/http-api.md "Health"; `STDIO_CAPACITY` is the
- * per-account cap. Messages never quote an env value or anything the process wrote.
+ * per-account cap. Messages never quote an env value; what the process wrote to stderr appears only as the last lines
+ * of a process that ended on its own, with the server's env values scrubbed (`ManagedProcess.exitSummary`).
  */
 export type StdioErrorCode = 'DESTINATION_NOT_ALLOWED' | 'UPSTREAM_UNREACHABLE' | 'UPSTREAM_PROTOCOL_ERROR' | 'STDIO_CAPACITY';
 
@@ -380,7 +381,8 @@ class Supervisor implements StdioSupervisor {
 /**
  * Runs stdio MCP servers as child processes: only allowlisted commands, no shell, the server's env plus `PATH`,
  * one process per server reused while its configuration is unchanged, stopped when idle, with crash-loop backoff
- * and a per-account cap. Every process leads its own process group, and the whole group is ended on stop.
+ * and a per-account cap. Every process runs as its account's user (`userOf`), leads its own process group, and is
+ * held whole by the containment (a cgroup, a PID namespace, or the group plus a sweep by uid), ended whole on stop.
  */
 export function createStdioSupervisor(options: StdioSupervisorOptions = {}): StdioSupervisor {
   return new Supervisor(options);
