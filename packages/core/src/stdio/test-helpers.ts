@@ -18,7 +18,8 @@ const OTHERS = { uid: 4_000_000_000, gid: 4_000_000_000, home: undefined, label:
  * A script a stdio child can run whatever user it runs as: the file itself when every user can read it, else (the
  * repository cloned in a 0700 folder, as root) a copy in a 0755 folder under the temporary folder, with what it
  * imports bundled in (esbuild), so that the child needs nothing of the repository. `assets` are folders beside the
- * entry's folder that the script reads at run time, copied along.
+ * entry that the script reads at run time (`<entry folder>/docs`), copied beside the bundle's folder, where the
+ * bundled code looks for them (`<bundle folder>/../docs`).
  */
 export function readableScript(path: string, options: { assets?: readonly string[] } = {}): string {
   if (accessIssue({ command: NODE, args: [path] }, OTHERS, '/usr/bin:/bin') === undefined) return path;
@@ -42,7 +43,7 @@ export function readableScript(path: string, options: { assets?: readonly string
     // CommonJS packages inside an ES module bundle still call require().
     banner: { js: "import { createRequire as __fixtureRequire } from 'node:module'; const require = __fixtureRequire(import.meta.url);" },
   });
-  for (const asset of options.assets ?? []) cpSync(join(dirname(path), '..', asset), join(staging, asset), { recursive: true });
+  for (const asset of options.assets ?? []) cpSync(join(dirname(path), asset), join(staging, asset), { recursive: true });
   execFileSync('chmod', ['-R', 'a+rX', staging]);
   try {
     renameSync(staging, folder);
