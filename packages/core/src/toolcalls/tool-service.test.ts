@@ -22,7 +22,9 @@ afterEach(async () => {
 });
 
 function fleet(options: FleetOptions = {}): Fleet {
-  const created = createFleet({ allowPrivateNetworks: true, stdio: { commands: [NODE] }, toolCalls: { backoff: { baseMs: 1, maxMs: 5 } }, ...options });
+  // Not root, the fleet cannot give each account a user of its own: the tests' several accounts then share one.
+  const stdio = { commands: [NODE], ...(process.getuid?.() !== 0 && { sharedUser: true }) };
+  const created = createFleet({ allowPrivateNetworks: true, stdio, toolCalls: { backoff: { baseMs: 1, maxMs: 5 } }, ...options });
   fleets.push(created);
   return created;
 }
