@@ -64,7 +64,11 @@ export function pathIssue(path: string, user: Pick<StdioUser, 'uid' | 'gid' | 'l
 export interface AccessIssue {
   field: 'command' | 'args' | 'working_directory';
   issue: string;
+  /** `missing`: the path is not there (yet); `denied`: it is, and the user cannot reach it. */
+  kind: 'missing' | 'denied';
 }
+
+const kindOf = (issue: string): AccessIssue['kind'] => (issue.endsWith(' does not exist') || issue.includes(' is not found on the PATH') ? 'missing' : 'denied');
 
 /**
  * What stops `user` from running the server: its working folder, its command (looked up on `path` when it has no
@@ -79,12 +83,12 @@ export function accessIssue(
   const cwd = config.working_directory ?? process.cwd();
   if (config.working_directory !== undefined) {
     const issue = pathIssue(config.working_directory, user, 'search');
-    if (issue !== undefined) return { field: 'working_directory', issue };
+    if (issue !== undefined) return { field: 'working_directory', issue, kind: kindOf(issue) };
   }
   const command = config.command;
   if (command.includes('/') || command.includes(sep)) {
     const issue = pathIssue(isAbsolute(command) ? command : resolve(cwd, command), user, 'execute');
-    if (issue !== undefined) return { field: 'command', issue };
+    if (issue !== undefined) return { field: 'command', issue, kind: kindOf(issue) };
   } else {
     const folders = (path ?? '').split(':').filter((f) => f !== '');
     let first: string | undefined;
@@ -104,10 +108,8 @@ export function accessIssue(
       first ??= issue;
     }
     if (!found) {
-      return {
-        field: 'command',
-        issue: first ?? `${command} is not found on the PATH stdio servers get (${path ?? ''}): give its full path, or set stdio.path (reference server: MCP_FLEET_STDIO_PATH)`,
-      };
+      const issue = first ?? `${command} is not found on the PATH stdio servers get (${path ?? ''}): give its full path, or set stdio.path (reference server: MCP_FLEET_STDIO_PATH)`;
+      return { field: 'command', issue, kind: kindOf(issue) };
     }
   }
   const script = (config.args ?? []).find((arg) => !arg.startsWith('-'));
@@ -121,7 +123,7 @@ export function accessIssue(
     }
     if (isFile) {
       const issue = pathIssue(full, user, 'read');
-      if (issue !== undefined) return { field: 'args', issue };
+      if (issue !== undefined) return { field: 'args', issue, kind: kindOf(issue) };
     }
   }
   return undefined;

@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 /**
  * How a stdio server's whole process tree is held, so that nothing it starts outlives its delete, the cap or the
@@ -250,18 +251,15 @@ function readdirSafe(folder: string): string[] {
   }
 }
 
-/**
- * SIGKILL to every process whose real uid is `uid`: the last resort of the `process-group` containment, for a uid
- * that only one account's stdio processes use. Reads /proc; does nothing elsewhere.
- */
-export function sweepUid(uid: number): number {
-  let killed = 0;
+/** Pids of the live (not zombie) processes whose real uid is `uid`, from /proc; none elsewhere. */
+function pidsOfUid(uid: number): number[] {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return 0;
+    return [];
   }
+  const pids: number[] = [];
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     let status: string;
@@ -270,13 +268,28 @@ export function sweepUid(uid: number): number {
     } catch {
       continue;
     }
-    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-    if (real !== undefined && Number(real) === uid) {
-      quietly(() => {
-        process.kill(Number(entry), 'SIGKILL');
-        killed += 1;
-      });
-    }
+    // A zombie holds nothing any more; its parent (init, for an orphan) reaps it.
+    if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && /^State:\s+Z/m.test(status) === false) pids.push(Number(entry));
   }
-  return killed;
+  return pids;
+}
+
+/**
+ * SIGKILL to every process whose real uid is `uid`, until none is left or `timeoutMs` has passed: the last resort of
+ * the `process-group` containment, for a uid that only one account's stdio processes use. True when none is left.
+ */
+export async function sweepUid(uid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const pids = pidsOfUid(uid);
+    if (pids.length === 0) return true;
+    for (const pid of pids) quietly(() => process.kill(pid, 'SIGKILL'));
+    if (performance.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** `sweepUid` at once, without waiting: for a host that is exiting. */
+export function sweepUidNow(uid: number): void {
+  for (const pid of pidsOfUid(uid)) quietly(() => process.kill(pid, 'SIGKILL'));
 }

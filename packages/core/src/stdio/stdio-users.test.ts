@@ -106,6 +106,7 @@ describe('accessIssue: what the child’s user can reach', () => {
     expect(accessIssue({ command: process.execPath, args: [join(closed, 's.js')] }, user, '/usr/bin')).toEqual({
       field: 'args',
       issue: `the folder ${closed} (mode 0700, owner uid 0) does not let uid 4000000001 (test) reach ${join(closed, 's.js')}: allow it (chmod o+x ${closed}) or move the files to a folder that user can read`,
+      kind: 'denied',
     });
     const unreadable = join(root, 'secret.js');
     writeFileSync(unreadable, '', { mode: 0o600 });
@@ -117,10 +118,17 @@ describe('accessIssue: what the child’s user can reach', () => {
     expect(accessIssue({ command: process.execPath, args: ['-y', '@acme/server'] }, user, '/usr/bin')).toBeUndefined();
   });
 
-  it('a bare command not on the children’s PATH names stdio.path', () => {
-    expect(accessIssue({ command: 'no-such-command-here' }, undefined, '/usr/bin:/bin')?.issue).toBe(
-      'no-such-command-here is not found on the PATH stdio servers get (/usr/bin:/bin): give its full path, or set stdio.path (reference server: MCP_FLEET_STDIO_PATH)',
-    );
+  it('a bare command not on the children’s PATH names stdio.path; a path not there yet is `missing` (create lets it pass, spawn refuses it)', () => {
+    expect(accessIssue({ command: 'no-such-command-here' }, undefined, '/usr/bin:/bin')).toEqual({
+      field: 'command',
+      issue: 'no-such-command-here is not found on the PATH stdio servers get (/usr/bin:/bin): give its full path, or set stdio.path (reference server: MCP_FLEET_STDIO_PATH)',
+      kind: 'missing',
+    });
+    expect(accessIssue({ command: 'node', working_directory: '/srv/not-deployed-yet' }, undefined, '/usr/bin:/bin')).toEqual({
+      field: 'working_directory',
+      issue: '/srv/not-deployed-yet does not exist',
+      kind: 'missing',
+    });
   });
 });
 

@@ -194,12 +194,13 @@ export function sharedUserWarning(mode: StdioUserMode): string | undefined {
 
 /**
  * The create and update check of a stdio server (400): the account's stdio user (drawn now) can reach the command,
- * its script and its working folder.
+ * its script and its working folder. A path that is not there yet passes (it may be deployed after the server is
+ * registered); the spawn refuses it then, by name. One that is there and closed to the user is refused now.
  */
 export function stdioAccessCheck(users: StdioUsers, path: string) {
   return (account: string, config: { command: string; args?: readonly string[] | undefined; working_directory?: string | undefined }): ResultAsync<void, FleetError> =>
     ResultAsync.fromPromise(users.userOf(account), (error) => (isFleetError(error) ? error : toFleetError(error))).andThen((user) => {
       const blocked = accessIssue(config, user, path);
-      return blocked === undefined ? okAsync(undefined) : errAsync(invalidRequest([blocked]));
+      return blocked === undefined || blocked.kind === 'missing' ? okAsync(undefined) : errAsync(invalidRequest([{ field: blocked.field, issue: blocked.issue }]));
     });
 }

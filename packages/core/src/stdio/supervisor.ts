@@ -9,7 +9,7 @@ import { CrashBackoff, type CrashBackoffOptions } from './crash-backoff.js';
 import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProcessInfo } from './managed-process.js';
 import { childEnv, DEFAULT_STDIO_PATH, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
 import { accessIssue } from './access.js';
-import { Containment, type ContainmentKind, sweepUid } from './containment.js';
+import { Containment, type ContainmentKind, sweepUid, sweepUidNow } from './containment.js';
 import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
 import type { StdioUser } from './stdio-users.js';
 
@@ -206,7 +206,7 @@ class Supervisor implements StdioSupervisor {
       await Promise.allSettled([...this.inflight]);
       await Promise.all([...this.processes.values()].map((proc) => this.terminate(proc, 'closed')));
       this.backoff.clear();
-      if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) sweepUid(uid);
+      if (this.chosenCells?.kind === 'process-group') await Promise.all([...this.ownUids].map((uid) => sweepUid(uid, this.group.reapTimeoutMs)));
       this.chosenCells?.close();
     })();
     return this.closing;
@@ -322,8 +322,8 @@ class Supervisor implements StdioSupervisor {
       clearTimeout(proc.idleTimer);
       await endGroup(proc, this.group);
       proc.cell?.dispose();
+      await this.sweepAfter(proc);
       this.release(proc);
-      this.sweepAfter(proc);
     })();
     return proc.cleanup;
   }
@@ -343,11 +343,11 @@ class Supervisor implements StdioSupervisor {
    * The group alone cannot hold a `setsid` grandchild: once an account whose uid is its own has no process left here,
    * every process of that uid goes.
    */
-  private sweepAfter(proc: ManagedProcess): void {
+  private async sweepAfter(proc: ManagedProcess): Promise<void> {
     const uid = proc.user?.ownUid === true ? proc.user.uid : undefined;
-    if (this.cells.kind !== 'process-group' || uid === undefined) return;
-    for (const other of this.processes.values()) if (other.account === proc.account) return;
-    sweepUid(uid);
+    if (this.chosenCells?.kind !== 'process-group' || uid === undefined) return;
+    for (const other of this.processes.values()) if (other !== proc && other.account === proc.account) return;
+    await sweepUid(uid, this.group.reapTimeoutMs);
   }
 
   private armIdle(proc: ManagedProcess, delay: number): void {
@@ -371,6 +371,7 @@ class Supervisor implements StdioSupervisor {
   /** When the host exits without `close()`: no time to wait, so SIGKILL every group at once. */
   private readonly killAllNow = (): void => {
     for (const proc of this.processes.values()) killGroupNow(proc);
+    if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) sweepUidNow(uid);
   };
 
   private closedError(): FleetError {
