@@ -35,9 +35,9 @@ export interface StdioSupervisorOptions {
    */
   commands?: readonly StdioCommandRule[];
   /**
-   * The user children run as (`setuid`/`setgid` at spawn), so that a child cannot read the service's memory,
-   * environment (`/proc/<ppid>/environ`), store files or keys. Only a process running as root can switch. @default
-   * none: children run as the service's own user
+   * One user every child runs as (`setuid`/`setgid` at spawn), so that a child cannot read the service's memory,
+   * environment (`/proc/<ppid>/environ`), store files or keys; `userOf` gives each account its own instead. Only a
+   * process running as root can switch. @default none: children run as the service's own user
    */
   user?: { uid: number; gid: number };
   /**
@@ -46,11 +46,11 @@ export interface StdioSupervisorOptions {
    */
   userOf?: (account: string) => Promise<StdioUser>;
   /**
-   * The containments the supervisor may use for each process's tree, tried in this order at construction (the first
-   * this host supports is used; see `containment`). @default ['cgroup', 'pid-namespace', 'process-group']
+   * The containments the supervisor may use for each process's tree, tried in this order at the first spawn (the
+   * first this host supports is used; see `containment`). @default ['cgroup', 'pid-namespace', 'process-group']
    */
   containment?: readonly ContainmentKind[];
-  /** Told once, at construction, which containment runs and why others were passed over. @default none */
+  /** Told once, at the first spawn, which containment runs and why others were passed over. @default none */
   onContainment?: (kind: ContainmentKind, description: string) => void;
   /**
    * Rewrites the command line of every child after the allowlist check, to run it inside a sandbox of the
@@ -104,7 +104,7 @@ export interface StdioSupervisor {
   close(): Promise<void>;
   /** The processes the supervisor holds, for diagnostics. */
   list(account?: string): StdioProcessInfo[];
-  /** What holds each process's tree on this host (chosen at construction). */
+  /** What holds each process's tree on this host (chosen at the first spawn, or when this is first read). */
   readonly containment: ContainmentKind;
 }
 
