@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -115,6 +115,8 @@ export class Containment {
   private readonly setpriv: string | undefined;
   private readonly unshare: string | undefined;
   private cells = 0;
+  /** Folders of services gone without `close()`, whose processes were killed but not yet reaped: removed at `close`. */
+  private readonly stale: string[] = [];
 
   constructor(allowed: readonly ContainmentKind[] = CONTAINMENT_KINDS) {
     const root = process.getuid?.() === 0;
@@ -161,9 +163,12 @@ export class Containment {
       this.notes.push('cgroup: sh or setpriv (util-linux) not found');
       return undefined;
     }
-    const name = `mcp-fleet-stdio-${process.pid}-${randomBytes(3).toString('hex')}`;
+    // Named by the PID namespace too: a pid means something only there, and the hierarchy may be shared with other
+    // namespaces (containers), whose folders are never touched.
+    const name = `mcp-fleet-stdio-${PID_NAMESPACE}-${process.pid}-${randomBytes(3).toString('hex')}`;
     // Beside this process's own cgroup when we may write there (a delegated subtree), else at the hierarchy's root.
     for (const parent of [...new Set([join(mount, ownCgroup()), mount])]) {
+      this.stale.push(...removeStale(parent));
       const folder = join(parent, name);
       try {
         mkdirSync(folder);
@@ -232,12 +237,52 @@ export class Containment {
     };
   }
 
-  /** Removes the service's cgroup folder once every cell is gone. */
+  /** Removes the service's cgroup folder once every cell is gone, and what is left of stale ones. */
   close(): void {
-    if (this.cgroupRoot === undefined) return;
-    const root = this.cgroupRoot;
-    for (const entry of readdirSafe(root)) quietly(() => rmdirSync(join(root, entry)));
-    quietly(() => rmdirSync(root));
+    for (const folder of this.stale.splice(0)) removeFolder(folder);
+    if (this.cgroupRoot !== undefined) removeFolder(this.cgroupRoot);
+  }
+}
+
+/** This process's PID namespace (the inode of /proc/self/ns/pid), or `0` where it cannot be read. */
+const PID_NAMESPACE = (() => {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? '0';
+  } catch {
+    return '0';
+  }
+})();
+
+/**
+ * The folders a service left behind when it exited without `close()` (or was killed): whatever still runs there
+ * outlived its service, so it is ended (`cgroup.kill`), and the empty folders go. Only folders of a pid that no
+ * longer exists in this PID namespace.
+ */
+function removeStale(parent: string): string[] {
+  const left: string[] = [];
+  for (const entry of readdirSafe(parent)) {
+    const owner = new RegExp(`^mcp-fleet-stdio-${PID_NAMESPACE}-(\\d+)-[0-9a-f]+$`).exec(entry)?.[1];
+    if (owner === undefined || alive(Number(owner))) continue;
+    const folder = join(parent, entry);
+    quietly(() => writeFileSync(join(folder, 'cgroup.kill'), '1'));
+    if (!removeFolder(folder)) left.push(folder);
+  }
+  return left;
+}
+
+/** Removes a cgroup folder and its cells; false while a process is still in one (a killed one not yet reaped). */
+function removeFolder(folder: string): boolean {
+  for (const cell of readdirSafe(folder)) quietly(() => rmdirSync(join(folder, cell)));
+  quietly(() => rmdirSync(folder));
+  return !existsSync(folder);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

@@ -3,8 +3,8 @@
  * account's own uid, cannot read or signal the other's process, and nothing it starts (a `setsid` grandchild
  * included) outlives its server's delete, restart or the service's shutdown, under each containment.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,7 +70,7 @@ describe.runIf(ROOT)('two tenants through the fleet', () => {
     expect(containment).toHaveLength(1);
     if (cgroup2Mount() !== undefined) {
       expect(containment[0]).toMatchObject({ level: 'info', fields: { containment: 'cgroup' } });
-      expect(containment[0]?.message).toMatch(new RegExp(`^mcp-fleet: stdio containment: cgroup \\(${cgroup2Mount()}/.*mcp-fleet-stdio-${process.pid}-`));
+      expect(containment[0]?.message).toMatch(new RegExp(`^mcp-fleet: stdio containment: cgroup \\(${cgroup2Mount()}/.*mcp-fleet-stdio-\\d+-${process.pid}-`));
     }
     expect(a.uid).not.toBe(b.uid);
     for (const uid of [a.uid, b.uid]) expect(uid).toBeGreaterThanOrEqual(200_000);
@@ -188,4 +188,27 @@ describe.runIf(ROOT)("npx -y as an account's own user", () => {
     // npx unpacked the package into the home, as that user.
     expect(statSync(join(home, '.npm', '_npx')).uid).toBe(stat.uid);
   }, 90_000);
+});
+
+describe.runIf(ROOT && cgroup2Mount() !== undefined)('a cgroup left by a service that never closed', () => {
+  it('is ended when the next supervisor starts its first process, and removed by its close at the latest', async () => {
+    const mount = cgroup2Mount() as string;
+    // A pid that no longer exists: the service that made the folder is gone.
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await new Promise((resolve) => gone.once('exit', resolve));
+    const namespace = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1];
+    const stale = join(mount, `mcp-fleet-stdio-${namespace}-${gone.pid}-abcdef`);
+    mkdirSync(join(stale, 'p1'), { recursive: true });
+    // What outlived it: a process still in its cgroup.
+    const orphan = spawn('sleep', ['600'], { stdio: 'ignore' });
+    writeFileSync(join(stale, 'p1', 'cgroup.procs'), String(orphan.pid));
+    const ended = new Promise((resolve) => orphan.once('exit', (_code, signal) => resolve(signal)));
+
+    const stdio = createStdioSupervisor({ commands: [NODE], containment: ['cgroup'] });
+    supervisors.push(stdio);
+    await stdio.acquire('acct_next', 'srv_next', { command: NODE, args: [fixture('echo-server.mjs')] });
+    expect(await ended).toBe('SIGKILL');
+    await stdio.close();
+    expect(existsSync(stale)).toBe(false);
+  });
 });
