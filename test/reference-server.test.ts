@@ -3,7 +3,7 @@
  * its stores, the key it prints, and how it stops. Runs the built `examples/reference-server/dist/main.js`.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -540,6 +540,23 @@ describe('MCP_FLEET_STDIO_COMMANDS', () => {
     expectCleanStop(await server.stop());
   });
 
+  it.runIf(process.getuid?.() === 0)('MCP_FLEET_STDIO_UIDS and MCP_FLEET_STDIO_HOMES: the account’s stdio user comes from the range, its private home from the folder', async () => {
+    const cwd = await tempDir();
+    // Every stdio user must pass the folders above the homes (a temporary folder is made 0700).
+    chmodSync(cwd, 0o755);
+    const homes = join(cwd, 'homes');
+    const env = { MCP_FLEET_STDIO_COMMANDS: 'node', MCP_FLEET_STDIO_UIDS: '270000-270009', MCP_FLEET_STDIO_HOMES: homes, MCP_FLEET_STORE: 'memory://' };
+    const server = await startServer({ cwd, env });
+    const key = server.printedKeys[0] as string;
+    await create(server, key, { name: 'local-node', type: 'stdio', command: 'node', args: ['-e', '1'] });
+    const made = readdirSync(homes).map(Number);
+    expect(made).toHaveLength(1);
+    expect(made[0]).toBeGreaterThanOrEqual(270_000);
+    expect(made[0]).toBeLessThanOrEqual(270_009);
+    expect(statSync(join(homes, String(made[0]))).uid).toBe(made[0]);
+    expectCleanStop(await server.stop());
+  });
+
   it.each([undefined, '', ' , '])('stdio is off when the list is empty (%j)', async (value) => {
     const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STDIO_COMMANDS: value } });
     const key = server.printedKeys[0] as string;
@@ -560,6 +577,10 @@ describe('variables of later features are validated now', () => {
     ['MCP_FLEET_WEBHOOK_RETRY_BASE_MS', '-5'],
     ['MCP_FLEET_WEBHOOK_RETRY_BASE_MS', '1.5'],
     ['MCP_FLEET_WEBHOOK_RETRY_BASE_MS', 'soon'],
+    ['MCP_FLEET_STDIO_UIDS', '200000'],
+    ['MCP_FLEET_STDIO_UIDS', '300-200'],
+    ['MCP_FLEET_STDIO_UIDS', '0-10'],
+    ['MCP_FLEET_STDIO_SHARED_USER', 'yes'],
   ])('%s=%s exits 2 naming the variable', async (name, value) => {
     const exit = await runToExit({ cwd: await tempDir(), env: { [name]: value } });
     expect(exit.code).toBe(2);

@@ -9,7 +9,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createFleet, type Fleet, type FleetOptions, MemoryIndexStore, verify } from '@mcp-fleet/core';
 import { createRedisStorage } from '@mcp-fleet/redis';
 import { createSqliteStorage } from '@mcp-fleet/sqlite';
@@ -26,7 +25,9 @@ const CLIENT_SECRET = `client-secret-${randomBytes(12).toString('hex')}`;
 const ENV_VALUE = `env-value-${randomBytes(12).toString('hex')}`;
 const K1 = randomBytes(32);
 const K2 = randomBytes(32).toString('base64');
-const ECHO_SERVER = fileURLToPath(new URL('../packages/core/src/stdio/fixtures/echo-server.mjs', import.meta.url));
+import { fixture } from '../packages/core/src/stdio/test-helpers.js';
+
+const ECHO_SERVER = fixture('echo-server.mjs');
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
 interface Store {

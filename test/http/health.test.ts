@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHtmlServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
@@ -9,7 +11,7 @@ import { startWsServer } from '../../packages/core/src/mcp/fixtures/ws-server.js
 import { ADAPTERS } from '../support/adapters.js';
 import { expectError, expectSuccess, freshClient, serveForSuite, UNKNOWN_SERVER_ID, uniqueName } from '../support/http-client.js';
 
-const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+import { EVERYTHING } from '../../packages/core/src/stdio/test-helpers.js';
 /** This test process's own children that run server-everything (vitest runs each file in its own process). */
 function everythingChildren(): number {
   const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
@@ -98,10 +100,37 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     expect((await client.get('/servers?health=unhealthy')).body.pagination.total).toBe(1);
   });
 
-  it('reports a stdio command that crashes at start as unhealthy, UPSTREAM_UNREACHABLE', async () => {
-    const { res } = await healthOf({ type: 'stdio', command: process.execPath, args: ['-e', 'process.exit(3)'], timeout: 5000 });
+  it('reports a stdio command that crashes at start as unhealthy, UPSTREAM_UNREACHABLE, with its exit code and last stderr lines, env values scrubbed', async () => {
+    const script = "console.error('loading config'); console.error('fatal: token ' + process.env.API_TOKEN + ' rejected'); process.exit(3)";
+    const { client, id, res } = await healthOf({ type: 'stdio', command: process.execPath, args: ['-e', script], env: { API_TOKEN: 'tok-never-shown-42' }, timeout: 5000 });
     const data = expectSuccess(res, 200);
     expect(data).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_UNREACHABLE' } });
+    // The probe's own retry may already meet the crash backoff: either way the answer says why the server ended.
+    const why = 'it exited with code 3; the last lines of its stderr: loading config | fatal: token [redacted] rejected';
+    expect([`The stdio server ended: ${why}.`, expect.stringMatching(/^The stdio server keeps crashing \(last start: /)]).toContainEqual(data.error.message);
+    expect(data.error.message).toContain(why);
+    const again = expectSuccess(await client.get(`/servers/${id}/health`), 200);
+    expect(again.error.message).toMatch(/^The stdio server keeps crashing \(last start: .*\); the next start is allowed in \d+ ms\.$/);
+    expect(again.error.message).toContain(why);
+    expect(JSON.stringify([data, again])).not.toContain('tok-never-shown-42');
+  });
+
+  it.runIf(process.getuid?.() === 0)('refuses at create, 400, a script the account’s stdio user cannot read: naming the path, the user and the fix', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mcp-fleet-private-'));
+    chmodSync(folder, 0o700);
+    const script = join(folder, 'server.mjs');
+    writeFileSync(script, 'process.exit(0)\n');
+    const client = await freshClient(open.served);
+    const res = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: process.execPath, args: [script] });
+    expectError(res, 400, 'INVALID_REQUEST');
+    expect(res.body.error.details.field).toBe('args');
+    expect(res.body.error.details.issue).toMatch(
+      new RegExp(`^the folder ${folder} \\(mode 0700, owner uid 0\\) does not let uid \\d+ \\(this account’s stdio user\\) reach ${script}: allow it \\(chmod o\\+x ${folder}\\) or move the files to a folder that user can read$`),
+    );
+    const cwd = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: process.execPath, args: ['-e', '1'], working_directory: folder });
+    expectError(cwd, 400, 'INVALID_REQUEST');
+    expect(cwd.body.error.details.field).toBe('working_directory');
+    expect((await client.get('/servers')).body.pagination.total).toBe(0);
   });
 
   it('refuses private and loopback destinations unless the embedder allows them: DESTINATION_NOT_ALLOWED', async () => {

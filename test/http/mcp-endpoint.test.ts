@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { MemoryIndexStore, type Principal, type RangeOptions, type Scope } from '@mcp-fleet/core';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,7 +18,7 @@ import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/
 import { ADAPTERS } from '../support/adapters.js';
 import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
 
-const EVERYTHING = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+import { EVERYTHING } from '../../packages/core/src/stdio/test-helpers.js';
 
 /**
  * The suite's `authenticate`: `Bearer {account}|{scopes, comma-separated or *}|{tools globs, comma-separated or *}`,

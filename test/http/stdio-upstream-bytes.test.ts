@@ -3,12 +3,13 @@
  * UPSTREAM_RESPONSE_TOO_LARGE (not after the server's timeout), and the process is replaced, so the next call reads
  * whole lines again. A real child process: the echo-server fixture.
  */
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import { createServer, freshClient, type Json, serveForSuite } from '../support/http-client.js';
 
-const ECHO_SERVER = fileURLToPath(new URL('../../packages/core/src/stdio/fixtures/echo-server.mjs', import.meta.url));
+import { fixture } from '../../packages/core/src/stdio/test-helpers.js';
+
+const ECHO_SERVER = fixture('echo-server.mjs');
 
 describe.each(ADAPTERS)('a stdio answer past maxUpstreamBytes ($name)', (adapter) => {
   const suite = serveForSuite(adapter, { stdio: { commands: [process.execPath] }, maxUpstreamBytes: 64 * 1024, onError: () => {} });

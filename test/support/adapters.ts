@@ -62,9 +62,19 @@ export interface ServeOptions extends FleetOptions {
   mount?: string;
 }
 
+/**
+ * Suites give each test an account of its own. Running as root, each account's stdio children get a uid of their
+ * own; not root, the fleet cannot switch users and serves stdio to one account only unless `stdio.sharedUser` is
+ * set, which the suites then set, as a single-user deployment would.
+ */
+export function withSharedStdioUser<T extends FleetOptions>(options: T): T {
+  if (options.stdio === undefined || process.getuid?.() === 0) return options;
+  return { ...options, stdio: { sharedUser: true, ...options.stdio } };
+}
+
 export async function serveFleet(adapter: Adapter, options: ServeOptions = {}): Promise<Served> {
   const { mount = '', ...fleetOptions } = options;
-  const fleet = createFleet({ rateLimit: false, ...fleetOptions });
+  const fleet = createFleet({ rateLimit: false, ...withSharedStdioUser(fleetOptions) });
   const { origin, server } = await adapter.serve(fleet, mount);
   return {
     fleet,

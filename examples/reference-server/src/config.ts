@@ -14,8 +14,16 @@ export interface ServerConfig {
   apiKeys: { account: string; tier: Tier; secret: string; scopes?: Scope[]; tools?: string[]; prompts?: string[]; resources?: string[] }[];
   allowPrivateNetworks: boolean;
   stdioCommands: string[];
-  /** The user stdio servers run as when the service runs as root; unset: the library's default (`nobody`). */
+  /** One user for every account's stdio servers (root only); unset: each account its own uid (`stdio.uids`). */
   stdioUser: string | undefined;
+  /** `MCP_FLEET_STDIO_UIDS`, `from-to`: the range accounts' stdio uids are drawn from; unset: the library's default. */
+  stdioUids: { from: number; to: number } | undefined;
+  /** `MCP_FLEET_STDIO_SHARED_USER=1`: several accounts' stdio servers may share one user (`stdio.sharedUser`). */
+  stdioSharedUser: boolean;
+  /** `MCP_FLEET_STDIO_HOMES`: the folder of the stdio users' homes; unset: beside the store file, or the library's default. */
+  stdioHomes: string | undefined;
+  /** `MCP_FLEET_STDIO_PATH`: the `PATH` of stdio children; unset: the library's fixed default. */
+  stdioPath: string | undefined;
   webhookRetryBaseMs: number;
   /** `MCP_FLEET_RATE_LIMITS=off`: no rate limits at all, for local development. */
   rateLimits: boolean;
@@ -141,6 +149,18 @@ function parseHealthInterval(value: string | undefined): number {
   return ms;
 }
 
+/** `from-to`, two uids, for MCP_FLEET_STDIO_UIDS. */
+function parseUidRange(value: string | undefined): { from: number; to: number } | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const match = /^\s*(\d{1,10})\s*-\s*(\d{1,10})\s*$/.exec(value);
+  const from = Number(match?.[1]);
+  const to = Number(match?.[2]);
+  if (match === null || from < 1 || to < from || to > 4_294_967_294) {
+    throw new ConfigError('MCP_FLEET_STDIO_UIDS: expected a range of uids like 200000-265535 (from at least 1, to not below from)');
+  }
+  return { from, to };
+}
+
 /** A base64 key of 32 bytes; the message names the variable, never the value. */
 function parseKey(name: string, value: string): string {
   const text = value.trim();
@@ -169,6 +189,10 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
       .map((c) => c.trim())
       .filter((c) => c !== ''),
     stdioUser: env.MCP_FLEET_STDIO_USER?.trim() || undefined,
+    stdioUids: parseUidRange(env.MCP_FLEET_STDIO_UIDS),
+    stdioSharedUser: parseFlag('MCP_FLEET_STDIO_SHARED_USER', env.MCP_FLEET_STDIO_SHARED_USER),
+    stdioHomes: env.MCP_FLEET_STDIO_HOMES?.trim() || undefined,
+    stdioPath: env.MCP_FLEET_STDIO_PATH?.trim() || undefined,
     healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
     rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
     encryptionKey: env.MCP_FLEET_ENCRYPTION_KEY?.trim() ? parseKey('MCP_FLEET_ENCRYPTION_KEY', env.MCP_FLEET_ENCRYPTION_KEY) : undefined,

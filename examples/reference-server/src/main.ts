@@ -1,11 +1,13 @@
+import { statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import type { IncomingMessage } from 'node:http';
 import { createFleet } from '@mcp-fleet/core';
 import { answerClientError, clientAddressBehindProxies } from '@mcp-fleet/core/node';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { type Context, Hono } from 'hono';
-import { ConfigError, readConfig } from './config.js';
+import { ConfigError, readConfig, type ServerConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
 
@@ -36,7 +38,15 @@ async function main(): Promise<void> {
     ...store.options,
     // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key an SQLite store generated beside its file.
     ...keys,
-    stdio: { commands: config.stdioCommands, ...(config.stdioUser !== undefined && { user: config.stdioUser }) },
+    stdio: {
+      commands: config.stdioCommands,
+      ...(config.stdioUser !== undefined && { user: config.stdioUser }),
+      ...(config.stdioUids !== undefined && { uids: config.stdioUids }),
+      sharedUser: config.stdioSharedUser,
+      // The stdio users' homes (npm's and uv's caches) live with the data, beside the store file, when there is one.
+      ...((config.stdioHomes ?? storeFolder(config.store)) !== undefined && { homes: config.stdioHomes ?? storeFolder(config.store) }),
+      ...(config.stdioPath !== undefined && { path: config.stdioPath }),
+    },
     allowPrivateNetworks: config.allowPrivateNetworks,
     // The web dashboard at /v1/dashboard/ (docs/dashboard.md): sign in there with an API key.
     dashboard: true,
@@ -135,3 +145,22 @@ main().catch((error: unknown) => {
   else console.error('mcp-fleet: failed to start:', error);
   process.exit(2);
 });
+
+/**
+ * The folder of stdio homes with the data, beside an SQLite store's file (`<folder>/stdio-homes`), when stdio users
+ * can pass every folder above it; else none (the library's default under the temporary folder). A store folder
+ * of mode 0700 (the embedded store's) keeps its files private, and so cannot hold the homes.
+ */
+function storeFolder(store: ServerConfig['store']): string | undefined {
+  if (store.kind !== 'sqlite') return undefined;
+  const folder = dirname(resolve(store.path));
+  for (let above = folder; ; above = dirname(above)) {
+    try {
+      if ((statSync(above).mode & 0o001) === 0) return undefined;
+    } catch {
+      return undefined;
+    }
+    if (dirname(above) === above) break;
+  }
+  return join(folder, 'stdio-homes');
+}

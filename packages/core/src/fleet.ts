@@ -22,7 +22,9 @@ import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
 import { ServerRegistry } from './registry/registry.js';
 import { ServerValidator } from './registry/schema.js';
 import { stdioTransportFor, stopWithServers } from './stdio/stdio-transport.js';
-import { createStdioSupervisor } from './stdio/supervisor.js';
+import { type ContainmentKind, createStdioSupervisor } from './stdio/supervisor.js';
+import { defaultHomes, sharedUserWarning, stdioAccessCheck, StdioUsers } from './stdio/stdio-users.js';
+import { DEFAULT_STDIO_PATH } from './registry/stdio-policy.js';
 import { IndexCalls } from './storage/index-calls.js';
 import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
@@ -81,7 +83,7 @@ export function createFleet(options: FleetOptions & { webhooks: false }): Fleet<
 export function createFleet(options?: FleetOptions & { webhooks?: WebhooksOptions }): Fleet<WebhooksApi>;
 export function createFleet(options?: FleetOptions): Fleet;
 export function createFleet(options: FleetOptions = {}): Fleet {
-  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUser, allowPrivateNetworks, monitor: monitorOptions, quotas } = resolveOptions(options);
+  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUsers: stdioUserMode, allowPrivateNetworks, monitor: monitorOptions, quotas } = resolveOptions(options);
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
@@ -113,11 +115,25 @@ export function createFleet(options: FleetOptions = {}): Fleet {
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
   const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
-  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox, maxPerAccount: quotas.serversPerAccount });
+  // Each account's stdio children run as a user of its own (docs/security.md), which must reach their files.
+  const stdioPath = options.stdio?.path ?? DEFAULT_STDIO_PATH;
+  const stdioUsers = new StdioUsers({ index, records, mode: stdioUserMode, homes: options.stdio?.homes ?? defaultHomes() });
+  const checkStdio = stdioCommands.length === 0 ? undefined : stdioAccessCheck(stdioUsers, stdioPath);
+  if (stdioCommands.length > 0) warnSharedUser(options.logger, sharedUserWarning(stdioUserMode));
+  const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox, maxPerAccount: quotas.serversPerAccount, checkStdio });
   const secrets = createSecrets({ records, box: secretBox, registry, webhooks });
 
   const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
-  const supervisor = createStdioSupervisor({ commands: stdioCommands, maxProcessesPerAccount, idleTimeoutMs, wrap, user: stdioUser, now });
+  const supervisor = createStdioSupervisor({
+    commands: stdioCommands,
+    maxProcessesPerAccount,
+    idleTimeoutMs,
+    wrap,
+    userOf: (account) => stdioUsers.userOf(account),
+    path: stdioPath,
+    now,
+    onContainment: (kind, description) => logContainment(options.logger, kind, description),
+  });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
   const listingLimits = resolveListings(options.listings, outbound.maxResponseBytes);
@@ -217,4 +233,18 @@ function warnPlaintext(logger: FleetOptions['logger']): void {
     warnedOnConsole = true;
     console.warn(message);
   }
+}
+
+/** Once per fleet, at the first stdio spawn: which containment holds the processes' trees (info), or a warning when only the group does. */
+function logContainment(logger: FleetOptions['logger'], kind: ContainmentKind, description: string): void {
+  const message = `mcp-fleet: stdio containment: ${description}`;
+  if (kind !== 'process-group') logger?.info({ containment: kind }, message);
+  else if (logger !== undefined) logger.warn({ containment: kind }, `${message} (a process that calls setsid may outlive its server until its account has no stdio process left)`);
+  else console.warn(`${message} (a process that calls setsid may outlive its server until its account has no stdio process left)`);
+}
+
+function warnSharedUser(logger: FleetOptions['logger'], message: string | undefined): void {
+  if (message === undefined) return;
+  if (logger !== undefined) logger.warn({}, message);
+  else console.warn(message);
 }

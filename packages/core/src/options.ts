@@ -9,13 +9,14 @@ import type { DashboardOptions } from './http/dashboard.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
 import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
 import type { StdioCommandRule } from './registry/stdio-policy.js';
+import type { StdioUserMode } from './stdio/stdio-users.js';
 import type { IndexStore } from './storage/index-store.js';
 import { createMemoryStorage } from './storage/records.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import type { ListingsOptions } from './toolcalls/listings.js';
 import type { Logger } from './util/logger.js';
-import { checkOption, positiveInteger } from './util/options.js';
+import { checkOption, integerIn, positiveInteger } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT } from './webhooks/subscriptions.js';
 
@@ -47,11 +48,35 @@ export interface FleetOptions {
      */
     commands?: readonly StdioCommandRule[];
     /**
-     * The user stdio children run as when the service runs as root: a name from `/etc/passwd` or `{ uid, gid }`;
-     * `false` keeps root (not advised: a child could read every tenant's secrets from the service). Ignored when the
-     * service does not run as root. @default 'nobody'
+     * One user for every account's stdio children, instead of a uid of each account's own (`uids`), when the service
+     * runs as root: a name from `/etc/passwd` or `{ uid, gid }`; `false` keeps root (not advised: a child could read
+     * every tenant's secrets from the service). A shared user serves one account only unless `sharedUser` is set.
+     * Ignored when the service does not run as root. @default none: each account gets its own uid from `uids`
      */
     user?: string | { uid: number; gid: number } | false;
+    /**
+     * Running as root, each account's children run as a uid (and gid) of that account's own, drawn from this range
+     * and kept in `index`, so that every process and restart agrees; children of two accounts cannot read each
+     * other's `/proc/<pid>/environ` nor signal each other. The uids need no `/etc/passwd` entry; pick a range no
+     * other user of the host has. @default { from: 200000, to: 265535 }
+     */
+    uids?: { from: number; to: number };
+    /**
+     * Lets stdio servers of several accounts run as one user: where the service cannot switch users (it does not
+     * run as root), or with `user`. Their children can then read each other's environment (`env` secrets) and
+     * signal each other: a warning says so at start. Without it, the first account to run a stdio server keeps
+     * stdio to itself and others are refused (400 at create). @default false
+     */
+    sharedUser?: boolean;
+    /**
+     * The folder holding a private home (0700, owned by that user) per stdio user, set as the children's `HOME`
+     * (npm's and uv's caches go there, so `npx -y` and `uvx` work). Made 0711 if missing; must be the service
+     * user's and not writable by others. @default `<os.tmpdir()>/mcp-fleet-stdio-homes` (the reference server: a
+     * folder beside its store file)
+     */
+    homes?: string;
+    /** The `PATH` every stdio child gets (never the service's own). @default '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' */
+    path?: string;
     /**
      * With a list, the only environment variable names a stdio server may set, replacing the default denylist of
      * names that steer a loader, an interpreter, TLS, proxies or package registries (docs/configuration.md). @default none
@@ -180,8 +205,8 @@ export interface ResolvedOptions {
   now: () => number;
   onError: ErrorHook;
   stdioCommands: readonly StdioCommandRule[];
-  /** The user stdio children run as; `undefined`: the service's own. */
-  stdioUser: { uid: number; gid: number } | undefined;
+  /** Who stdio children run as: a uid per account, or one shared user. */
+  stdioUsers: StdioUserMode;
   allowPrivateNetworks: boolean | readonly string[];
   monitor: HealthMonitorOptions | undefined;
   quotas: Required<QuotasOptions>;
@@ -219,7 +244,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     now: options.now ?? Date.now,
     onError: options.onError ?? (options.logger === undefined ? defaultOnError : loggedError(options.logger)),
     stdioCommands: options.stdio?.commands ?? [],
-    stdioUser: resolveStdioUser(options.stdio?.user ?? 'nobody'),
+    stdioUsers: resolveStdioUsers(options.stdio ?? {}),
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
     quotas: {
@@ -229,9 +254,24 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
   };
 }
 
-/** The uid and gid stdio children switch to; only root can switch, so elsewhere children keep the service's user. */
+/**
+ * Who stdio children run as: running as root, a uid per account from `uids` unless one `user` is named; otherwise
+ * (no switch possible, or one user named) a shared user, for one account unless `sharedUser`.
+ */
+function resolveStdioUsers(stdio: NonNullable<FleetOptions['stdio']>): StdioUserMode {
+  const allowMany = stdio.sharedUser ?? false;
+  if (typeof allowMany !== 'boolean') throw new TypeError('mcp-fleet: stdio.sharedUser must be true or false');
+  const uids = stdio.uids ?? { from: 200_000, to: 265_535 };
+  const from = checkOption('stdio.uids.from', uids.from, integerIn(1, 4_294_967_294));
+  const to = checkOption('stdio.uids.to', uids.to, integerIn(from, 4_294_967_294));
+  if (process.getuid?.() !== 0) return { kind: 'shared', user: undefined, allowMany };
+  if (stdio.user === undefined) return { kind: 'per-account', from, to };
+  return { kind: 'shared', user: resolveStdioUser(stdio.user), allowMany };
+}
+
+/** The one uid and gid stdio children switch to (root only); `undefined` for `false`: root itself. */
 function resolveStdioUser(user: string | { uid: number; gid: number } | false): { uid: number; gid: number } | undefined {
-  if (user === false || process.getuid?.() !== 0) return undefined;
+  if (user === false) return undefined;
   if (typeof user === 'object') {
     if (!Number.isInteger(user.uid) || !Number.isInteger(user.gid) || user.uid < 0 || user.gid < 0) {
       throw new TypeError('mcp-fleet: stdio.user must be a user name or { uid, gid } of non-negative integers');

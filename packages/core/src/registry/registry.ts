@@ -7,7 +7,7 @@ import { isId, newId } from '../util/ids.js';
 import { kept, memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
-import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerType, type ServerValidator } from './schema.js';
+import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerConfig, type ServerType, type ServerValidator, type StdioServerConfig } from './schema.js';
 import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
@@ -46,6 +46,11 @@ export interface RegistryDeps {
   secrets?: SecretBox;
   /** Servers per account, held by the listing commit itself, so across processes sharing the storage. @default 1000 */
   maxPerAccount?: number;
+  /**
+   * A check of a stdio configuration that needs the account and the host (its user can reach the files), after the
+   * validator's and before anything is written, at create and update. @default none
+   */
+  checkStdio?: (account: string, config: StdioServerConfig) => ResultAsync<void, FleetError>;
 }
 
 /** Servers per account unless `quotas.serversPerAccount` says otherwise. */
@@ -242,7 +247,9 @@ export class ServerRegistry {
     if (validated.isErr()) return errAsync(validated.error);
     const now = new Date(this.deps.now()).toISOString();
     const id = newId('server');
-    return sealConfig(this.deps.secrets, id, validated.value).andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
+    return this.checkHost(account, validated.value)
+      .andThen(() => sealConfig(this.deps.secrets, id, validated.value))
+      .andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
   }
 
   /**
@@ -258,6 +265,8 @@ export class ServerRegistry {
     if (!records.sharesStoredObjects || !index.commitsAtOnce) return undefined;
     const validated = this.deps.validator.config(input);
     if (validated.isErr()) return err(validated.error);
+    // The host check of a stdio server waits for the store (the account's user): `create` does it.
+    if (validated.value.type === 'stdio' && this.deps.checkStdio !== undefined) return undefined;
     const ms = this.deps.now();
     const now = this.isoAt(ms);
     const id = newId('server');
@@ -288,6 +297,11 @@ export class ServerRegistry {
       if (claimed.isErr()) records.deleteNow(key);
       return claimed.map(() => record);
     });
+  }
+
+  private checkHost(account: string, config: ServerConfig): ResultAsync<void, FleetError> {
+    const { checkStdio } = this.deps;
+    return config.type === 'stdio' && checkStdio !== undefined ? checkStdio(account, config) : okAsync(undefined);
   }
 
   private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
@@ -369,6 +383,7 @@ export class ServerRegistry {
         // The patch is judged against the plaintext configuration (a sealed value would break the length limits).
         revealConfig(secrets, id, current.config)
           .andThen((plain) => this.deps.validator.update(plain, patch))
+          .andThen((config) => this.checkHost(account, config).map(() => config))
           .andThen((config) => sealConfig(secrets, id, config))
           .andThen((config) => {
             const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };

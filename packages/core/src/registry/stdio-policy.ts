@@ -78,9 +78,20 @@ export function isAllowedCommand(rules: readonly StdioCommandRule[], command: st
   return commandIssue(rules, command, args) === undefined;
 }
 
-/** The child's whole environment: the server's `env` plus `PATH` (ours, never the server's), nothing of the host's. */
-export function childEnv(env: Readonly<Record<string, string>> | undefined, path: string | undefined): Record<string, string> {
-  const result: Record<string, string> = { ...env };
+/**
+ * The `PATH` of every stdio child unless `stdio.path` says otherwise: fixed, so that a child learns nothing of the
+ * service's own (its home, its tools) and finds the usual system commands (`node`, `npx`, `uvx` where installed there).
+ */
+export const DEFAULT_STDIO_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The child's whole environment, nothing of the host's: `HOME` (the stdio user's private home, where npm and uv keep
+ * their caches) with `XDG_CACHE_HOME` and `XDG_CONFIG_HOME` below it, then the server's `env`, then `PATH` (ours,
+ * never the server's).
+ */
+export function childEnv(env: Readonly<Record<string, string>> | undefined, path: string | undefined, home?: string): Record<string, string> {
+  const result: Record<string, string> = home === undefined ? {} : { HOME: home, XDG_CACHE_HOME: `${home}/.cache`, XDG_CONFIG_HOME: `${home}/.config` };
+  Object.assign(result, env);
   delete result.PATH;
   if (path !== undefined) result.PATH = path;
   return result;

@@ -18,6 +18,8 @@ interface CrashRecord {
   identity: string;
   failures: number;
   retryAt: number;
+  /** How the last attempt ended (`ManagedProcess.exitSummary`), for the refusal's message. */
+  detail: (() => string | undefined) | undefined;
 }
 
 /**
@@ -43,24 +45,26 @@ export class CrashBackoff {
     }
     const retryAfterMs = crash.retryAt - this.now();
     if (retryAfterMs <= 0) return undefined;
+    const detail = crash.detail?.();
+    const last = detail === undefined ? '' : ` (last start: ${detail})`;
     return new FleetError('UPSTREAM_UNREACHABLE', {
-      message: `The stdio server keeps crashing; the next start is allowed in ${retryAfterMs} ms.`,
+      message: `The stdio server keeps crashing${last}; the next start is allowed in ${retryAfterMs} ms.`,
       retryAfterMs,
     });
   }
 
-  /** A failed spawn, or an exit inside the window. */
-  recordCrash(serverId: string, identity: string): void {
+  /** A failed spawn, or an exit inside the window; `detail` says how it ended (read when a refusal is written, once stderr is drained). */
+  recordCrash(serverId: string, identity: string, detail?: () => string | undefined): void {
     const previous = this.crashes.get(serverId);
     const failures = previous?.identity === identity ? previous.failures + 1 : 1;
     // No jitter: one supervisor waits on its own process, there is no crowd to spread.
     const delay = backoffDelay(failures, { baseMs: this.settings.initialMs, maxMs: this.settings.maxMs, factor: 2, jitter: [1, 1] });
-    this.crashes.set(serverId, { identity, failures, retryAt: this.now() + delay });
+    this.crashes.set(serverId, { identity, failures, retryAt: this.now() + delay, detail });
   }
 
   /** A process that exited on its own: a crash if it ran shorter than the window, else the end of the history. */
-  exited(serverId: string, identity: string, startedAt: number): void {
-    if (this.now() - startedAt < this.settings.windowMs) this.recordCrash(serverId, identity);
+  exited(serverId: string, identity: string, startedAt: number, detail?: () => string | undefined): void {
+    if (this.now() - startedAt < this.settings.windowMs) this.recordCrash(serverId, identity, detail);
     else this.forget(serverId);
   }
 

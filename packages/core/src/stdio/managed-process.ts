@@ -1,6 +1,8 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { FleetError } from '../errors/fleet-error.js';
+import type { Cell } from './containment.js';
 import type { GroupLeader } from './process-group.js';
+import type { StdioUser } from './stdio-users.js';
 
 /** How a process ended. `exited`: on its own; the others: the supervisor stopped it. */
 export type StdioExitReason = 'exited' | 'stopped' | 'idle' | 'restarted' | 'closed';
@@ -30,6 +32,11 @@ export interface StdioChannel {
   readonly exited: Promise<StdioExit>;
   /** The latest bytes of stderr, for diagnostics. May quote anything the process printed: do not show it to callers. */
   stderrTail(): string;
+  /**
+   * How the process ended, for an error: its exit code or signal and the last lines of its stderr (bounded, the
+   * server's env values replaced by `[redacted]`); `undefined` while it runs.
+   */
+  exitSummary(): string | undefined;
 }
 
 export interface StdioProcessInfo {
@@ -52,6 +59,10 @@ export class ManagedProcess implements StdioChannel, GroupLeader {
   leaderExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** The group cleanup, started once; resolves when the process is forgotten. */
   cleanup: Promise<void> | undefined;
+  /** What holds the process's tree (a cgroup, a PID namespace, or its group alone). */
+  cell: Cell | undefined;
+  /** Who it runs as. */
+  user: StdioUser | undefined;
   readonly startedAt: number;
   readonly exited: Promise<StdioExit>;
   /** stdout and stderr: both must be drained before the exit is told, or their last bytes could be missed. */
@@ -70,6 +81,8 @@ export class ManagedProcess implements StdioChannel, GroupLeader {
     readonly child: ChildProcessWithoutNullStreams,
     private readonly now: () => number,
     stderrBytes: number,
+    /** The server's env values: never quoted by `exitSummary`. */
+    private readonly secrets: readonly string[] = [],
   ) {
     this.startedAt = now();
     this.lastActivity = this.startedAt;
@@ -154,6 +167,14 @@ export class ManagedProcess implements StdioChannel, GroupLeader {
     return this.stderr.text();
   }
 
+  exitSummary(): string | undefined {
+    const exit = this.leaderExit;
+    if (exit === undefined) return undefined;
+    const how = exit.signal !== null ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
+    const lines = lastLines(scrub(this.stderr.text(), this.secrets));
+    return lines === '' ? `it ${how} and wrote nothing to stderr` : `it ${how}; the last lines of its stderr: ${lines}`;
+  }
+
   /** The end of the process: its pipes are closed and its exit is told, drained or not (the cleanup stopped waiting). */
   release(): void {
     this.state = 'exited';
@@ -213,4 +234,31 @@ class StderrTail {
   text(): string {
     return Buffer.concat(this.chunks).toString('utf8');
   }
+}
+
+/** Lines of stderr quoted in an error at most, and their characters at most. */
+const SUMMARY_LINES = 8;
+const SUMMARY_CHARS = 1000;
+
+/** Env values shorter than this are not scrubbed: replacing every "1" or "on" would garble the text, not hide a secret. */
+const MIN_SECRET_LENGTH = 4;
+
+/** The text with every secret replaced by `[redacted]`, longest first (one may contain another). */
+export function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of [...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)) {
+    out = out.split(secret).join('[redacted]');
+  }
+  return out;
+}
+
+/** The last non-empty lines, control characters dropped, joined by " | ", at most SUMMARY_CHARS from the end. */
+function lastLines(text: string): string {
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.replace(/[\u0000-\u001f\u007f]/g, '').trim())
+    .filter((line) => line !== '')
+    .slice(-SUMMARY_LINES);
+  const joined = lines.join(' | ');
+  return joined.length > SUMMARY_CHARS ? `…${joined.slice(joined.length - SUMMARY_CHARS)}` : joined;
 }

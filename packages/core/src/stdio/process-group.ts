@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import type { Cell } from './containment.js';
 
 /**
  * A stdio server runs as the leader of its own process group, so that one signal reaches everything it started:
@@ -19,6 +20,8 @@ export interface GroupLeader {
   readonly leaderExited: boolean;
   /** True once stdout and stderr are closed. */
   readonly drained: boolean;
+  /** What holds the whole tree beyond the group (a cgroup): signalled with it, and waited for. */
+  readonly cell?: Cell | undefined;
 }
 
 export interface EndGroupOptions {
@@ -51,7 +54,7 @@ export function spawnGroupLeader(
  * for the group to be gone and the pipes to drain. Resolves when it is over; it gives up waiting, never hangs.
  */
 export async function endGroup(leader: GroupLeader, options: EndGroupOptions): Promise<void> {
-  const gone = () => leader.leaderExited && (WINDOWS || groupGone(leader.pid));
+  const gone = () => leader.leaderExited && (WINDOWS || groupGone(leader.pid)) && (leader.cell?.empty() ?? true);
   try {
     // MCP's stdio shutdown closes stdin first; a server that exits on EOF is then gone before the signal matters.
     leader.child.stdin.end();
@@ -75,9 +78,12 @@ export function killGroupNow(leader: GroupLeader): void {
   } catch {
     // already gone
   }
+  leader.cell?.signal('SIGKILL');
 }
 
 function signalGroup(leader: GroupLeader, signal: NodeJS.Signals): void {
+  // What left the group (a `setsid` grandchild) is still in the cell.
+  leader.cell?.signal(signal);
   if (leader.pid <= 0) return;
   if (!WINDOWS) {
     try {

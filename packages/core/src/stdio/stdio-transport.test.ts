@@ -61,6 +61,7 @@ function fakeChannel() {
     serverId: 'srv_fake',
     pid: 1,
     startedAt: 0,
+    exitSummary: () => undefined,
     get alive() {
       return alive;
     },

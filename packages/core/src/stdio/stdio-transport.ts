@@ -41,7 +41,10 @@ export class StdioChannelTransport implements Transport {
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: Transport['onmessage'];
-  /** Why this transport ended the connection itself (a line past `maxLineBytes`); read by `toUpstreamError`. */
+  /**
+   * Why the connection ended, when this transport knows better than "connection closed" (a line past `maxLineBytes`,
+   * the process's own exit); read by `toUpstreamError`.
+   */
   failure: FleetError | undefined;
 
   private readonly maxLineBytes: number;
@@ -83,7 +86,14 @@ export class StdioChannelTransport implements Transport {
     this.state = 'open';
     this.unsubscribe.push(
       this.channel.onData((chunk) => this.receive(chunk)),
-      this.channel.onExit(() => this.finish()),
+      this.channel.onExit((exit) => {
+        // A server that ended on its own says how: the requests in flight fail with its exit code and last stderr
+        // lines, not a bare "connection closed" (`toUpstreamError` reads `failure`).
+        if (exit.reason === 'exited') {
+          this.failure ??= new FleetError('UPSTREAM_UNREACHABLE', { message: `The stdio server ended: ${this.channel.exitSummary() ?? 'it exited'}.` });
+        }
+        this.finish();
+      }),
     );
   }
 

@@ -2,21 +2,26 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { StdioServerConfig } from '../registry/schema.js';
 import { ERROR_HINTS } from '../errors/codes.js';
-import { FleetError } from '../errors/fleet-error.js';
+import { FleetError, isFleetError } from '../errors/fleet-error.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
 import { CrashBackoff, type CrashBackoffOptions } from './crash-backoff.js';
 import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProcessInfo } from './managed-process.js';
-import { childEnv, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
+import { childEnv, DEFAULT_STDIO_PATH, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
+import { accessIssue } from './access.js';
+import { Containment, type ContainmentKind, sweepUid, sweepUidNow } from './containment.js';
 import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
+import type { StdioUser } from './stdio-users.js';
 
 export type { CrashBackoffOptions } from './crash-backoff.js';
+export type { ContainmentKind } from './containment.js';
 export type { StdioChannel, StdioExit, StdioExitReason, StdioProcessInfo } from './managed-process.js';
 
 /**
  * Why the supervisor refused or lost a process, as `FleetError` codes: `DESTINATION_NOT_ALLOWED`,
  * `UPSTREAM_UNREACHABLE` and `UPSTREAM_PROTOCOL_ERROR` are the codes of docs/http-api.md "Health"; `STDIO_CAPACITY` is the
- * per-account cap. Messages never quote an env value or anything the process wrote.
+ * per-account cap. Messages never quote an env value; what the process wrote to stderr appears only as the last lines
+ * of a process that ended on its own, with the server's env values scrubbed (`ManagedProcess.exitSummary`).
  */
 export type StdioErrorCode = 'DESTINATION_NOT_ALLOWED' | 'UPSTREAM_UNREACHABLE' | 'UPSTREAM_PROTOCOL_ERROR' | 'STDIO_CAPACITY';
 
@@ -30,11 +35,23 @@ export interface StdioSupervisorOptions {
    */
   commands?: readonly StdioCommandRule[];
   /**
-   * The user children run as (`setuid`/`setgid` at spawn), so that a child cannot read the service's memory,
-   * environment (`/proc/<ppid>/environ`), store files or keys. Only a process running as root can switch. @default
-   * none: children run as the service's own user
+   * One user every child runs as (`setuid`/`setgid` at spawn), so that a child cannot read the service's memory,
+   * environment (`/proc/<ppid>/environ`), store files or keys; `userOf` gives each account its own instead. Only a
+   * process running as root can switch. @default none: children run as the service's own user
    */
   user?: { uid: number; gid: number };
+  /**
+   * The user each account's children run as, with its private home (`StdioUsers.userOf`); replaces `user`. A
+   * rejection (a FleetError) refuses the spawn. @default `user` for every account, without a home
+   */
+  userOf?: (account: string) => Promise<StdioUser>;
+  /**
+   * The containments the supervisor may use for each process's tree, tried in this order at the first spawn (the
+   * first this host supports is used; see `containment`). @default ['cgroup', 'pid-namespace', 'process-group']
+   */
+  containment?: readonly ContainmentKind[];
+  /** Told once, at the first spawn, which containment runs and why others were passed over. @default none */
+  onContainment?: (kind: ContainmentKind, description: string) => void;
   /**
    * Rewrites the command line of every child after the allowlist check, to run it inside a sandbox of the
    * embedder's (`bwrap`, `nsjail`, `firejail`…). @default none
@@ -59,7 +76,10 @@ export interface StdioSupervisorOptions {
    * @default 2000
    */
   reapTimeoutMs?: number;
-  /** The `PATH` every child gets; a server's own `PATH` in `env` is overridden. @default process.env.PATH */
+  /**
+   * The `PATH` every child gets; a server's own `PATH` in `env` is overridden. Fixed, never the service's own (which
+   * would reveal its home and tools). @default DEFAULT_STDIO_PATH, `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`
+   */
   path?: string;
   /** Bytes of each process's latest stderr kept for diagnostics (never logged). @default 4096 */
   stderrBytes?: number;
@@ -84,6 +104,8 @@ export interface StdioSupervisor {
   close(): Promise<void>;
   /** The processes the supervisor holds, for diagnostics. */
   list(account?: string): StdioProcessInfo[];
+  /** What holds each process's tree on this host (chosen at the first spawn, or when this is first read). */
+  readonly containment: ContainmentKind;
 }
 
 /** setTimeout's largest delay; a longer idle timeout is re-armed in steps. */
@@ -110,7 +132,13 @@ function startFailure(cause: unknown): FleetError {
 
 class Supervisor implements StdioSupervisor {
   private readonly commands: readonly StdioCommandRule[];
-  private readonly user: { uid: number; gid: number } | undefined;
+  private readonly userOf: (account: string) => Promise<StdioUser | undefined>;
+  private readonly allowedCells: readonly ContainmentKind[] | undefined;
+  private readonly onContainment: StdioSupervisorOptions['onContainment'];
+  /** Chosen at the first spawn, so that a fleet that never runs a stdio server makes no cgroup. */
+  private chosenCells: Containment | undefined;
+  /** Uids of one account alone that ran a process here: swept at close when the containment is the group alone. */
+  private readonly ownUids = new Set<number>();
   private readonly wrap: StdioSupervisorOptions['wrap'];
   private readonly maxPerAccount: number;
   private readonly idleTimeoutMs: number;
@@ -129,7 +157,10 @@ class Supervisor implements StdioSupervisor {
 
   constructor(options: StdioSupervisorOptions) {
     this.commands = [...(options.commands ?? [])];
-    this.user = options.user;
+    const shared = options.user === undefined ? undefined : { ...options.user, home: undefined, label: `uid ${options.user.uid}`, ownUid: false };
+    this.userOf = options.userOf ?? (() => Promise.resolve(shared));
+    this.allowedCells = options.containment;
+    this.onContainment = options.onContainment;
     this.wrap = options.wrap;
     this.maxPerAccount = checkOption('maxProcessesPerAccount', options.maxProcessesPerAccount ?? 5, positiveInteger, OWNER);
     this.idleTimeoutMs = nonNegative('idleTimeoutMs', options.idleTimeoutMs, 300_000);
@@ -147,7 +178,7 @@ class Supervisor implements StdioSupervisor {
       killGraceMs: nonNegative('killGraceMs', options.killGraceMs, 2000),
       reapTimeoutMs: nonNegative('reapTimeoutMs', options.reapTimeoutMs, 2000),
     };
-    this.path = options.path ?? process.env.PATH;
+    this.path = options.path ?? DEFAULT_STDIO_PATH;
     this.stderrBytes = Math.floor(nonNegative('stderrBytes', options.stderrBytes, 4096));
   }
 
@@ -175,8 +206,22 @@ class Supervisor implements StdioSupervisor {
       await Promise.allSettled([...this.inflight]);
       await Promise.all([...this.processes.values()].map((proc) => this.terminate(proc, 'closed')));
       this.backoff.clear();
+      if (this.chosenCells?.kind === 'process-group') await Promise.all([...this.ownUids].map((uid) => sweepUid(uid, this.group.reapTimeoutMs)));
+      this.chosenCells?.close();
     })();
     return this.closing;
+  }
+
+  get containment(): ContainmentKind {
+    return this.cells.kind;
+  }
+
+  private get cells(): Containment {
+    if (this.chosenCells === undefined) {
+      this.chosenCells = new Containment(this.allowedCells);
+      this.onContainment?.(this.chosenCells.kind, this.chosenCells.describe());
+    }
+    return this.chosenCells;
   }
 
   list(account?: string): StdioProcessInfo[] {
@@ -205,25 +250,42 @@ class Supervisor implements StdioSupervisor {
     const backingOff = this.backoff.refusal(serverId, identity);
     if (backingOff !== undefined) throw backingOff;
 
+    const user = await this.userOf(account).catch((error: unknown) => {
+      // A refusal of the account's user (a shared user held by another account) is this server's failure to start.
+      throw isFleetError(error) && error.code === 'INVALID_REQUEST' ? new FleetError('UPSTREAM_UNREACHABLE', { message: error.message, details: error.details }) : error;
+    });
+    if (this.closed) throw this.closedError();
+    // Checked again at spawn: permissions may have changed since the create, and a crash loop hides EACCES.
+    const blocked = accessIssue(config, user, this.path);
+    if (blocked !== undefined) {
+      throw new FleetError('UPSTREAM_UNREACHABLE', { message: `The stdio server cannot start: ${blocked.issue}.` });
+    }
+    // Counted after the last wait, so that spawns of the account's other servers cannot pass the cap together.
     let live = 0;
     for (const proc of this.processes.values()) if (proc.account === account) live += 1;
     if (live >= this.maxPerAccount) {
       throw new FleetError('STDIO_CAPACITY', { message: `This account already has ${this.maxPerAccount} live stdio server processes.` });
     }
-    return this.spawnProcess(account, serverId, config, identity);
+    return this.spawnProcess(account, serverId, config, identity, user);
   }
 
-  private async spawnProcess(account: string, serverId: string, config: StdioProcessConfig, identity: string): Promise<ManagedProcess> {
+  private async spawnProcess(account: string, serverId: string, config: StdioProcessConfig, identity: string, user: StdioUser | undefined): Promise<ManagedProcess> {
     let child: ChildProcessWithoutNullStreams;
+    let cell: ReturnType<Containment['cell']>;
     try {
       const line = this.wrap?.(config.command, config.args ?? []) ?? { command: config.command, args: config.args ?? [] };
-      child = spawnGroupLeader(line.command, line.args, { cwd: config.working_directory, env: childEnv(config.env, this.path), user: this.user });
+      cell = this.cells.cell(line.command, line.args, user);
+      const env = childEnv(config.env, this.path, user?.home);
+      child = spawnGroupLeader(cell.line.command, cell.line.args, { cwd: config.working_directory, env, user: cell.line.spawnAs });
     } catch (cause) {
       this.backoff.recordCrash(serverId, identity);
       throw startFailure(cause);
     }
 
-    const proc = new ManagedProcess(account, serverId, identity, child, this.now, this.stderrBytes);
+    const proc = new ManagedProcess(account, serverId, identity, child, this.now, this.stderrBytes, Object.values(config.env ?? {}));
+    proc.cell = cell;
+    proc.user = user;
+    if (user?.ownUid === true) this.ownUids.add(user.uid);
     this.processes.set(serverId, proc);
     this.installExitHook();
     child.on('exit', (code, signal) => this.onLeaderExit(proc, code, signal));
@@ -231,6 +293,7 @@ class Supervisor implements StdioSupervisor {
     if (failure !== undefined) {
       this.backoff.recordCrash(serverId, identity);
       this.release(proc);
+      cell.dispose();
       throw startFailure(failure);
     }
 
@@ -244,7 +307,7 @@ class Supervisor implements StdioSupervisor {
     clearTimeout(proc.idleTimer);
     // Exit code 0 is a server that chose to end (some serve one exchange and leave): never a crash.
     if (proc.stopReason === undefined && code === 0 && signal === null) this.backoff.forget(proc.serverId);
-    else if (proc.stopReason === undefined) this.backoff.exited(proc.serverId, proc.identity, proc.startedAt);
+    else if (proc.stopReason === undefined) this.backoff.exited(proc.serverId, proc.identity, proc.startedAt, () => proc.exitSummary());
     if (proc.state !== 'stopping') proc.state = 'exited';
     // What the leader started is still in its group: end it too, so that no orphan outlives a crash.
     void this.terminate(proc);
@@ -258,6 +321,8 @@ class Supervisor implements StdioSupervisor {
       if (!proc.leaderExited) proc.state = 'stopping';
       clearTimeout(proc.idleTimer);
       await endGroup(proc, this.group);
+      proc.cell?.dispose();
+      await this.sweepAfter(proc);
       this.release(proc);
     })();
     return proc.cleanup;
@@ -272,6 +337,17 @@ class Supervisor implements StdioSupervisor {
       this.exitHookInstalled = false;
     }
     proc.notifyExitIfDone();
+  }
+
+  /**
+   * The group alone cannot hold a `setsid` grandchild: once an account whose uid is its own has no process left here,
+   * every process of that uid goes.
+   */
+  private async sweepAfter(proc: ManagedProcess): Promise<void> {
+    const uid = proc.user?.ownUid === true ? proc.user.uid : undefined;
+    if (this.chosenCells?.kind !== 'process-group' || uid === undefined) return;
+    for (const other of this.processes.values()) if (other !== proc && other.account === proc.account) return;
+    await sweepUid(uid, this.group.reapTimeoutMs);
   }
 
   private armIdle(proc: ManagedProcess, delay: number): void {
@@ -295,6 +371,7 @@ class Supervisor implements StdioSupervisor {
   /** When the host exits without `close()`: no time to wait, so SIGKILL every group at once. */
   private readonly killAllNow = (): void => {
     for (const proc of this.processes.values()) killGroupNow(proc);
+    if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) sweepUidNow(uid);
   };
 
   private closedError(): FleetError {
@@ -305,7 +382,8 @@ class Supervisor implements StdioSupervisor {
 /**
  * Runs stdio MCP servers as child processes: only allowlisted commands, no shell, the server's env plus `PATH`,
  * one process per server reused while its configuration is unchanged, stopped when idle, with crash-loop backoff
- * and a per-account cap. Every process leads its own process group, and the whole group is ended on stop.
+ * and a per-account cap. Every process runs as its account's user (`userOf`), leads its own process group, and is
+ * held whole by the containment (a cgroup, a PID namespace, or the group plus a sweep by uid), ended whole on stop.
  */
 export function createStdioSupervisor(options: StdioSupervisorOptions = {}): StdioSupervisor {
   return new Supervisor(options);

@@ -1,11 +1,62 @@
 /** Helpers of the stdio tests: real processes, observed through `ps` and `kill(pid, 0)`. */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildSync } from 'esbuild';
+import { accessIssue } from './access.js';
 import type { StdioChannel } from './supervisor.js';
 
 export const NODE = process.execPath;
 
-export const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+/** Someone with no rights of owner or group: what a stdio child's own uid sees of the repository. */
+const OTHERS = { uid: 4_000_000_000, gid: 4_000_000_000, home: undefined, label: 'others', ownUid: true };
+
+/**
+ * A script a stdio child can run whatever user it runs as: the file itself when every user can read it, else (the
+ * repository cloned in a 0700 folder, as root) a copy in a 0755 folder under the temporary folder, with what it
+ * imports bundled in (esbuild), so that the child needs nothing of the repository. `assets` are folders beside the
+ * entry that the script reads at run time (`<entry folder>/docs`), copied beside the bundle's folder, where the
+ * bundled code looks for them (`<bundle folder>/../docs`).
+ */
+export function readableScript(path: string, options: { assets?: readonly string[] } = {}): string {
+  if (accessIssue({ command: NODE, args: [path] }, OTHERS, '/usr/bin:/bin') === undefined) return path;
+  const key = createHash('sha256').update(`${path}:${statSync(path).mtimeMs}`).digest('hex').slice(0, 16);
+  const root = join(tmpdir(), 'mcp-fleet-readable-fixtures');
+  mkdirSync(root, { recursive: true, mode: 0o755 });
+  chmodSync(root, 0o755);
+  const folder = join(root, key);
+  const out = join(folder, 'bin', basename(path).replace(/\.(c|m)?js$/, '.mjs'));
+  if (existsSync(out)) return out;
+  const staging = `${folder}.${process.pid}`;
+  const staged = join(staging, 'bin', basename(out));
+  mkdirSync(dirname(staged), { recursive: true, mode: 0o755 });
+  buildSync({
+    entryPoints: [path],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: staged,
+    logLevel: 'silent',
+    // CommonJS packages inside an ES module bundle still call require().
+    banner: { js: "import { createRequire as __fixtureRequire } from 'node:module'; const require = __fixtureRequire(import.meta.url);" },
+  });
+  for (const asset of options.assets ?? []) cpSync(join(dirname(path), asset), join(staging, asset), { recursive: true });
+  execFileSync('chmod', ['-R', 'a+rX', staging]);
+  try {
+    renameSync(staging, folder);
+  } catch {
+    // Another test file made it first.
+  }
+  return out;
+}
+
+export const fixture = (name: string) => readableScript(fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url)));
+
+/** `@modelcontextprotocol/server-everything`'s entry, readable by every stdio user (`readableScript`). */
+export const EVERYTHING = readableScript(fileURLToPath(new URL('../../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url)), { assets: ['docs'] });
 
 /** True while the pid names a process, zombies included (a zombie still answers signal 0). */
 export function exists(pid: number): boolean {

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFleet, type Fleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
@@ -13,10 +12,9 @@ import { startHostileUpstream } from '../mcp/fixtures/hostile-upstream.js';
 import { startModernServer } from '../mcp/fixtures/modern-server.js';
 import { startV1ToolServer, startV2ToolServer } from '../mcp/fixtures/tool-servers.js';
 import { startWsServer } from '../mcp/fixtures/ws-server.js';
-import { fixture, NODE } from '../stdio/test-helpers.js';
+import { EVERYTHING, fixture, NODE } from '../stdio/test-helpers.js';
 import { callInputSchema, plainCallInput } from './tool-service.js';
 
-const EVERYTHING = fileURLToPath(new URL('../../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
 const ACCOUNT = 'acct_tools';
 const started = closedAfterEach();
 const fleets: Fleet[] = [];
@@ -25,7 +23,9 @@ afterEach(async () => {
 });
 
 function fleet(options: FleetOptions = {}): Fleet {
-  const created = createFleet({ allowPrivateNetworks: true, stdio: { commands: [NODE] }, toolCalls: { backoff: { baseMs: 1, maxMs: 5 } }, ...options });
+  // Not root, the fleet cannot give each account a user of its own: the tests' several accounts then share one.
+  const stdio = { commands: [NODE], ...(process.getuid?.() !== 0 && { sharedUser: true }) };
+  const created = createFleet({ allowPrivateNetworks: true, stdio, toolCalls: { backoff: { baseMs: 1, maxMs: 5 } }, ...options });
   fleets.push(created);
   return created;
 }
@@ -407,11 +407,25 @@ describe('tool calls over stdio', () => {
     expect((await f.servers.health(ACCOUNT, id))._unsafeUnwrap().status).toBe('healthy');
   });
 
-  it.runIf(process.getuid?.() === 0)('a fleet running as root runs stdio servers as nobody: no tenant reads the service’s environment', async () => {
+  it.runIf(process.getuid?.() === 0)('a fleet running as root runs stdio servers as the account’s own uid from stdio.uids: no tenant reads the service’s environment', async () => {
     const f = fleet();
     const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
     const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { probe: 'process' }))._unsafeUnwrap();
+    const seen = JSON.parse(textOf(outcome.result)) as { uid: number; read: string };
+    expect(seen.read).toBe('EACCES');
+    expect(seen.uid).toBeGreaterThanOrEqual(200_000);
+    expect(seen.uid).toBeLessThanOrEqual(265_535);
+  });
+
+  it.runIf(process.getuid?.() === 0)('stdio.user names one user for every account: the first account keeps it, the next is refused with what to set', async () => {
+    const f = createFleet({ stdio: { commands: [NODE], user: 'nobody' } });
+    fleets.push(f);
+    const id = await serverOf(f, { type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    const outcome = (await f.tools.call(ACCOUNT, id, 'echo', { probe: 'process' }))._unsafeUnwrap();
     expect(JSON.parse(textOf(outcome.result))).toEqual({ uid: 65534, read: 'EACCES' });
+    const other = await f.servers.create('acct_other', { name: 'x', type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')] });
+    expect(other._unsafeUnwrapErr().code).toBe('INVALID_REQUEST');
+    expect(other._unsafeUnwrapErr().message).toContain('stdio.sharedUser');
   });
 
   it.runIf(process.getuid?.() === 0)('stdio.user names another user, and a user that does not exist fails at start with what to set', () => {
