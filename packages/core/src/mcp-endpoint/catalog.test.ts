@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import type { ServerRegistry } from '../registry/registry.js';
+import { serverRecord } from '../registry/test-helpers.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ConnectionPool, ListKind } from '../toolcalls/connection-pool.js';
 import { type Listing, ListingCache, type ListingKind, type ListingsOptions, readListing, resolveListings } from '../toolcalls/listings.js';
@@ -9,17 +10,7 @@ import { UpstreamCatalog } from './catalog.js';
 
 type ToolListing = { tools: Tool[]; ttlMs?: number };
 
-const server = (over: Partial<ServerRecord> = {}): ServerRecord =>
-  ({
-    id: 'srv_a',
-    account: 'acct',
-    config: { name: 'a', type: 'http', endpoint: 'http://a.example/mcp', timeout: 30_000 },
-    status: 'active',
-    health: 'healthy',
-    created_at: '2026-11-22T10:00:00.000Z',
-    updated_at: '2026-11-22T10:00:00.000Z',
-    ...over,
-  }) as ServerRecord;
+const server = serverRecord;
 
 /**
  * A catalog over a tool service whose listings answer `answers` in turn (a function: its promise), kept in a real

@@ -1,21 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { closedAfterEach } from '../mcp/fixtures/listen.js';
 import { startHostileUpstream } from '../mcp/fixtures/hostile-upstream.js';
+import { serverRecord } from '../registry/test-helpers.js';
 import type { ServerRecord } from '../registry/views.js';
 import { ConnectionPool } from './connection-pool.js';
 
 const started = closedAfterEach();
 
 const serverAt = (endpoint: string): ServerRecord =>
-  ({
-    id: 'srv_flood',
-    account: 'acct_e',
-    config: { name: 'flood', type: 'http', endpoint, timeout: 10_000 },
-    status: 'active',
-    health: 'healthy',
-    created_at: '2026-11-22T10:00:00.000Z',
-    updated_at: '2026-11-22T10:00:00.000Z',
-  }) as ServerRecord;
+  serverRecord({ id: 'srv_flood', account: 'acct_e', config: { name: 'flood', type: 'http', endpoint, timeout: 10_000 } });
 
 describe('ConnectionPool: list_changed notifications', () => {
   it("are told with the server's account, at most maxListChangedPerMinute times a minute per connection; one more closes the connection", async () => {

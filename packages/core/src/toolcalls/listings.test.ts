@@ -6,22 +6,12 @@ import { isFleetError } from '../errors/fleet-error.js';
 import { EventBus } from '../events/bus.js';
 import { closedAfterEach } from '../mcp/fixtures/listen.js';
 import { startHostileUpstream } from '../mcp/fixtures/hostile-upstream.js';
-import type { ServerRecord } from '../registry/views.js';
+import { serverRecord } from '../registry/test-helpers.js';
 import { type Listing, ListingCache, readListing, resolveListings } from './listings.js';
 
 const started = closedAfterEach();
 
-const server = (over: Partial<ServerRecord> = {}): ServerRecord =>
-  ({
-    id: 'srv_a',
-    account: 'acct',
-    config: { name: 'a', type: 'http', endpoint: 'http://a.example/mcp', timeout: 30_000 },
-    status: 'active',
-    health: 'healthy',
-    created_at: '2026-11-22T10:00:00.000Z',
-    updated_at: '2026-11-22T10:00:00.000Z',
-    ...over,
-  }) as ServerRecord;
+const server = serverRecord;
 
 const listingOf = (bytes: number): Listing<Tool> => ({ items: [{ name: 'x', inputSchema: { type: 'object' } }], bytes });
 
