@@ -11,7 +11,7 @@ import { startWsServer } from '../../packages/core/src/mcp/fixtures/ws-server.js
 import { ADAPTERS } from '../support/adapters.js';
 import { expectError, expectSuccess, freshClient, serveForSuite, UNKNOWN_SERVER_ID, uniqueName } from '../support/http-client.js';
 
-import { EVERYTHING } from '../../packages/core/src/stdio/test-helpers.js';
+import { EVERYTHING, NODE } from '../../packages/core/src/stdio/test-helpers.js';
 /** This test process's own children that run server-everything (vitest runs each file in its own process). */
 function everythingChildren(): number {
   const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
-  const open = serveForSuite(adapter, { allowPrivateNetworks: true, stdio: { commands: [process.execPath] } });
+  const open = serveForSuite(adapter, { allowPrivateNetworks: true, stdio: { commands: [NODE] } });
   const guarded = serveForSuite(adapter, {});
 
   async function healthOf(body: Record<string, unknown>, suite = open) {
@@ -66,7 +66,7 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     for (const body of [
       { type: 'http', endpoint: fixtures.v2?.url },
       { type: 'websocket', endpoint: (fixtures.ws as { url: string }).url },
-      { type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 },
+      { type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 15_000 },
     ]) {
       const { res } = await healthOf(body);
       expect(expectSuccess(res, 200), JSON.stringify(body)).toMatchObject({ status: 'healthy', error: null });
@@ -102,7 +102,7 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
 
   it('reports a stdio command that crashes at start as unhealthy, UPSTREAM_UNREACHABLE, with its exit code and last stderr lines, env values scrubbed', async () => {
     const script = "console.error('loading config'); console.error('fatal: token ' + process.env.API_TOKEN + ' rejected'); process.exit(3)";
-    const { client, id, res } = await healthOf({ type: 'stdio', command: process.execPath, args: ['-e', script], env: { API_TOKEN: 'tok-never-shown-42' }, timeout: 5000 });
+    const { client, id, res } = await healthOf({ type: 'stdio', command: NODE, args: ['-e', script], env: { API_TOKEN: 'tok-never-shown-42' }, timeout: 5000 });
     const data = expectSuccess(res, 200);
     expect(data).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_UNREACHABLE' } });
     // The probe's own retry may already meet the crash backoff: either way the answer says why the server ended.
@@ -121,13 +121,13 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     const script = join(folder, 'server.mjs');
     writeFileSync(script, 'process.exit(0)\n');
     const client = await freshClient(open.served);
-    const res = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: process.execPath, args: [script] });
+    const res = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: NODE, args: [script] });
     expectError(res, 400, 'INVALID_REQUEST');
     expect(res.body.error.details.field).toBe('args');
     expect(res.body.error.details.issue).toMatch(
       new RegExp(`^the folder ${folder} \\(mode 0700, owner uid 0\\) does not let uid \\d+ \\(this account’s stdio user\\) reach ${script}: allow it \\(chmod o\\+x ${folder}\\) or move the files to a folder that user can read$`),
     );
-    const cwd = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: process.execPath, args: ['-e', '1'], working_directory: folder });
+    const cwd = await client.post('/servers', { name: uniqueName('h'), type: 'stdio', command: NODE, args: ['-e', '1'], working_directory: folder });
     expectError(cwd, 400, 'INVALID_REQUEST');
     expect(cwd.body.error.details.field).toBe('working_directory');
     expect((await client.get('/servers')).body.pagination.total).toBe(0);
@@ -151,7 +151,7 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
 
   it('ends the stdio process of a server when it is deleted', async () => {
     const before = everythingChildren();
-    const { client, id, res } = await healthOf({ type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
+    const { client, id, res } = await healthOf({ type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
     expect(expectSuccess(res, 200).status).toBe('healthy');
     expect(everythingChildren()).toBe(before + 1);
     expectSuccess(await client.delete(`/servers/${id}`), 200);

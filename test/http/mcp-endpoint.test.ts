@@ -18,7 +18,7 @@ import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/
 import { ADAPTERS } from '../support/adapters.js';
 import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
 
-import { EVERYTHING } from '../../packages/core/src/stdio/test-helpers.js';
+import { EVERYTHING, NODE } from '../../packages/core/src/stdio/test-helpers.js';
 
 /**
  * The suite's `authenticate`: `Bearer {account}|{scopes, comma-separated or *}|{tools globs, comma-separated or *}`,
@@ -95,7 +95,7 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     authenticate,
     allowPrivateNetworks: true,
     onError: () => {},
-    stdio: { commands: [process.execPath] },
+    stdio: { commands: [NODE] },
   });
   const mcpUrl = () => `${suite.served.url}/mcp`;
 
@@ -444,7 +444,7 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
   it('serves server-everything (stdio) behind the gateway', async () => {
     const name = account();
     const rest = api(suite.served, name);
-    await createServer(rest, { name: 'everything', type: 'stdio', command: process.execPath, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
+    await createServer(rest, { name: 'everything', type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
     const client = await v2Client(mcpUrl(), name);
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toContain('everything__echo');

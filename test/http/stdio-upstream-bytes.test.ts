@@ -7,17 +7,17 @@ import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import { createServer, freshClient, type Json, serveForSuite } from '../support/http-client.js';
 
-import { fixture } from '../../packages/core/src/stdio/test-helpers.js';
+import { fixture, NODE } from '../../packages/core/src/stdio/test-helpers.js';
 
 const ECHO_SERVER = fixture('echo-server.mjs');
 
 describe.each(ADAPTERS)('a stdio answer past maxUpstreamBytes ($name)', (adapter) => {
-  const suite = serveForSuite(adapter, { stdio: { commands: [process.execPath] }, maxUpstreamBytes: 64 * 1024, onError: () => {} });
+  const suite = serveForSuite(adapter, { stdio: { commands: [NODE] }, maxUpstreamBytes: 64 * 1024, onError: () => {} });
 
   it('fails the call at once with UPSTREAM_RESPONSE_TOO_LARGE, and the next call runs on a fresh process', async () => {
     const rest = await freshClient(suite.served);
     // A server timeout far longer than the test's: a call left waiting for it would fail the test by its time limit.
-    const server = await createServer(rest, { name: 'echo', type: 'stdio', command: process.execPath, args: [ECHO_SERVER], timeout: 120_000 });
+    const server = await createServer(rest, { name: 'echo', type: 'stdio', command: NODE, args: [ECHO_SERVER], timeout: 120_000 });
     const call = (name: string, args: Json) => rest.post(`/servers/${server.id}/tools/call`, { name, arguments: args });
     const pidOf = async () => {
       const answer = await call('stats', {});

@@ -1,7 +1,7 @@
 /** Helpers of the stdio tests: real processes, observed through `ps` and `kill(pid, 0)`. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, realpathSync, renameSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,10 +9,40 @@ import { buildSync } from 'esbuild';
 import { accessIssue } from './access.js';
 import type { StdioChannel } from './supervisor.js';
 
-export const NODE = process.execPath;
-
 /** Someone with no rights of owner or group: what a stdio child's own uid sees of the repository. */
 const OTHERS = { uid: 4_000_000_000, gid: 4_000_000_000, home: undefined, label: 'others', ownUid: true };
+
+/** Where copies every stdio user can read are kept: a 0755 folder under the temporary folder. */
+function readableRoot(): string {
+  const root = join(tmpdir(), 'mcp-fleet-readable-fixtures');
+  mkdirSync(root, { recursive: true, mode: 0o755 });
+  chmodSync(root, 0o755);
+  return root;
+}
+
+/**
+ * The Node binary a stdio child of the tests runs: this process's own when every user can run it (`/usr/bin/node`),
+ * else a copy in a 0755 folder. A Node from the `node` npm package (`npx -p node@24`, the CI's other legs) or from
+ * nvm lives under root's 0700 home, where the fleet rightly refuses it for an account's uid.
+ */
+function readableNode(): string {
+  if (accessIssue({ command: process.execPath }, OTHERS, '/usr/bin:/bin') === undefined) return process.execPath;
+  const folder = join(readableRoot(), `node-${process.version}`);
+  const out = join(folder, 'node');
+  if (existsSync(out)) return out;
+  const staging = `${folder}.${process.pid}`;
+  mkdirSync(staging, { recursive: true, mode: 0o755 });
+  copyFileSync(realpathSync(process.execPath), join(staging, 'node'));
+  chmodSync(join(staging, 'node'), 0o755);
+  try {
+    renameSync(staging, folder);
+  } catch {
+    // Another test file made it first.
+  }
+  return out;
+}
+
+export const NODE = readableNode();
 
 /**
  * A script a stdio child can run whatever user it runs as: the file itself when every user can read it, else (the
@@ -24,10 +54,7 @@ const OTHERS = { uid: 4_000_000_000, gid: 4_000_000_000, home: undefined, label:
 export function readableScript(path: string, options: { assets?: readonly string[] } = {}): string {
   if (accessIssue({ command: NODE, args: [path] }, OTHERS, '/usr/bin:/bin') === undefined) return path;
   const key = createHash('sha256').update(`${path}:${statSync(path).mtimeMs}`).digest('hex').slice(0, 16);
-  const root = join(tmpdir(), 'mcp-fleet-readable-fixtures');
-  mkdirSync(root, { recursive: true, mode: 0o755 });
-  chmodSync(root, 0o755);
-  const folder = join(root, key);
+  const folder = join(readableRoot(), key);
   const out = join(folder, 'bin', basename(path).replace(/\.(c|m)?js$/, '.mjs'));
   if (existsSync(out)) return out;
   const staging = `${folder}.${process.pid}`;
