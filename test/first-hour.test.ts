@@ -142,7 +142,7 @@ describe('errors that say what fixes them', () => {
       expect(made.status).toBe(201);
       const id = made.body.data.id as string;
       const health = await api(server.url, key, 'GET', `/servers/${id}/health`);
-      expect(health.body.data, endpoint).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED', message: expect.stringContaining('allowPrivateNetworks') } });
+      expect(health.body.data, endpoint).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED', message: expect.stringContaining('allowPrivateNetworks'), hint: expect.stringContaining('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1') } });
       const tools = await api(server.url, key, 'GET', `/servers/${id}/tools`);
       expect(tools.status).toBe(502);
       expect(tools.body.error).toMatchObject({ code: 'DESTINATION_NOT_ALLOWED', details: { hint: expect.stringContaining('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1') } });

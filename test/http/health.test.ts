@@ -8,6 +8,7 @@ import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV1Server } from '../../packages/core/src/mcp/fixtures/v1-server.js';
 import { startV2Server } from '../../packages/core/src/mcp/fixtures/v2-server.js';
 import { startWsServer } from '../../packages/core/src/mcp/fixtures/ws-server.js';
+import { ERROR_CODES, ERROR_HINTS } from '../../packages/core/src/errors/codes.js';
 import { ADAPTERS } from '../support/adapters.js';
 import { expectError, expectSuccess, freshClient, serveForSuite, UNKNOWN_SERVER_ID, uniqueName } from '../support/http-client.js';
 
@@ -133,9 +134,30 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     expect((await client.get('/servers')).body.pagination.total).toBe(0);
   });
 
-  it('refuses private and loopback destinations unless the embedder allows them: DESTINATION_NOT_ALLOWED', async () => {
-    const { res } = await healthOf({ type: 'http', endpoint: fixtures.v1?.url }, guarded);
-    expect(expectSuccess(res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED' } });
+  it('refuses private and loopback destinations unless the embedder allows them: DESTINATION_NOT_ALLOWED, with the setting to change', async () => {
+    const changes: unknown[] = [];
+    const stop = guarded.served.fleet.events.on('server.health_changed', ({ error }) => void changes.push(error));
+    try {
+      const { res } = await healthOf({ type: 'http', endpoint: fixtures.v1?.url }, guarded);
+      const data = expectSuccess(res, 200);
+      expect(Object.keys(data).sort()).toEqual(HEALTH_FIELDS);
+      expect(data).toMatchObject({ status: 'unhealthy', error: { code: 'DESTINATION_NOT_ALLOWED' } });
+      // The hint the API's own DESTINATION_NOT_ALLOWED answers carry: the option, and the reference server's variable.
+      expect(data.error).toEqual({ code: 'DESTINATION_NOT_ALLOWED', message: ERROR_CODES.DESTINATION_NOT_ALLOWED.message, hint: ERROR_HINTS.privateNetworks });
+      expect(data.error.hint).toContain('allowPrivateNetworks');
+      expect(data.error.hint).toContain('MCP_FLEET_ALLOW_PRIVATE_NETWORKS');
+      // The server.health_changed event (and its webhook) carries the same error.
+      expect(await eventually(() => changes.length > 0)).toBe(true);
+      expect(changes).toEqual([data.error]);
+    } finally {
+      stop();
+    }
+  });
+
+  it('has no hint on an error that is not the service\'s own configuration', async () => {
+    const down = await healthOf({ type: 'http', endpoint: `http://127.0.0.1:${refused}/mcp` });
+    const { error } = expectSuccess(down.res, 200);
+    expect(Object.keys(error).sort()).toEqual(['code', 'message']);
   });
 
   it('is 404 for an unknown server or another account, and 403 without servers:health', async () => {

@@ -45,9 +45,14 @@ export class FleetError<C extends ErrorCode = ErrorCode> extends Error {
     return categoryOf(this.code);
   }
 
-  /** The `{ code, message }` that health and tool call records carry: never the cause. */
-  toJSON(): { code: C; message: string } {
-    return { code: this.code, message: this.message };
+  /**
+   * The `{ code, message }` that health records carry, with `details.hint` as `hint` when the error has one (the
+   * setting that would allow what was refused): never the cause, nor any other detail. Hints are the library's own
+   * texts (`ERROR_HINTS`), never an upstream's.
+   */
+  toJSON(): { code: C; message: string; hint?: string } {
+    const { hint } = this.details;
+    return typeof hint === 'string' ? { code: this.code, message: this.message, hint } : { code: this.code, message: this.message };
   }
 }
 
@@ -58,12 +63,16 @@ export type UpstreamError = FleetError<UpstreamErrorCode>;
 export interface UpstreamFailure {
   code: UpstreamErrorCode;
   message: string;
+  /** The error's `details.hint`, when it has one: the setting to change (docs/errors.md "Hints"). */
+  hint?: string;
 }
 
 /** A failure as health and tool call records carry it: a code of `ERROR_CODES` and a message that quotes no body. */
 export interface RecordedFailure {
   code: string;
   message: string;
+  /** Health records: the error's `details.hint`, when it has one. */
+  hint?: string;
 }
 
 export function isFleetError(value: unknown): value is FleetError {

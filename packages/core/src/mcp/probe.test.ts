@@ -16,6 +16,7 @@ import { createGuardedFetch } from '../net/guarded-fetch.js';
 import { createStdioSupervisor } from '../stdio/supervisor.js';
 import { StdioChannelTransport } from '../stdio/stdio-transport.js';
 import { probeServer } from './probe.js';
+import { ERROR_HINTS } from '../errors/codes.js';
 
 const started = closedAfterEach();
 
@@ -116,7 +117,7 @@ describe('probeServer over Streamable HTTP', () => {
     const server = await started(startV2Server());
     const refusing = createGuardedFetch();
     const result = await probeServer(http(server.url), { fetch: refusing, dispatcher: refusing.dispatcher });
-    expect(result).toMatchObject({ ok: false, error: { code: 'DESTINATION_NOT_ALLOWED' } });
+    expect(result).toMatchObject({ ok: false, error: { code: 'DESTINATION_NOT_ALLOWED', hint: ERROR_HINTS.privateNetworks } });
     expect(server.methods).toEqual([]);
 
     const allowing = createGuardedFetch({ allowPrivateNetworks: true });
@@ -221,7 +222,7 @@ describe('probeServer over WebSocket', () => {
   it('plugs into the guarded agent of net/: DESTINATION_NOT_ALLOWED for loopback by default, healthy once allowed', async () => {
     const server = await started(startWsServer());
     const refusing = createGuardedAgent();
-    await expect(probeServer(ws(server.url), { dispatcher: refusing })).resolves.toMatchObject({ ok: false, error: { code: 'DESTINATION_NOT_ALLOWED' } });
+    await expect(probeServer(ws(server.url), { dispatcher: refusing })).resolves.toMatchObject({ ok: false, error: { code: 'DESTINATION_NOT_ALLOWED', hint: ERROR_HINTS.privateNetworks } });
     expect(server.methods).toEqual([]);
     const allowing = createGuardedAgent({ allowPrivateNetworks: true });
     await expect(probeServer(ws(server.url), { dispatcher: allowing })).resolves.toMatchObject({ ok: true, era: '2025' });
