@@ -320,21 +320,24 @@ function pidsOfUid(uid: number): number[] {
 }
 
 /**
- * SIGKILL to every process whose real uid is `uid`, until none is left or `timeoutMs` has passed: the last resort of
- * the `process-group` containment, for a uid that only one account's stdio processes use. True when none is left.
+ * SIGKILL to every process whose real uid is `uid`, once; how many there were. Alone, for a host that is exiting
+ * (nothing can be awaited then); `sweepUid` repeats it until none is left.
+ */
+export function killUid(uid: number): number {
+  const pids = pidsOfUid(uid);
+  for (const pid of pids) quietly(() => process.kill(pid, 'SIGKILL'));
+  return pids.length;
+}
+
+/**
+ * `killUid` until no process of `uid` is left or `timeoutMs` has passed: the last resort of the `process-group`
+ * containment, for a uid that only one account's stdio processes use. True when none is left.
  */
 export async function sweepUid(uid: number, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const pids = pidsOfUid(uid);
-    if (pids.length === 0) return true;
-    for (const pid of pids) quietly(() => process.kill(pid, 'SIGKILL'));
+    if (killUid(uid) === 0) return true;
     if (performance.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-}
-
-/** `sweepUid` at once, without waiting: for a host that is exiting. */
-export function sweepUidNow(uid: number): void {
-  for (const pid of pidsOfUid(uid)) quietly(() => process.kill(pid, 'SIGKILL'));
 }

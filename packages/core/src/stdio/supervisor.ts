@@ -9,7 +9,7 @@ import { CrashBackoff, type CrashBackoffOptions } from './crash-backoff.js';
 import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProcessInfo } from './managed-process.js';
 import { childEnv, DEFAULT_STDIO_PATH, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
 import { accessIssue } from './access.js';
-import { Containment, type ContainmentKind, sweepUid, sweepUidNow } from './containment.js';
+import { Containment, type ContainmentKind, killUid, sweepUid } from './containment.js';
 import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
 import type { StdioUser } from './stdio-users.js';
 
@@ -371,7 +371,7 @@ class Supervisor implements StdioSupervisor {
   /** When the host exits without `close()`: no time to wait, so SIGKILL every group at once. */
   private readonly killAllNow = (): void => {
     for (const proc of this.processes.values()) killGroupNow(proc);
-    if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) sweepUidNow(uid);
+    if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) killUid(uid);
   };
 
   private closedError(): FleetError {
