@@ -25,8 +25,8 @@ function variants({ operationLimit, tierLimit }) {
   const limiterOptions = { tiers: { pro: tierLimit }, operations: { [OPERATION]: operationLimit } };
 
   // 1. Our store, driven the way RateLimiter.admit drives it: window from the clock; the two keys (operation, tier)
-  //    built once per account and window and reused, as the limiter caches them; one synchronous consumeNow of both
-  //    (the limiter calls consumeNow directly when its store has one, as MemoryRateLimitStore does).
+  //    built once per account and window and reused, as the limiter caches them; one synchronous consume of both
+  //    (MemoryRateLimitStore decides synchronously: the limiter goes on without a promise).
   const store = new MemoryRateLimitStore({ now: Date.now });
   const keyCache = new Map();
   let keyWindow = -1;
@@ -51,7 +51,7 @@ function variants({ operationLimit, tierLimit }) {
         { key: keys.op, limit: operationLimit },
         { key: keys.tier, limit: tierLimit },
       ];
-      const { allowed } = store.consumeNow(counters, (index + 1) * WINDOW_MS, 1);
+      const { allowed } = store.consume(counters, (index + 1) * WINDOW_MS, 1);
       if (!allowed) refused++;
     }
     return refused;

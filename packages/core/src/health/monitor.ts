@@ -8,7 +8,7 @@ import { checkOption, integerIn, numberIn, positiveInteger } from '../util/optio
  * is one (the fleet passes the rate limiter's), so processes that share counters share leases.
  */
 export interface LeaseStore {
-  consume(counters: readonly { key: string; limit: number }[], expiresAt: number): Promise<{ allowed: boolean }>;
+  consume(counters: readonly { key: string; limit: number }[], expiresAt: number): { allowed: boolean } | Promise<{ allowed: boolean }>;
 }
 
 export interface HealthMonitorOptions {

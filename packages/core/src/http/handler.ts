@@ -1,4 +1,4 @@
-import { err, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
+import { err, ok, type Result, ResultAsync } from 'neverthrow';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
@@ -10,7 +10,7 @@ import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Route } from './routes.js';
 import { isoTimeOf } from '../util/iso-time.js';
-import { okWith } from '../util/result.js';
+import { asAsync, okWith } from '../util/result.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
 export interface RequestContext {
@@ -203,7 +203,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
             principal,
             serverId: mcpTarget.serverId,
             admit: (batch) =>
-              (limiter === undefined ? okAsync(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(okWith((decision) => {
+              asAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(okWith((decision) => {
               limitHeaders = RateLimiter.headers(decision, deps.now());
               return decision;
             })),
@@ -226,10 +226,12 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
         // Every authenticated request counts against its tier, and against its operation's limit when it has one.
         // The early decision stands when it was made for the account and tier the key verified as now.
         const hinted = early?.hint;
-        const decision =
+        const admitted =
           early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
             ? early.admitted
-            : (limiter.admitNow(principal, operationName) ?? (await limiter.admit(principal, operationName)));
+            : limiter.admit(principal, operationName);
+        // In memory the decision is made at once: nothing to wait for.
+        const decision = admitted instanceof ResultAsync ? await admitted : admitted;
         if (decision.isErr()) return fail(decision.error);
         const refused = limited(decision.value);
         if (refused !== undefined) return refused;

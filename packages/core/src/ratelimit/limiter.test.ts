@@ -1,4 +1,6 @@
+import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
+import { asAsync } from '../util/result.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import { RateLimiter } from './limiter.js';
@@ -6,27 +8,42 @@ import { RateLimiter } from './limiter.js';
 const principal = { account: 'acme', tier: 'free' as const, scopes: null };
 const T0 = Date.parse('2026-11-24T10:00:10.000Z');
 
-describe('RateLimiter, decided at once (admitNow)', () => {
-  it('counts and decides exactly as admit does, sharing its counters', async () => {
+describe('RateLimiter, one decision whatever the store', () => {
+  it('decides at once over the memory store, exactly as over a store that answers promises', async () => {
     const options = { tiers: { free: 3 }, operations: { 'servers.list': 2 } };
-    const now = new RateLimiter(options, () => T0);
-    const later = new RateLimiter(options, () => T0);
-    const sync = [now.admitNow(principal, 'servers.list'), now.admitNow(principal, 'servers.list'), now.admitNow(principal, 'servers.list')];
-    const async_ = [await later.admit(principal, 'servers.list'), await later.admit(principal, 'servers.list'), await later.admit(principal, 'servers.list')];
-    expect(sync.map((r) => r?._unsafeUnwrap())).toEqual(async_.map((r) => r._unsafeUnwrap()));
-    expect(sync.map((r) => r?._unsafeUnwrap()?.allowed)).toEqual([true, true, false]);
-    // The same counters as admit: the refused third took nothing, so the tier has 1 left, for admit, then none.
-    expect((await now.admit(principal, undefined))._unsafeUnwrap()?.allowed).toBe(true);
-    expect(now.admitNow(principal, undefined)?._unsafeUnwrap()?.allowed).toBe(false);
+    const memory = new RateLimiter(options, () => T0);
+    const backing = new MemoryRateLimitStore({ now: () => T0 });
+    const remote: RateLimitStore = { consume: async (counters, expiresAt, cost) => backing.consume(counters, expiresAt, cost) };
+    const elsewhere = new RateLimiter({ ...options, store: remote }, () => T0);
+    expect(memory.decidesInProcess).toBe(true);
+    expect(elsewhere.decidesInProcess).toBe(false);
+    // A Result, not a ResultAsync: the request goes on without waiting for a promise.
+    const atOnce = [1, 2, 3].map(() => {
+      const decided = memory.admit(principal, 'servers.list');
+      if (decided instanceof ResultAsync) throw new Error('the memory store decided later');
+      return decided;
+    });
+    const later = [elsewhere.admit(principal, 'servers.list'), elsewhere.admit(principal, 'servers.list'), elsewhere.admit(principal, 'servers.list')];
+    for (const decided of later) expect(decided).toBeInstanceOf(ResultAsync);
+    const settled = await Promise.all(later);
+    expect(atOnce.map((r) => r._unsafeUnwrap())).toEqual(settled.map((r) => r._unsafeUnwrap()));
+    expect(atOnce.map((r) => r._unsafeUnwrap()?.allowed)).toEqual([true, true, false]);
+    // The refused third took nothing: the tier has 1 left, then none.
+    expect((await memory.admit(principal, undefined))._unsafeUnwrap()?.allowed).toBe(true);
+    expect((await memory.admit(principal, undefined))._unsafeUnwrap()?.allowed).toBe(false);
   });
 
-  it('leaves a store that is not in this process to admit (undefined)', async () => {
-    const memory = new MemoryRateLimitStore({ now: () => T0 });
-    const remote: RateLimitStore = { consume: (counters, expiresAt, cost) => memory.consume(counters, expiresAt, cost) };
-    const limiter = new RateLimiter({ store: remote }, () => T0);
-    expect(limiter.decidesInProcess).toBe(false);
-    expect(limiter.admitNow(principal, 'servers.list')).toBeUndefined();
-    expect((await limiter.admit(principal, 'servers.list'))._unsafeUnwrap()?.allowed).toBe(true);
+  it.each([
+    ['throws', (): never => {
+      throw new Error('store down');
+    }],
+    ['rejects', () => Promise.reject(new Error('store down'))],
+  ])('answers STORAGE_UNAVAILABLE when the store %s, or admits without a decision when failing open', async (_, consume) => {
+    const store: RateLimitStore = { consume };
+    const closed = await new RateLimiter({ store }, () => T0).admit(principal, 'servers.list');
+    expect(closed._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
+    const open = await new RateLimiter({ store, failOpen: true }, () => T0).admit(principal, 'servers.list');
+    expect(open._unsafeUnwrap()).toBeNull();
   });
 });
 
@@ -34,7 +51,7 @@ describe('RateLimiter, a batch (admit with its costs)', () => {
   it('counts a batch whole against the tier and its calls against the operation, or refuses it whole naming the limit without room', async () => {
     const limiter = new RateLimiter({ tiers: { free: 10 }, operations: { 'tools.call': 4 } }, () => T0);
     const admit = (requests: number, ofOperation: number) =>
-      limiter.admit(principal, ofOperation > 0 ? 'tools.call' : undefined, { requests, ofOperation }).then((r) => r._unsafeUnwrap());
+      asAsync(limiter.admit(principal, ofOperation > 0 ? 'tools.call' : undefined, { requests, ofOperation })).then((r) => r._unsafeUnwrap());
     expect(await admit(5, 3)).toMatchObject({ allowed: true, limit: 4, remaining: 1, scope: 'operation' });
     // Two calls where one is left: refused by tools.call, which still has 1, though the tier has 5.
     expect(await admit(2, 2)).toMatchObject({ allowed: false, limit: 4, remaining: 1, scope: 'operation' });

@@ -1,4 +1,4 @@
-import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
+import { err, ok, type Result, ResultAsync } from 'neverthrow';
 import type { Principal, Tier } from '../auth/scopes.js';
 import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
@@ -80,10 +80,13 @@ export class RateLimiter {
   private readonly unauthenticated: number;
   private readonly failOpen: boolean;
   private readonly ownsStore: boolean;
-  /** The store's synchronous decision, when it has one (a store in this process): no promise in between. */
-  private readonly consumeNow: RateLimitStore['consumeNow'];
   /**
-   * With a store that decides synchronously (in memory): the counter keys of the current window, by account and by address. Building a key
+   * Whether the store keeps its counters in this process (`MemoryRateLimitStore`): there is then no round trip to save
+   * by asking for a key's verification and its admission together (the handler), and counter keys are kept.
+   */
+  readonly decidesInProcess: boolean;
+  /**
+   * With a store in this process (in memory): the counter keys of the current window, by account and by address. Building a key
    * string and hashing it anew for every decision costs more than the count itself; the store meets the same string
    * objects again, and holds them anyway. Cleared when the window changes, so they follow the live accounts as the
    * store's counters do. Other stores keep their counters elsewhere: their keys are built for each decision, so
@@ -101,7 +104,7 @@ export class RateLimiter {
   ) {
     this.store = options.store ?? new MemoryRateLimitStore({ now });
     this.ownsStore = options.store === undefined;
-    this.consumeNow = this.store.consumeNow?.bind(this.store);
+    this.decidesInProcess = this.store instanceof MemoryRateLimitStore;
     this.operations = new Map();
     for (const [name, limit] of Object.entries({ ...operationLimits, ...options.operations })) {
       if (limit !== null && limit !== undefined) this.operations.set(name, positiveLimit(`operations["${name}"]`, limit));
@@ -117,21 +120,12 @@ export class RateLimiter {
 
   /**
    * Counts one request of `principal` against its operation's limit (when it has one) and its tier's, admitting
-   * it only if both have room. `null`: the store failed and the limiter fails open.
+   * it only if both have room. `null`: the store failed and the limiter fails open. Decided at once (a `Result`)
+   * when the store answers at once (in memory), else a `ResultAsync` of the store's answer.
    */
-  admit(principal: Principal, operation: string | undefined, batch?: Batch): ResultAsync<RateLimitDecision | null, FleetError> {
+  admit(principal: Principal, operation: string | undefined, batch?: Batch): Decided {
     const { counters, scopes, window } = this.admission(principal, operation, batch);
     return this.decide(counters, scopes, window, 1);
-  }
-
-  /**
-   * `admit` decided at once, for a store that decides in this process (`decidesInProcess`): the same decision and
-   * the same count, without a promise. `undefined` when the store is elsewhere: then use `admit`.
-   */
-  admitNow(principal: Principal, operation: string | undefined): Result<RateLimitDecision | null, FleetError> | undefined {
-    if (this.consumeNow === undefined) return undefined;
-    const { counters, scopes, window } = this.admission(principal, operation, undefined);
-    return this.decideNow(this.consumeNow, counters, scopes, window, 1);
   }
 
   private admission(
@@ -150,13 +144,8 @@ export class RateLimiter {
     return { counters: [counter, tier], scopes: OPERATION_AND_TIER, window };
   }
 
-  /** True when the store decides in this process (no round trip to save by asking for decisions together). */
-  get decidesInProcess(): boolean {
-    return this.consumeNow !== undefined;
-  }
-
   /** Counts one failed key against the client address: refused (429) once the address's budget is spent. */
-  countFailure(address: string | undefined): ResultAsync<RateLimitDecision | null, FleetError> {
+  countFailure(address: string | undefined): Decided {
     const window = this.window();
     return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1);
   }
@@ -192,7 +181,7 @@ export class RateLimiter {
     let key = this.cacheKeys(window) ? this.addressKeys.get(name) : undefined;
     if (key === undefined) {
       key = `rl:addr:${encodeURIComponent(name)}:${window.index}`;
-      if (this.consumeNow !== undefined) this.addressKeys.set(name, key);
+      if (this.decidesInProcess) this.addressKeys.set(name, key);
     }
     return { key, limit: this.unauthenticated };
   }
@@ -201,7 +190,7 @@ export class RateLimiter {
     let keys = this.cacheKeys(window) ? this.accountKeys.get(account) : undefined;
     if (keys === undefined) {
       keys = { tier: `rl:${encodeURIComponent(account)}:tier:${window.index}`, operations: undefined };
-      if (this.consumeNow !== undefined) this.accountKeys.set(account, keys);
+      if (this.decidesInProcess) this.accountKeys.set(account, keys);
     }
     return keys;
   }
@@ -210,14 +199,14 @@ export class RateLimiter {
     let key = keys.operations?.get(operation);
     if (key === undefined) {
       key = `rl:${encodeURIComponent(account)}:op:${operation}:${window.index}`;
-      if (this.consumeNow !== undefined) (keys.operations ??= new Map()).set(operation, key);
+      if (this.decidesInProcess) (keys.operations ??= new Map()).set(operation, key);
     }
     return key;
   }
 
   /** Whether keys are cached (the store is in memory); forgets the keys of other windows. */
   private cacheKeys(window: Window): boolean {
-    if (this.consumeNow === undefined) return false;
+    if (!this.decidesInProcess) return false;
     if (window.index !== this.keysWindow) {
       this.accountKeys.clear();
       this.addressKeys.clear();
@@ -233,40 +222,36 @@ export class RateLimiter {
   }
 
   /**
-   * One atomic consume of `counters`, and the binding limit of its outcome. A store with `consumeNow` decides
-   * synchronously here, with the same outcome as its `consume`; any other store through its promise.
+   * One atomic consume of `counters`, and the binding limit of its outcome: at once when the store answers at once,
+   * else when its promise settles. A store that throws or rejects is unavailable: 503, or admitted without headers
+   * when the limiter fails open.
    */
-  private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): ResultAsync<RateLimitDecision | null, FleetError> {
-    if (this.consumeNow !== undefined) {
-      const decided = this.decideNow(this.consumeNow, counters, scopes, window, cost);
-      return decided.isOk() ? okAsync(decided.value) : errAsync(decided.error);
+  private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
+    let consumed: ConsumeResult | Promise<ConsumeResult>;
+    try {
+      consumed = this.store.consume(counters, window.end, cost);
+    } catch (cause) {
+      return this.unavailable(cause);
     }
+    if (!isPromiseLike(consumed)) return ok(binding(counters, scopes, window, consumed, cost));
     return new ResultAsync(
-      this.store.consume(counters, window.end, cost).then(
+      Promise.resolve(consumed).then(
         (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, cost)),
-        (cause: unknown): Result<RateLimitDecision | null, FleetError> => (this.failOpen ? ok(null) : err(storageUnavailable(cause))),
+        (cause: unknown) => this.unavailable(cause),
       ),
     );
   }
 
-  /** A decision of the in-process store, at once. */
-  private decideNow(
-    consumeNow: NonNullable<RateLimitStore['consumeNow']>,
-    counters: RateLimitCounter[],
-    scopes: readonly RateLimitScope[],
-    window: Window,
-    cost: number,
-  ): Result<RateLimitDecision | null, FleetError> {
-    let result: ConsumeResult;
-    try {
-      // A store the limiter made runs on the limiter's clock: the time just read serves both.
-      result = consumeNow(counters, window.end, cost, this.ownsStore ? window.now : undefined);
-    } catch (cause) {
-      return this.failOpen ? ok(null) : err(storageUnavailable(cause));
-    }
-    return ok(binding(counters, scopes, window, result, cost));
+  private unavailable(cause: unknown): Result<RateLimitDecision | null, FleetError> {
+    return this.failOpen ? ok(null) : err(storageUnavailable(cause));
   }
 }
+
+/** A limiter's decision: a `Result` when the store answered at once, a `ResultAsync` when it answers later. */
+export type Decided = Result<RateLimitDecision | null, FleetError> | ResultAsync<RateLimitDecision | null, FleetError>;
+
+const isPromiseLike = <T>(value: T | PromiseLike<T>): value is PromiseLike<T> =>
+  typeof (value as { then?: unknown } | null)?.then === 'function';
 
 const TIER_ONLY: readonly RateLimitScope[] = ['tier'];
 const OPERATION_AND_TIER: readonly RateLimitScope[] = ['operation', 'tier'];

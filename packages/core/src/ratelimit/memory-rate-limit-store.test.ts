@@ -16,11 +16,11 @@ rateLimitStoreContract('MemoryRateLimitStore', async ({ now }) => new MemoryRate
 rateLimitStoreContract('MemoryRateLimitStore (Date.now)', async () => new MemoryRateLimitStore());
 
 describe('MemoryRateLimitStore', () => {
-  it('consumeNow decides synchronously, exactly as consume does', async () => {
+  it('decides synchronously: a value, not a promise', () => {
     const store = new MemoryRateLimitStore({ now: () => 0 });
     const counter = { key: 'k', limit: 2 };
-    expect(store.consumeNow([counter], 1000)).toEqual({ allowed: true, counts: [1] });
-    expect(await store.consume([counter], 1000)).toEqual({ allowed: true, counts: [2] });
-    expect(store.consumeNow([counter], 1000)).toEqual({ allowed: false, counts: [2] });
+    expect(store.consume([counter], 1000)).toEqual({ allowed: true, counts: [1] });
+    expect(store.consume([counter], 1000)).toEqual({ allowed: true, counts: [2] });
+    expect(store.consume([counter], 1000)).toEqual({ allowed: false, counts: [2] });
   });
 });

@@ -23,16 +23,9 @@ export class MemoryRateLimitStore implements RateLimitStore {
     this.now = options.now ?? Date.now;
   }
 
-  async consume(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): Promise<ConsumeResult> {
-    return this.consumeNow(counters, expiresAt, cost);
-  }
-
-  /**
-   * The same decision, synchronously: for callers in this process that want no promise in between. `now` is a time
-   * the caller has just read from this store's own clock (the rate limiter that made the store reads it once per
-   * decision, not twice).
-   */
-  consumeNow(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1, now = this.now()): ConsumeResult {
+  /** Decided synchronously: nothing else runs between reading the counters and counting. */
+  consume(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): ConsumeResult {
+    const now = this.now();
     if (now >= this.nextSweep) this.sweep(now, expiresAt);
     const live: Counter[] = [];
     let allowed = true;

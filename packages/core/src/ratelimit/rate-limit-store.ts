@@ -12,14 +12,11 @@ export interface RateLimitStore {
    * nothing. A counter's cost is its own `cost` when it has one, else the call's `cost` (a batch of MCP messages
    * costs N on the tier and the number of its calls on `tools.call`, decided in this one step). Counters are created
    * at 0 and expire at `expiresAt` (Unix ms), the end of their window. A cost of 0 asks without consuming.
+   *
+   * A store in this process answers the decision itself (the memory store does: the request then goes on without
+   * waiting for a promise); a store elsewhere answers a promise. Either way it is the one decision, taken once.
    */
-  consume(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number): Promise<ConsumeResult>;
-  /**
-   * Optional: the very decision `consume` would take, taken synchronously, for a store that lives in this process
-   * (the rate limiter then skips a promise per request). `now`, when given, is a reading of the store's own clock the
-   * caller has just taken. A store that overrides `consume` must override this too, or leave it out.
-   */
-  consumeNow?(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number, now?: number): ConsumeResult;
+  consume(counters: readonly RateLimitCounter[], expiresAt: number, cost?: number): ConsumeResult | Promise<ConsumeResult>;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }

@@ -21,3 +21,11 @@ export function recover<T, E, U, F>(result: ResultAsync<T, E>, f: (error: E) => 
   };
   return new ResultAsync(settled());
 }
+
+/**
+ * A step's outcome as a `ResultAsync`: as it is when it is one, else wrapped (already settled). For the boundaries
+ * that promise a `ResultAsync` (the embedder's API) over steps that answer at once when they can.
+ */
+export function asAsync<T, E>(outcome: Result<T, E> | ResultAsync<T, E>): ResultAsync<T, E> {
+  return outcome instanceof ResultAsync ? outcome : new ResultAsync(Promise.resolve(outcome));
+}
