@@ -1,10 +1,31 @@
 import type { Client } from '@modelcontextprotocol/client';
-import type { ProbeOutcome } from '../health/health-service.js';
-import type { ServerRecord } from '../registry/views.js';
-import type { DeliveryRecord } from '../webhooks/deliveries.js';
-import type { SendOutcome } from '../webhooks/sender.js';
 import { type McpClientMessage, mcpClientChannel, type McpEraName, probeChannel, webhookDeliveryChannel } from './channels.js';
 import { traced } from './traced.js';
+
+// What the publishers read of the records they describe: their shapes, so that this low folder imports nothing above it.
+interface ProbedServer {
+  id: string;
+  account: string;
+  config: { type: string };
+}
+interface ProbeOutcome {
+  ok: boolean;
+  era: string | undefined;
+  responseTimeMs: number;
+  error: { code: string } | null;
+}
+interface Delivery {
+  id: string;
+  account: string;
+  webhook_id: string;
+  event_type: string;
+  attempts: readonly unknown[];
+}
+interface SendOutcome {
+  statusCode: number | null;
+  durationMs: number;
+  error: { code: string } | null;
+}
 
 /**
  * Traces every request `client` sends (`tools/call`, `tools/list`, `ping`…: the SDK's methods all go through its
@@ -27,7 +48,7 @@ function describeAnswered(message: McpClientMessage, result: unknown): void {
 }
 
 /** Publishes a probe's outcome on `mcp-fleet:probe` and hands it on; called when `probeChannel.hasSubscribers`. */
-export function publishProbe(server: ServerRecord, outcome: ProbeOutcome): ProbeOutcome {
+export function publishProbe<O extends ProbeOutcome>(server: ProbedServer, outcome: O): O {
   probeChannel.publish({
     server_id: server.id,
     account: server.account,
@@ -41,7 +62,7 @@ export function publishProbe(server: ServerRecord, outcome: ProbeOutcome): Probe
 }
 
 /** Publishes one delivery attempt on `mcp-fleet:webhook.delivery`; called when `webhookDeliveryChannel.hasSubscribers`. */
-export function publishDelivery(delivery: DeliveryRecord, outcome: SendOutcome): void {
+export function publishDelivery(delivery: Delivery, outcome: SendOutcome): void {
   webhookDeliveryChannel.publish({
     account: delivery.account,
     webhook_id: delivery.webhook_id,
