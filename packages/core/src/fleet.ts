@@ -16,6 +16,7 @@ import { CLIENT_INFO } from './mcp/connect.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
 import { checkStoreKeys, createSecrets, type SecretsApi } from './operations/secrets.js';
+import { tracedOperations } from './trace/operations.js';
 import { type FleetOptions, resolveOptions } from './options.js';
 import { RateLimiter } from './ratelimit/limiter.js';
 import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
@@ -188,7 +189,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
       : new McpEndpoint(
           {
             catalog: new UpstreamCatalog({ registry, tools, pool, listings }),
-            operations,
+            operations: tracedOperations(operations, 'mcp'),
             tools,
             version: CLIENT_INFO.version,
             records,
@@ -219,7 +220,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     started.then((error) => {
       if (error !== undefined) throw error;
     });
-  return { ...operations, prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
+  return { ...tracedOperations(operations, 'api'), prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
 }
 
 let warnedOnConsole = false;

@@ -4,6 +4,8 @@ import type { ServerRegistry } from '../registry/registry.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthLog, HealthRecord } from './health-log.js';
+import { probeChannel } from '../trace/channels.js';
+import { publishProbe } from '../trace/publish.js';
 
 /** What one probe found. A prober never throws: every failure is an outcome with an upstream error code. */
 export interface ProbeOutcome {
@@ -64,6 +66,6 @@ export class HealthService {
         error: { code: 'UPSTREAM_PROTOCOL_ERROR', message: 'The probe failed unexpectedly.' },
       }),
     );
-    return ResultAsync.fromSafePromise(outcome);
+    return ResultAsync.fromSafePromise(probeChannel.hasSubscribers ? outcome.then((done) => publishProbe(server, done)) : outcome);
   }
 }

@@ -4,13 +4,15 @@ import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import type { McpEndpoint } from '../mcp-endpoint/endpoint.js';
+import { answerMcp, MCP_METHODS, type McpDoorDeps, type McpDoorExchange, mcpRouteOf, type McpTarget, mcpTargetOf } from '../mcp-endpoint/http-door.js';
+import { type AuthMessage, authChannel, type HttpRequestMessage, httpRequestChannel, type OperationMessage, operationChannel } from '../trace/channels.js';
+import { traced } from '../trace/traced.js';
 import type { DashboardHandler } from './dashboard.js';
 import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
-import { matchRoute, type Route } from './routes.js';
+import { matchRoute, type Operation, type OperationInput, type Outcome, type Route, type RouteMatch } from './routes.js';
 import { isoTimeOf } from '../util/iso-time.js';
-import { asAsync, okWith } from '../util/result.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
 export interface RequestContext {
@@ -48,12 +50,6 @@ export interface RequestLogEntry {
   account: string | null;
 }
 
-/** What the handler learns of a request while it answers it, for the request's log line. */
-interface Seen {
-  route?: string;
-  account?: string;
-}
-
 /** Called with every 5xx error before it is answered: the place to log `error.cause`. */
 export type ErrorHook = (error: FleetError, info: { requestId: string; method: string; path: string }) => void;
 
@@ -77,33 +73,89 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
-/** What `/mcp` and `/servers/{id}/mcp` answer (the `Allow` of a keyless `OPTIONS`). */
-const MCP_METHODS = 'GET, POST, DELETE';
-
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
 const unauthorized = () => new FleetError('UNAUTHORIZED', { headers: { 'www-authenticate': 'Bearer' } });
 const routeNotFound = (path: string) =>
   new FleetError('NOT_FOUND', { message: 'No such route.', details: { path: path.slice(0, 512) } });
 
+/** Where a request goes: its segments, and the MCP endpoint or the route they name. */
+interface Routed {
+  segments: Result<string[], FleetError>;
+  /** `/mcp` or `/servers/{id}/mcp`, when the MCP endpoint is on. */
+  mcp: McpTarget | undefined;
+  /** The route and method matched; `undefined` for the MCP endpoint or a path that could not be decoded. */
+  match: RouteMatch | undefined;
+  /** The matched operation's name, for its rate limit. */
+  operationName: string | undefined;
+  /** No `Authorization` header. */
+  keyless: boolean;
+}
+
+/** One request being answered: what every step reads, and the rate-limit headers they gather. */
+class Exchange implements McpDoorExchange {
+  /** Rate-limit headers of the binding limit, on every answer once the request is counted. */
+  limitHeaders: Record<string, string> = {};
+  /** The early verification and admission asked together (`admitEarly`), when they were. */
+  early: EarlyAsk | undefined;
+  /** The adapter writes the answer itself (`RequestContext.writesAnswer`). */
+  readonly light: boolean;
+
+  constructor(
+    readonly request: Request,
+    readonly context: RequestContext,
+    readonly requestId: string,
+    readonly path: string | undefined,
+    private readonly deps: HandlerDeps,
+    private readonly timestamp: () => string,
+  ) {
+    this.light = context.writesAnswer === true;
+  }
+
+  meta(): Meta {
+    return { timestamp: this.timestamp(), request_id: this.requestId };
+  }
+
+  fail(error: FleetError): Response {
+    if (error.status >= 500) this.deps.onError(error, { requestId: this.requestId, method: this.request.method, path: this.path ?? '' });
+    return errorResponse(error, this.meta(), this.limitHeaders, this.light);
+  }
+
+  limited(decision: RateLimitDecision | null): Response | undefined {
+    this.limitHeaders = RateLimiter.headers(decision, this.deps.now());
+    return decision !== null && !decision.allowed ? this.fail(RateLimiter.refusal(decision)) : undefined;
+  }
+}
+
 /**
  * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
  * Order: request id → route path → keyless `OPTIONS` (204) and `/.well-known/…` (404), uncounted → authentication
  * (401; a failed key counts against the address's 401 budget, 429 past it) → rate limits (429) → route (404/405) →
  * scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
+ * `/mcp` and `/servers/{id}/mcp` leave after authentication for the MCP endpoint's door (mcp-endpoint/http-door.ts).
  */
 export function createHandler(deps: HandlerDeps): FleetHandler {
-  const { onRequest } = deps;
+  const { onRequest, limiter } = deps;
   // The envelope's timestamp, made again only when the clock has moved (many answers share a millisecond).
   const isoAt = isoTimeOf();
   const timestamp = (): string => isoAt(deps.now());
-  if (onRequest === undefined) return (request, context = {}) => answer(request, context, {});
-  return async (request, context = {}) => {
+  const mcpDoor: McpDoorDeps | undefined = deps.mcp === undefined ? undefined : { endpoint: deps.mcp, limiter, now: deps.now };
+
+  return (request, context = {}) => {
+    const requestId = requestIdOf(request.headers);
+    if (onRequest === undefined && !httpRequestChannel.hasSubscribers) return answer(request, context, requestId, {});
+    return observed(request, context, requestId);
+  };
+
+  /** The answer, traced (`mcp-fleet:http.request`) and logged (`onRequest`, after the answer is made) when anyone listens. */
+  async function observed(request: Request, context: RequestContext, requestId: string): Promise<Response> {
     const started = performance.now();
-    const seen: Seen = {};
-    const response = await answer(request, context, seen);
+    const seen: HttpRequestMessage = { request_id: requestId, method: request.method, route: null, account: null };
+    const response = await (httpRequestChannel.hasSubscribers
+      ? traced(httpRequestChannel, seen, () => answer(request, context, requestId, seen), describeAnswer)
+      : answer(request, context, requestId, seen));
     // One line per request: never a header, a body or a query (they may carry secrets), the route's template, not its path.
-    onRequest({
+    onRequest?.({
       method: request.method,
       route: seen.route ?? null,
       status: response.status,
@@ -112,169 +164,174 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       account: seen.account ?? null,
     });
     return response;
-  };
+  }
 
-  async function answer(request: Request, context: RequestContext, seen: Seen): Promise<Response> {
-    const requestId = requestIdOf(request.headers);
-    const meta = (): Meta => ({ timestamp: timestamp(), request_id: requestId });
+  async function answer(request: Request, context: RequestContext, requestId: string, seen: Seen): Promise<Response> {
     // The adapters give the path; the URL is parsed only when they do not.
     const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
-    // Rate-limit headers of the binding limit, on every answer once the request is counted.
-    let limitHeaders: Record<string, string> = {};
-    const fail = (error: FleetError) => {
-      if (error.status >= 500) deps.onError(error, { requestId, method: request.method, path: path ?? '' });
-      return errorResponse(error, meta(), limitHeaders, light);
-    };
-    /** Applies a limiter decision: its headers from now on, and the 429 when it refuses. */
-    const limited = (decision: RateLimitDecision | null): Response | undefined => {
-      limitHeaders = RateLimiter.headers(decision, deps.now());
-      return decision !== null && !decision.allowed ? fail(RateLimiter.refusal(decision)) : undefined;
-    };
-    const { limiter } = deps;
-    const light = context.writesAnswer === true;
-
+    const x = new Exchange(request, context, requestId, path, deps, timestamp);
     try {
-      if (path === undefined) return fail(routeNotFound(new URL(request.url).pathname));
+      if (path === undefined) return x.fail(routeNotFound(new URL(request.url).pathname));
       // Static files, public like any web page: the page signs in against the API with the key it is given.
       const page = deps.dashboard?.(request, path);
       if (page !== undefined) return page;
-      const segments = splitPath(path);
-      // `/mcp` and `/servers/{id}/mcp` go to the MCP endpoint after authentication; it counts each JSON-RPC message.
-      const mcpTarget = deps.mcp === undefined || segments.isErr() ? undefined : mcpPath(segments.value);
-      const match = mcpTarget === undefined && segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
-      const operationName = match?.kind === 'found' ? match.operation.name : undefined;
-      // Without an Authorization header nothing is guessed: a CORS preflight or a discovery lookup (mcp-remote asks for
-      // `/mcp/.well-known/openid-configuration` at every start) is answered here, before any limiter, and no keyless
-      // request counts against the address's 401 budget, so a web page making its visitors' browsers send them cannot
-      // lock out the keys behind that address.
-      const keyless = request.headers.get('authorization') === null;
-      if (keyless && segments.isOk()) {
-        if (segments.value.includes('.well-known')) return fail(routeNotFound(path));
-        if (request.method === 'OPTIONS') {
-          const allow = mcpTarget !== undefined ? MCP_METHODS : match?.kind === 'method-not-allowed' ? match.allow.join(', ') : undefined;
-          if (allow === undefined) return fail(routeNotFound(path));
-          // No Access-Control-* headers: CORS stays off, so a browser sends nothing cross-origin after this preflight.
-          return new Response(null, { status: 204, headers: { allow, 'x-request-id': requestId } });
-        }
-      }
-      // The key is checked first and the address's budget spent only by failed keys: a valid key is never refused for
-      // its address. With a shared counter store (Redis) and the built-in keys, the key's read and (for a key this
-      // process verified before) its admission are asked for at once: one round trip, not two. A limiter deciding in
-      // this process has no round trip to save: then one after the other, as that is cheaper.
-      const early =
-        limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
-          ? await admitEarly(request, limiter, deps.keys, operationName, mcpTarget === undefined)
-          : undefined;
-      let principal: Principal | null;
-      if (early !== undefined) {
-        if (early.verified.isErr()) throw early.verified.error;
-        principal = early.verified.value;
-      } else principal = await authenticate(request, deps);
-      if (principal === null) {
-        // A key that failed counts against the address (with a custom `authenticate`, any refusal: the credential may
-        // be anywhere); past the budget, 429 for the address. A request without any credential guessed nothing.
-        if (limiter !== undefined && (!keyless || deps.authenticate !== undefined)) {
-          const counted = await limiter.countFailure(context.clientAddress);
-          if (counted.isErr()) return fail(counted.error);
-          if (counted.value !== null && !counted.value.allowed) return limited(counted.value) as Response;
-        }
-        return fail(unauthorized());
-      }
+      const routed = route(request, path);
+      const keyless = keylessAnswer(x, routed, path);
+      if (keyless !== undefined) return keyless;
+      const principal = await identify(x, routed);
+      if (principal === null) return await unidentified(x, routed);
       seen.account = principal.account;
-
-      if (deps.mcp !== undefined && mcpTarget !== undefined) {
-        seen.route = mcpTarget.serverId === undefined ? '/mcp' : '/servers/:id/mcp';
-        if (mcpTarget.serverId !== undefined) {
-          const missing = await deps.mcp.missingServer(principal.account, mcpTarget.serverId);
-          if (missing !== undefined) {
-            // Counted as any authenticated request is, like a REST 404.
-            if (limiter !== undefined) {
-              const decision = await limiter.admit(principal, undefined);
-              if (decision.isErr()) return fail(decision.error);
-              const refused = limited(decision.value);
-              if (refused !== undefined) return refused;
-            }
-            return fail(missing);
-          }
-        }
-        const response = await deps.mcp.handle(
-          request,
-          {
-            principal,
-            serverId: mcpTarget.serverId,
-            admit: (batch) =>
-              asAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(okWith((decision) => {
-              limitHeaders = RateLimiter.headers(decision, deps.now());
-              return decision;
-            })),
-          },
-          (decision) => {
-            const refusal = RateLimiter.refusal(decision);
-            return Response.json(
-              { jsonrpc: '2.0', error: { code: -32000, message: `${refusal.code}: ${refusal.message}`, data: refusal.details }, id: null },
-              { status: 429, headers: { ...refusal.headers, ...limitHeaders } },
-            );
-          },
-        );
-        // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through.
-        const headers = new Headers(response.headers);
-        headers.set('x-request-id', requestId);
-        for (const [name, value] of Object.entries(limitHeaders)) headers.set(name, value);
-        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+      if (mcpDoor !== undefined && routed.mcp !== undefined) {
+        seen.route = mcpRouteOf(routed.mcp);
+        return await answerMcp(mcpDoor, x, principal, routed.mcp);
       }
-      if (limiter !== undefined) {
-        // Every authenticated request counts against its tier, and against its operation's limit when it has one.
-        // The early decision stands when it was made for the account and tier the key verified as now.
-        const hinted = early?.hint;
-        const admitted =
-          early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
-            ? early.admitted
-            : limiter.admit(principal, operationName);
-        // In memory the decision is made at once: nothing to wait for.
-        const decision = admitted instanceof ResultAsync ? await admitted : admitted;
-        if (decision.isErr()) return fail(decision.error);
-        const refused = limited(decision.value);
-        if (refused !== undefined) return refused;
-      }
-      if (segments.isErr()) return fail(segments.error);
-      if (match === undefined || match.kind === 'not-found') return fail(routeNotFound(path));
-      if (match.kind === 'method-not-allowed') {
-        return fail(
-          new FleetError('METHOD_NOT_ALLOWED', {
-            message: `${request.method} is not allowed here; allowed: ${match.allow.join(', ')}.`,
-            details: { method: request.method.slice(0, 32) },
-            headers: { allow: match.allow.join(', ') },
-          }),
-        );
-      }
-      const { operation, params } = match;
+      const refused = limiter === undefined ? undefined : await admit(x, limiter, principal, routed.operationName);
+      if (refused !== undefined) return refused;
+      if (routed.segments.isErr()) return x.fail(routed.segments.error);
+      if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
+      const { operation, params } = routed.match;
       seen.route = operation.path;
-      if (!hasScope(principal, operation.scope)) {
-        return fail(
-          new FleetError('FORBIDDEN', {
-            message: `This API key lacks the "${operation.scope}" scope.`,
-            details: { required_scope: operation.scope },
-          }),
-        );
-      }
-
-      let body: unknown;
-      if (operation.body) {
-        const read = await readJsonBody(request, deps.bodyLimit, context.bodyWithinLength === true);
-        if (read.isErr()) return fail(read.error);
-        body = read.value;
-      }
-      // Over the memory stores a listing answers at once; anything else is waited for.
-      const ran = operation.run({ principal, params, query: queryOf(request.url), body, request });
-      const outcome = ran instanceof ResultAsync ? await ran : ran;
-      return outcome.match(
-        ({ status, data, pagination }) => successResponse(status, data, meta(), pagination, limitHeaders, light),
-        fail,
-      );
+      if (!hasScope(principal, operation.scope)) return x.fail(forbidden(operation));
+      const body = operation.body ? await readJsonBody(request, deps.bodyLimit, context.bodyWithinLength === true) : NO_BODY;
+      if (body.isErr()) return x.fail(body.error);
+      const ran = run(operation, { principal, params, query: queryOf(request.url), body: body.value, request });
+      // Over the memory stores an operation may answer at once; anything else is waited for.
+      return respond(x, ran instanceof ResultAsync ? await ran : ran);
     } catch (cause) {
-      return fail(toFleetError(cause));
+      return x.fail(toFleetError(cause));
     }
   }
+
+  /** Route: the path's segments, and the MCP endpoint or the route and method they name. */
+  function route(request: Request, path: string): Routed {
+    const segments = splitPath(path);
+    // `/mcp` and `/servers/{id}/mcp` go to the MCP endpoint after authentication; it counts each JSON-RPC message.
+    const mcp = deps.mcp === undefined || segments.isErr() ? undefined : mcpTargetOf(segments.value);
+    const match = mcp === undefined && segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
+    const operationName = match?.kind === 'found' ? match.operation.name : undefined;
+    return { segments, mcp, match, operationName, keyless: request.headers.get('authorization') === null };
+  }
+
+  /**
+   * Keyless answers. Without an Authorization header nothing is guessed: a CORS preflight or a discovery lookup
+   * (mcp-remote asks for `/mcp/.well-known/openid-configuration` at every start) is answered here, before any limiter,
+   * and no keyless request counts against the address's 401 budget, so a web page making its visitors' browsers send
+   * them cannot lock out the keys behind that address.
+   */
+  function keylessAnswer(x: Exchange, routed: Routed, path: string): Response | undefined {
+    if (!routed.keyless || routed.segments.isErr()) return undefined;
+    if (routed.segments.value.includes('.well-known')) return x.fail(routeNotFound(path));
+    if (x.request.method !== 'OPTIONS') return undefined;
+    const { match } = routed;
+    const allow = routed.mcp !== undefined ? MCP_METHODS : match?.kind === 'method-not-allowed' ? match.allow.join(', ') : undefined;
+    if (allow === undefined) return x.fail(routeNotFound(path));
+    // No Access-Control-* headers: CORS stays off, so a browser sends nothing cross-origin after this preflight.
+    return new Response(null, { status: 204, headers: { allow, 'x-request-id': x.requestId } });
+  }
+
+  /**
+   * Authenticate: the principal the request acts for, or `null`. The key is checked first and the address's budget
+   * spent only by failed keys: a valid key is never refused for its address. With a shared counter store (Redis) and
+   * the built-in keys, the key's read and (for a key this process verified before) its admission are asked for at
+   * once: one round trip, not two. A limiter deciding in this process has no round trip to save: then one after the other, as that is cheaper.
+   */
+  async function identify(x: Exchange, routed: Routed): Promise<Principal | null> {
+    x.early =
+      limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
+        ? await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined)
+        : undefined;
+    let principal: Principal | null;
+    if (x.early !== undefined) {
+      if (x.early.verified.isErr()) throw x.early.verified.error;
+      principal = x.early.verified.value;
+    } else principal = await authenticate(x.request, deps);
+    if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(x.requestId, deps.authenticate !== undefined, principal);
+    return principal;
+  }
+
+  /**
+   * The answer to a request no one is authenticated for: 401. A key that failed counts against the address (with a
+   * custom `authenticate`, any refusal: the credential may be anywhere); past the budget, 429 for the address. A
+   * request without any credential guessed nothing.
+   */
+  async function unidentified(x: Exchange, routed: Routed): Promise<Response> {
+    if (limiter !== undefined && (!routed.keyless || deps.authenticate !== undefined)) {
+      const counted = await limiter.countFailure(x.context.clientAddress);
+      if (counted.isErr()) return x.fail(counted.error);
+      if (counted.value !== null && !counted.value.allowed) return x.limited(counted.value) as Response;
+    }
+    return x.fail(unauthorized());
+  }
+
+  /**
+   * Admit: every authenticated request counts against its tier, and against its operation's limit when it has one.
+   * The early decision stands when it was made for the account and tier the key verified as now.
+   */
+  async function admit(x: Exchange, limiter: RateLimiter, principal: Principal, operationName: string | undefined): Promise<Response | undefined> {
+    const { early } = x;
+    const hinted = early?.hint;
+    const admitted =
+      early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
+        ? early.admitted
+        : limiter.admit(principal, operationName);
+    // In memory the decision is made at once: nothing to wait for.
+    const decision = admitted instanceof ResultAsync ? await admitted : admitted;
+    if (decision.isErr()) return x.fail(decision.error);
+    return x.limited(decision.value);
+  }
+
+  /** Respond: the envelope of the operation's outcome. */
+  function respond(x: Exchange, outcome: Result<Outcome, FleetError>): Response {
+    return outcome.match(({ status, data, pagination }) => successResponse(status, data, x.meta(), pagination, x.limitHeaders, x.light), (error) => x.fail(error));
+  }
+}
+
+/** What the handler learns of a request while it answers it, for the request's log line and trace. */
+interface Seen {
+  route?: string | null;
+  account?: string | null;
+}
+
+const NO_BODY: Result<unknown, FleetError> = ok(undefined);
+
+/** Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. */
+function run(operation: Operation, input: OperationInput): ReturnType<Operation['run']> {
+  if (!operationChannel.hasSubscribers) return operation.run(input);
+  const message: OperationMessage = { operation: operation.name, account: input.principal.account, via: 'http' };
+  if (operation.path.startsWith('/servers/:id')) message.server_id = input.params.id as string;
+  const tool = operation.name === 'tools.call' ? (input.body as { name?: unknown } | null)?.name : undefined;
+  if (typeof tool === 'string') message.tool_name = tool;
+  return traced(operationChannel, message, () => operation.run(input));
+}
+
+/** The answer's status on the request's trace; a 5xx is an error. */
+function describeAnswer(message: HttpRequestMessage, response: unknown): void {
+  const { status } = response as Response;
+  message.status = status;
+  if (status >= 500) message.outcome = 'error';
+}
+
+function publishAuth(requestId: string, custom: boolean, principal: Principal | null): void {
+  const message: AuthMessage = { request_id: requestId, method: custom ? 'custom' : 'api_key', outcome: principal === null ? 'refused' : 'ok' };
+  if (principal !== null) {
+    message.account = principal.account;
+    if (principal.keyId !== undefined) message.key_id = principal.keyId;
+  }
+  authChannel.publish(message);
+}
+
+/** Scope: the 403 of a key without the operation's scope. */
+const forbidden = (operation: Operation) =>
+  new FleetError('FORBIDDEN', { message: `This API key lacks the "${operation.scope}" scope.`, details: { required_scope: operation.scope } });
+
+/** The 404 of a path no route has, or the 405 of a method its route does not take. */
+function unmatched(request: Request, path: string, match: RouteMatch | undefined): FleetError {
+  if (match === undefined || match.kind !== 'method-not-allowed') return routeNotFound(path);
+  return new FleetError('METHOD_NOT_ALLOWED', {
+    message: `${request.method} is not allowed here; allowed: ${match.allow.join(', ')}.`,
+    details: { method: request.method.slice(0, 32) },
+    headers: { allow: match.allow.join(', ') },
+  });
 }
 
 interface EarlyAsk {
@@ -350,13 +407,6 @@ export function queryOf(url: string): URLSearchParams {
   if (start === -1) return new URLSearchParams();
   const end = url.indexOf('#', start);
   return new URLSearchParams(end === -1 ? url.slice(start + 1) : url.slice(start + 1, end));
-}
-
-/** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one). */
-function mcpPath(segments: readonly string[]): { serverId?: string } | undefined {
-  if (segments.length === 1 && segments[0] === 'mcp') return {};
-  if (segments.length === 3 && segments[0] === 'servers' && segments[2] === 'mcp' && segments[1] !== undefined) return { serverId: segments[1] };
-  return undefined;
 }
 
 /** Decoded path segments; one trailing slash is forgiven. */

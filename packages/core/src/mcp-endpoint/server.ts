@@ -1,11 +1,21 @@
 import type { CallToolResult, Prompt, Resource, ResourceTemplateType as ResourceTemplate, Tool } from '@modelcontextprotocol/client';
-import { ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  type HandlerResultTypeMap,
+  ProtocolError,
+  ProtocolErrorCode,
+  type RequestMethod,
+  type RequestTypeMap,
+  Server,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { hasScope, type Principal, type Scope } from '../auth/scopes.js';
 import { type FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { ToolOperations } from '../operations/index.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
 import { MAX_PREFIX_LENGTH, NAMESPACE_SEPARATOR, namespacedTool, toolAllowed } from '../toolcalls/tool-names.js';
+import { type McpServerMessage, mcpServerChannel } from '../trace/channels.js';
+import { traced } from '../trace/traced.js';
 import type { UpstreamCatalog } from './catalog.js';
 
 /** Who an exchange acts for, and which servers it sees: all of the account's, or one (`/servers/{id}/mcp`). */
@@ -207,6 +217,47 @@ export async function visibleTools(catalog: UpstreamCatalog, scope: EndpointScop
  * registration, no `$ref` dereferencing, JSON Schema 2020-12 kept). The handlers read who acts from the exchange's
  * `authInfo`, so one instance serves a 2025 session whichever of the account's requests comes next.
  */
+type Handler<M extends RequestMethod> = (request: RequestTypeMap[M], ctx: ServerContext) => Promise<HandlerResultTypeMap[M]>;
+
+/** Registers a request handler; each request it serves is traced on `mcp-fleet:mcp.server` when anyone listens. */
+function serve<M extends RequestMethod>(server: Server, method: M, handler: Handler<M>): void {
+  server.setRequestHandler(method, (request, ctx) => (mcpServerChannel.hasSubscribers ? tracedRequest(method, request, ctx, handler) : handler(request, ctx)));
+}
+
+function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeMap[M], ctx: ServerContext, handler: Handler<M>): Promise<HandlerResultTypeMap[M]> {
+  const scope = ctx.http?.authInfo?.extra?.['mcpFleet'] as EndpointScope | undefined;
+  const message: McpServerMessage = {
+    method,
+    jsonrpc_id: ctx.mcpReq.id,
+    // A 2025 exchange is always a session here (docs/mcp-endpoint.md); 2026-07-28 has none.
+    era: ctx.sessionId === undefined ? '2026-07-28' : '2025',
+    transport: 'streamable-http',
+    account: scope?.principal.account ?? '',
+  };
+  if (scope?.serverId !== undefined) message.server_id = scope.serverId;
+  if (ctx.sessionId !== undefined) message.session_id = ctx.sessionId;
+  const name = (request as { params?: { name?: unknown } }).params?.name;
+  if (typeof name === 'string') message.tool_name = name;
+  return traced(
+    mcpServerChannel,
+    message,
+    () =>
+      handler(request, ctx).catch((error: unknown) => {
+        if (error instanceof ProtocolError) {
+          message.jsonrpc_error_code = error.code;
+          const code = (error.data as { code?: unknown } | undefined)?.code;
+          if (typeof code === 'string') message.error_code = code;
+        }
+        throw error;
+      }),
+    describeServed,
+  );
+}
+
+function describeServed(message: McpServerMessage, result: unknown): void {
+  if ((result as { isError?: unknown } | null)?.isError === true) message.is_error = true;
+}
+
 export function createEndpointServer(deps: EndpointServerDeps): Server {
   const { catalog } = deps;
   const server = new Server(
@@ -217,7 +268,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     },
   );
 
-  server.setRequestHandler('tools/list', async (_request, ctx) => {
+  serve(server, 'tools/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const tools: Tool[] = [];
@@ -231,7 +282,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     return { tools };
   });
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
+  serve(server, 'tools/call', async (request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:write');
     const { name, arguments: args } = request.params;
@@ -276,7 +327,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     return { isError: true, content: [{ type: 'text', text: `${failure.code}: ${failure.message}` }] } satisfies CallToolResult;
   });
 
-  server.setRequestHandler('prompts/list', async (_request, ctx) => {
+  serve(server, 'prompts/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const prompts: Prompt[] = [];
@@ -286,7 +337,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     return { prompts };
   });
 
-  server.setRequestHandler('prompts/get', async (request, ctx) => {
+  serve(server, 'prompts/get', async (request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const { name, arguments: args } = request.params;
@@ -304,7 +355,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     }
   });
 
-  server.setRequestHandler('resources/list', async (_request, ctx) => {
+  serve(server, 'resources/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const resources: Resource[] = [];
@@ -315,7 +366,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
   });
 
   // Templates are relayed like resources (a client reading a templated URI reads one the server listed).
-  server.setRequestHandler('resources/templates/list', async (_request, ctx) => {
+  serve(server, 'resources/templates/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const resourceTemplates: ResourceTemplate[] = [];
@@ -325,7 +376,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
     return { resourceTemplates };
   });
 
-  server.setRequestHandler('resources/read', async (request, ctx) => {
+  serve(server, 'resources/read', async (request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
     const { uri } = request.params;

@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
+import { traceRequests } from '../trace/publish.js';
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
@@ -185,6 +186,8 @@ export interface ConnectClientOptions {
   signal: AbortSignal;
   /** The bound `signal` stands for, in ms: the time requests may take and the figure of the timeout message. */
   timeoutMs: number;
+  /** The server's id, for the trace of each request (`mcp-fleet:mcp.client`). @default none (a probe of a configuration) */
+  serverId?: string;
 }
 
 export interface ConnectedClient {
@@ -322,6 +325,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
         timedOut,
       );
       const era = attempt === 'sse' ? '2024-11-05' : connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025';
+      traceRequests(connected, config.type, era, options.serverId);
       return { client: connected, transport: opened, era };
     } catch (error) {
       await closeClient(client, transport, 0);

@@ -4,6 +4,8 @@ import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 import { checkOption, positiveInteger } from '../util/options.js';
+import { rateLimitChannel } from '../trace/channels.js';
+import { storeCall } from '../trace/store-call.js';
 
 /** Requests per minute of each tier (docs/rate-limits.md). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
@@ -229,7 +231,7 @@ export class RateLimiter {
   private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
     let consumed: ConsumeResult | Promise<ConsumeResult>;
     try {
-      consumed = this.store.consume(counters, window.end, cost);
+      consumed = storeCall('ratelimit', this.store, 'consume', counters, window.end, cost);
     } catch (cause) {
       return this.unavailable(cause);
     }
@@ -287,11 +289,13 @@ function binding(
       bestBlocked = blocked;
     }
   }
-  return {
+  const decision: RateLimitDecision = {
     allowed,
     limit: (counters[best] as RateLimitCounter).limit,
     remaining: bestRemaining,
     reset: window.end / 1000,
     scope: scopes[best] as RateLimitScope,
   };
+  if (rateLimitChannel.hasSubscribers) rateLimitChannel.publish({ ...decision, cost });
+  return decision;
 }

@@ -260,7 +260,7 @@ export class ConnectionPool {
       return response;
     };
     const timer = setTimeout(() => lifetime.abort(), timeoutMs);
-    entry.ready = connectClient(server.config, this.clientDeps(server, watching), { signal: lifetime.signal, timeoutMs, ...(era === undefined ? {} : { era }) }).then(
+    entry.ready = connectClient(server.config, this.clientDeps(server, watching), { signal: lifetime.signal, timeoutMs, serverId: server.id, ...(era === undefined ? {} : { era }) }).then(
       (connected) => {
         clearTimeout(timer);
         entry.connected = connected;

@@ -11,6 +11,8 @@ import type { Sender, SendOutcome } from './sender.js';
 import { sign } from './signature.js';
 import type { WebhookStore } from './subscriptions.js';
 import { okWith } from '../util/result.js';
+import { webhookDeliveryChannel } from '../trace/channels.js';
+import { publishDelivery } from '../trace/publish.js';
 
 export interface WorkerDeps {
   records: RecordStore;
@@ -269,6 +271,7 @@ export class DeliveryWorker {
               ).andThen((outcome) => {
                 // Aborted by stop(): nothing is recorded, the lease lapses, the delivery stays due.
                 if (outcome === undefined) return okAsync(true);
+                if (webhookDeliveryChannel.hasSubscribers) publishDelivery(delivery, outcome);
                 const next = this.afterAttempt(delivery, at, outcome);
                 const gone = outcome.statusCode === 410;
                 return this.settle(member, next, release)
