@@ -1,10 +1,10 @@
 // Section 2: the fleet against the bare framework it is mounted in. Every variant is a server in its own process
 // (bench/frameworks-server.mjs), the load comes from another (bench/http-load.mjs); with BENCH_PIN=1 the load
 // generator runs on CPU 0 and the servers on CPU 1 (bench/child.mjs). Three comparisons, each a set of server processes
-// measured in rounds; in a round every variant gets two half-slices in mirror order (A B C C B A, the order rotated
+// measured in rounds; in a round every variant gets its time in parts, in mirror order (A B C C B A, the order rotated
 // and reversed from round to round), so that each variant's time in the round is centred on the same instant and a
 // machine that drifts within the round charges every variant alike. The first rounds are warm-up and dropped; a gc
-// runs in the server and in the load generator before every slice. A figure is the median of the per-round ratios,
+// runs in the server and in the load generator before every part. A figure is the median of the per-round ratios,
 // printed with the rounds' range and its spread around the median:
 //   GET /v1/servers via Hono     fleet-hono (limits on) / bare-hono answering the same JSON; fleet-hono / fleet-hono-off
 //                                is the limits ON/OFF figure
@@ -21,6 +21,9 @@ import { figure, fmtInt, max, median, min, pad, padLeft, printFigures } from './
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 10);
 const WARMUP_ROUNDS = Number(process.env.BENCH_HTTP_WARMUP_ROUNDS ?? 1);
 const SLICE_MS = Number(process.env.BENCH_HTTP_SLICE_MS ?? 1000);
+// Parts of a variant's time in a round, in mirror order (2: A B C C B A; 4: A B C C B A A B C C B A). Even, so that
+// every variant's time stays centred on the same instant of the round.
+const PARTS = 2 * Math.max(1, Math.round(Number(process.env.BENCH_HTTP_PARTS ?? 4) / 2));
 const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 16);
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
 const ONLY = process.env.BENCH_HTTP_ONLY?.split(',');
@@ -37,7 +40,7 @@ export async function runFrameworksBench() {
   const started = Date.now();
   const builds = BUILD_IDS;
   console.log(
-    `\n== 2. The fleet against the bare framework (a server process per variant${pinning ? ' on CPU 1' : ''}; load: ${CONNECTIONS} keep-alive connections from a child process${pinning ? ' on CPU 0' : ''}; ${WARMUP_ROUNDS} warm-up + ${ROUNDS} rounds, ${SLICE_MS / 1000} s per variant per round in two mirrored halves; figure = median of per-round ratios)`,
+    `\n== 2. The fleet against the bare framework (a server process per variant${pinning ? ' on CPU 1' : ''}; load: ${CONNECTIONS} keep-alive connections from a child process${pinning ? ' on CPU 0' : ''}; ${WARMUP_ROUNDS} warm-up + ${ROUNDS} rounds, ${SLICE_MS / 1000} s per variant per round in ${PARTS} mirrored parts; figure = median of per-round ratios)`,
   );
   for (const b of builds) console.log(`  build ${b}: ${await describeBuild(b)}`);
   const load = forkChild('./http-load.mjs', [], { execArgv: ['--expose-gc'], cpu: cpuFor('load') });
@@ -70,17 +73,17 @@ export async function runFrameworksBench() {
     if (result.non2xx + result.errors > 0) throw new Error(`${server.key} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
     return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs };
   };
-  // A variant's figures in one round: its two half-slices summed.
-  const combine = (a, b) => {
-    const requests = a.requests + b.requests;
-    const elapsedMs = a.elapsedMs + b.elapsedMs;
+  // A variant's figures in one round: its parts summed.
+  const combine = (list) => {
+    const sum = (field) => list.reduce((total, part) => total + part[field], 0);
+    const requests = sum('requests');
     return {
-      rps: (requests * 1000) / elapsedMs,
-      cpuUsPerReq: ((a.serverCpuMs + b.serverCpuMs) * 1000) / Math.max(1, requests),
-      loadUsPerReq: ((a.cpuMs + b.cpuMs) * 1000) / Math.max(1, requests),
-      busy: (a.serverCpuMs + b.serverCpuMs) / (a.serverWallMs + b.serverWallMs),
-      p50Ms: (a.p50Ms + b.p50Ms) / 2,
-      p99Ms: Math.max(a.p99Ms, b.p99Ms),
+      rps: (requests * 1000) / sum('elapsedMs'),
+      cpuUsPerReq: (sum('serverCpuMs') * 1000) / Math.max(1, requests),
+      loadUsPerReq: (sum('cpuMs') * 1000) / Math.max(1, requests),
+      busy: sum('serverCpuMs') / sum('serverWallMs'),
+      p50Ms: median(list.map((part) => part.p50Ms)),
+      p99Ms: max(list.map((part) => part.p99Ms)),
     };
   };
 
@@ -118,10 +121,10 @@ export async function runFrameworksBench() {
     for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
       const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
       if (round % 2 === 1) order.reverse();
-      const halves = {};
-      for (const v of [...order, ...[...order].reverse()]) (halves[v] ??= []).push(await slice(s[v], c.method, SLICE_MS / 2));
+      const parts = {};
+      for (let k = 0; k < PARTS; k++) for (const v of k % 2 === 0 ? order : [...order].reverse()) (parts[v] ??= []).push(await slice(s[v], c.method, SLICE_MS / PARTS));
       if (round < WARMUP_ROUNDS) continue;
-      for (const v of c.variants) results[v].push(combine(...halves[v]));
+      for (const v of c.variants) results[v].push(combine(parts[v]));
     }
     console.log(`\n  ${c.label}`);
     console.log(
@@ -132,6 +135,12 @@ export async function runFrameworksBench() {
       const rps = rs.map((r) => r.rps);
       console.log(
         `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
+      );
+    }
+    const idle = c.variants.filter((v) => median(results[v].map((r) => r.busy)) < 0.9);
+    if (idle.length > 0) {
+      console.log(
+        `  note: ${idle.join(', ')} used less than 90% of a core: the server was not the bottleneck (other work took the cores, or the client set the pace), so the req/s ratios below are not the servers' own; the CPU lines are the steadier reading`,
       );
     }
     const ratios = (a, b, field = 'rps') => results[a].map((r, i) => r[field] / results[b][i][field]);

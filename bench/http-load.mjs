@@ -5,7 +5,7 @@
 //
 // It writes requests and parses answers on plain `net` sockets, not through an HTTP client library: with undici's
 // Pool this process spent more CPU per request than the bare servers it loaded, so on 2 cores the client, not the
-// server, set the pace of the bare variants and squeezed every ratio towards 1 (bench/README.md, "How the spread got
+// server, set the pace of the bare variants and squeezed every ratio towards 1 (bench/README.md, "Getting the spread
 // within ±10 %").
 //   ← { type: 'run', origin, path, headers, connections, durationMs, method? }
 //   → { type: 'done', requests, ok, non2xx, errors, elapsedMs, p50Ms, p99Ms, cpuMs }

@@ -39,6 +39,8 @@ const ran = {};
 const { cpus, loadavg } = await import('node:os');
 const load = () => loadavg().map((l) => l.toFixed(2)).join(', ');
 console.log(`mcp-fleet benchmarks — node ${process.version}, ${cpus().length} CPUs, ${new Date().toISOString()}, load average ${load()}`);
+// A run of record needs a quiet machine: say so when it is not (more runnable processes than half the CPUs).
+if (loadavg()[0] > cpus().length / 2) console.log(`note: the load average (${load()}) says other work is running on this machine; expect spreads above ±10 %`);
 if (BASELINE_DIR !== undefined) console.log(`A/B: this checkout against the build in ${BASELINE_DIR} (BENCH_BASELINE), interleaved in the same rounds`);
 for (const x of SECTIONS) {
   if (only !== undefined && !only.includes(x.n) && !only.includes(x.name)) continue;
@@ -51,6 +53,17 @@ console.log('\n== Summary (each figure compares variants measured alternately in
 console.log('\n  Targets of issue 26: a verdict is "met on all rounds" only when every round is on the right side of the target');
 if (http !== undefined) printFigures(http.figures, '  ');
 if (toolCalls !== undefined) printFigures(toolCalls.figures, '  ');
+{
+  // The spread of every target figure (section 4: of its per-round time ratio), against the ±10 % the bench is built for.
+  const spreads = [...(http?.figures ?? []), ...(toolCalls?.figures ?? [])].flatMap((e) => [
+    ...Object.keys(e.builds).map((b) => (e.kind === 'added' ? e.ratios[b] : e.builds[b]).spreadPct),
+    ...(e.ab !== undefined ? [e.ab.figure.spreadPct] : []),
+  ]);
+  if (spreads.length > 0) {
+    const within = spreads.filter((p) => p <= 10).length;
+    console.log(`  spreads: ${within} of ${spreads.length} within ±10 %, the widest ±${Math.max(...spreads).toFixed(1)}%${within < spreads.length ? ' (a figure with a wider spread cannot be quoted from this run)' : ''}`);
+  }
+}
 console.log('\n  Other figures');
 if (limiter !== undefined) {
   for (const [name, r] of [
