@@ -59,7 +59,7 @@ export async function runFrameworksBench() {
   if (sample.status !== 200 || !sample.rateLimitHeaders) throw new Error('unexpected sample answer from the fleet');
   for (const b of builds.slice(1)) {
     const other = s[`fleet-hono@${b}`].sample;
-    if (JSON.stringify(other.body.data) === undefined || other.servers !== sample.servers) throw new Error(`build ${b}: unexpected sample answer`);
+    if (other.status !== 200 || other.servers !== sample.servers) throw new Error(`build ${b}: unexpected sample answer from the fleet (${other.status}, ${other.servers} servers)`);
   }
   const envelope = sample.body;
   await Promise.all([s['bare-hono'], s['bare-express']].map((b) => b.proc.ask({ type: 'envelope', body: envelope }, 'envelope-set')));
