@@ -9,7 +9,7 @@
 // The second argument picks the build of the fleet variants (bench/builds.mjs): `this` (default) or `base`, the
 // checkout named by BENCH_BASELINE.
 // IPC: ready → { port, secret, sample }; mark → marked (after a gc, when run with --expose-gc) and stop → cpu (CPU of
-// the slice); profile-start /
+// the slice, and the time it waited for a core); profile-start /
 // profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
@@ -19,6 +19,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { createBenchFleet, importPackage } from './builds.mjs';
 import { byPackage, topFunctions } from './cpu-profile.mjs';
+import { runQueueWaitMs } from './stats.mjs';
 
 const variant = process.argv[2];
 const build = process.argv[3] ?? 'this';
@@ -133,17 +134,19 @@ if (fleet !== undefined) {
 }
 
 let cpuMark = process.cpuUsage();
+let waitMark = runQueueWaitMs();
 let wallMark = performance.now();
 let session;
 process.on('message', async (message) => {
   if (message.type === 'mark') {
     globalThis.gc?.(); // no slice pays for the garbage of the one before
     cpuMark = process.cpuUsage();
+    waitMark = runQueueWaitMs();
     wallMark = performance.now();
     process.send({ type: 'marked' });
   } else if (message.type === 'stop') {
     const used = process.cpuUsage(cpuMark);
-    process.send({ type: 'cpu', cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wallMark });
+    process.send({ type: 'cpu', cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wallMark, waitMs: runQueueWaitMs() - waitMark });
   } else if (message.type === 'profile-start') {
     session = new Session();
     session.connect();

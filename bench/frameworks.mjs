@@ -69,9 +69,9 @@ export async function runFrameworksBench() {
     await server.proc.ask({ type: 'mark' }, 'marked');
     const headers = server.secret ? { authorization: `Bearer ${server.secret}` } : {};
     const result = await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path: '/v1/servers', headers, connections: CONNECTIONS, durationMs, method }, 'done');
-    const { cpuMs, wallMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
+    const { cpuMs, wallMs, waitMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
     if (result.non2xx + result.errors > 0) throw new Error(`${server.key} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-    return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs };
+    return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs, serverWaitMs: waitMs };
   };
   // A variant's figures in one round: its parts summed.
   const combine = (list) => {
@@ -82,6 +82,8 @@ export async function runFrameworksBench() {
       cpuUsPerReq: (sum('serverCpuMs') * 1000) / Math.max(1, requests),
       loadUsPerReq: (sum('cpuMs') * 1000) / Math.max(1, requests),
       busy: sum('serverCpuMs') / sum('serverWallMs'),
+      // Share of the time the server's thread was runnable but waited for a core: other work on the machine.
+      waited: sum('serverWaitMs') / sum('serverWallMs'),
       p50Ms: median(list.map((part) => part.p50Ms)),
       p99Ms: max(list.map((part) => part.p99Ms)),
     };
@@ -128,15 +130,20 @@ export async function runFrameworksBench() {
     }
     console.log(`\n  ${c.label}`);
     console.log(
-      `  ${pad('variant', 20)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('load CPU µs/req', 16)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`,
+      `  ${pad('variant', 20)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('waited', 7)} ${padLeft('load CPU µs/req', 16)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`,
     );
     for (const v of c.variants) {
       const rs = results[v];
       const rps = rs.map((r) => r.rps);
       console.log(
-        `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
+        `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(fmtWaited(rs), 7)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
       );
     }
+    const disturbed = c.variants.filter((v) => max(results[v].map((r) => r.waited)) > 0.02);
+    if (disturbed.length > 0) {
+      console.log(`  note: in some rounds the server of ${disturbed.join(', ')} waited more than 2% of the time for a core (column \`waited\`, the worst round): other work was running, and those rounds' ratios carry it`);
+    }
+    out.waited = Math.max(out.waited ?? 0, ...c.variants.flatMap((v) => results[v].map((r) => r.waited)));
     const idle = c.variants.filter((v) => median(results[v].map((r) => r.busy)) < 0.9);
     if (idle.length > 0) {
       console.log(
@@ -176,6 +183,12 @@ export async function runFrameworksBench() {
   console.log(`\n  section 2: ${out.seconds.toFixed(1)} s`);
   return out;
 }
+
+/** The largest share of a round the server waited for a core, e.g. `12%` (`n/a` off Linux). */
+const fmtWaited = (rs) => {
+  const worst = max(rs.map((r) => r.waited));
+  return Number.isNaN(worst) ? 'n/a' : `${(worst * 100).toFixed(0)}%`;
+};
 
 const fmtCpu = (f) => `${f.median.toFixed(2)}× (rounds ${f.low.toFixed(2)}×..${f.high.toFixed(2)}×, ±${f.spreadPct.toFixed(1)}%)`;
 

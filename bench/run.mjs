@@ -62,6 +62,11 @@ if (toolCalls !== undefined) printFigures(toolCalls.figures, '  ');
   if (spreads.length > 0) {
     const within = spreads.filter((p) => p <= 10).length;
     console.log(`  spreads: ${within} of ${spreads.length} within ±10 %, the widest ±${Math.max(...spreads).toFixed(1)}%${within < spreads.length ? ' (a figure with a wider spread cannot be quoted from this run)' : ''}`);
+    if (toolCalls !== undefined) {
+      const worst = Math.max(toolCalls.legacy.waited, toolCalls.modern.waited);
+      if (!Number.isNaN(worst)) console.log(`  section 4: the bench process waited for a core ${(worst * 100).toFixed(1)}% of the time (other work on the machine; near 0 on a quiet one)`);
+    }
+    if (http !== undefined && !Number.isNaN(http.waited)) console.log(`  section 2: the servers under test waited for a core up to ${(http.waited * 100).toFixed(1)}% of a round (other work on the machine; near 0 on a quiet one)`);
   }
 }
 console.log('\n  Other figures');

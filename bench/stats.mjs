@@ -1,4 +1,5 @@
 // Small helpers shared by the benchmarks: medians, ratios and fixed-width formatting.
+import { readFileSync } from 'node:fs';
 
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -157,4 +158,16 @@ export function printFigures(entries, indent = '  ') {
   }
   for (const line of lines) console.log(`${indent}${line}`);
   return lines;
+}
+
+/**
+ * Milliseconds this process's JavaScript thread has waited, runnable, for a core (Linux: /proc/self/schedstat, its
+ * second figure, in ns); NaN elsewhere. Over a measurement it says how much other work took the core from the bench.
+ */
+export function runQueueWaitMs() {
+  try {
+    return Number(readFileSync('/proc/self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
 }

@@ -17,7 +17,7 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Hono } from 'hono';
 import { BUILD_IDS, createBenchFleet, describeBuild, importPackage } from './builds.mjs';
-import { figure, fmtAddedFigure, fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft, printFigures } from './stats.mjs';
+import { figure, fmtAddedFigure, fmtAddedMs, fmtMs, fmtRatio, interleavedRounds, max, median, min, pad, padLeft, printFigures, runQueueWaitMs } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_TOOLCALL_ROUNDS ?? 12);
 const BATCH = Number(process.env.BENCH_TOOLCALL_BATCH ?? 40);
@@ -34,12 +34,16 @@ const check = (result) => {
  */
 async function scenario(title, list, builds) {
   for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
+  const waitStart = runQueueWaitMs();
+  const wallStart = performance.now();
   const all = await interleavedRounds(list, WARMUP_ROUNDS + ROUNDS, BATCH);
+  const waited = (runQueueWaitMs() - waitStart) / (performance.now() - wallStart);
   const perRound = Object.fromEntries(Object.entries(all).map(([id, ts]) => [id, ts.slice(WARMUP_ROUNDS)]));
   console.log(`\n${title}`);
   console.log(`  ${pad('variant', 60)} ${padLeft('median ms', 10)} ${padLeft('min..max ms', 13)} ${padLeft('× direct', 9)} ${padLeft('added ms', 9)}`);
   const base = perRound.direct;
-  const out = { directMs: median(base), variants: {} };
+  const out = { directMs: median(base), variants: {}, waited };
+  if (!Number.isNaN(waited)) console.log(`  this process waited for a core ${(waited * 100).toFixed(1)}% of the time (other work on the machine; near 0 on a quiet one)`);
   const per = (a, b, op) => perRound[a].map((t, i) => op(t, perRound[b][i]));
   for (const v of list) {
     const ts = perRound[v.id];
