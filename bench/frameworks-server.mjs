@@ -1,12 +1,15 @@
 // One server process of section 2 (bench/frameworks.mjs): a fleet behind an adapter, or the bare framework doing the
-// same visible work without mcp-fleet. `node bench/frameworks-server.mjs <variant>`, variants:
+// same visible work without mcp-fleet. `node bench/frameworks-server.mjs <variant> [this|base]`, variants:
 //   fleet-hono       createFleetApp(fleet) on @hono/node-server; rate limits on (too high to refuse), webhooks on
 //   fleet-hono-off   the same with rateLimit: false
 //   fleet-express    fleetMiddleware(fleet) in an Express app
 //   bare-hono        Hono: GET answers the fleet's GET /v1/servers envelope (same JSON bytes, c.json); POST does
 //                    JSON.parse, a strict zod schema as demanding as the fleet's, a name-uniqueness Map, a 201 envelope
 //   bare-express     Express: GET answers the same envelope (res.json)
-// IPC: ready → { port, secret, sample }; mark → marked and stop → cpu (CPU of the round); profile-start /
+// The second argument picks the build of the fleet variants (bench/builds.mjs): `this` (default) or `base`, the
+// checkout named by BENCH_BASELINE.
+// IPC: ready → { port, secret, sample }; mark → marked (after a gc, when run with --expose-gc) and stop → cpu (CPU of
+// the slice, and the time it waited for a core); profile-start /
 // profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
@@ -14,9 +17,12 @@ import { randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { Hono } from 'hono';
 import { z } from 'zod';
+import { createBenchFleet, importPackage } from './builds.mjs';
 import { byPackage, topFunctions } from './cpu-profile.mjs';
+import { runQueueWaitMs } from './stats.mjs';
 
 const variant = process.argv[2];
+const build = process.argv[3] ?? 'this';
 const SERVERS = Number(process.env.BENCH_SERVERS ?? 20);
 const HIGH = 1e9;
 
@@ -25,8 +31,8 @@ let secret = '';
 let listen;
 
 if (variant.startsWith('fleet-')) {
-  const { createFleet } = await import('@mcp-fleet/core');
-  fleet = createFleet({
+  const core = await importPackage(build, 'core');
+  fleet = createBenchFleet(core, {
     rateLimit:
       variant === 'fleet-hono-off'
         ? false
@@ -42,12 +48,12 @@ if (variant.startsWith('fleet-')) {
   }
   if (variant === 'fleet-express') {
     const express = (await import('express')).default;
-    const { fleetMiddleware } = await import('@mcp-fleet/express');
+    const { fleetMiddleware } = await importPackage(build, 'express');
     const app = express();
     app.use(fleetMiddleware(fleet));
     listen = () => app.listen(0, '127.0.0.1');
   } else {
-    const { createFleetApp } = await import('@mcp-fleet/hono');
+    const { createFleetApp } = await importPackage(build, 'hono');
     listen = () => serve({ fetch: createFleetApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
   }
 } else {
@@ -128,16 +134,19 @@ if (fleet !== undefined) {
 }
 
 let cpuMark = process.cpuUsage();
+let waitMark = runQueueWaitMs();
 let wallMark = performance.now();
 let session;
 process.on('message', async (message) => {
   if (message.type === 'mark') {
+    globalThis.gc?.(); // no slice pays for the garbage of the one before
     cpuMark = process.cpuUsage();
+    waitMark = runQueueWaitMs();
     wallMark = performance.now();
     process.send({ type: 'marked' });
   } else if (message.type === 'stop') {
     const used = process.cpuUsage(cpuMark);
-    process.send({ type: 'cpu', cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wallMark });
+    process.send({ type: 'cpu', cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wallMark, waitMs: runQueueWaitMs() - waitMark });
   } else if (message.type === 'profile-start') {
     session = new Session();
     session.connect();

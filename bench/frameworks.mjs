@@ -1,102 +1,213 @@
-// Section 2: the fleet against the bare framework it is mounted in, each in its own server process, load from a
-// child process (bench/http-load.mjs). Three comparisons, each a pair of server processes measured alternately round
-// after round (ratio = median of the per-round ratios):
-//   GET /v1/servers via Hono     fleet-hono (limits on) vs bare-hono answering the same JSON; fleet-hono-off rides along
-//                                for the old limits ON/OFF figure
-//   GET /v1/servers via Express  fleet-express vs bare-express answering the same JSON
-//   POST /v1/servers via Hono    fleet-hono vs bare-hono (JSON.parse, strict zod schema, name Map, 201 envelope)
-// Then one CPU profile of the fleet-hono server under GET load, summarised (top functions by self time).
+// Section 2: the fleet against the bare framework it is mounted in. Every variant is a server in its own process
+// (bench/frameworks-server.mjs), the load comes from another (bench/http-load.mjs); with BENCH_PIN=1 the load
+// generator runs on CPU 0 and the servers on CPU 1 (bench/child.mjs). Three comparisons, each a set of server processes
+// measured in rounds; in a round every variant gets its time in parts, in mirror order (A B C C B A, the order rotated
+// and reversed from round to round), so that each variant's time in the round is centred on the same instant and a
+// machine that drifts within the round charges every variant alike. The first rounds are warm-up and dropped; a gc
+// runs in the server and in the load generator before every part. A figure is the median of the per-round ratios,
+// printed with the rounds' range and its spread around the median:
+//   GET /v1/servers via Hono     fleet-hono (limits on) / bare-hono answering the same JSON; fleet-hono / fleet-hono-off
+//                                is the limits ON/OFF figure
+//   GET /v1/servers via Express  fleet-express / bare-express answering the same JSON
+//   POST /v1/servers via Hono    fleet-hono / bare-hono (JSON.parse, strict zod schema, name Map, 201 envelope)
+// With BENCH_BASELINE (bench/builds.mjs) every fleet variant also runs on the baseline build, in the same rounds, and
+// each figure is printed for both builds with this/base.
+// Then one CPU profile of this build's fleet-hono server under GET load, summarised (top functions by self time).
 // Can run alone after a build: `node bench/frameworks.mjs`.
-import { forkChild } from './child.mjs';
-import { fmtInt, fmtRatio, max, median, min, pad, padLeft, verdict } from './stats.mjs';
+import { BUILD_IDS, describeBuild } from './builds.mjs';
+import { cpuFor, forkChild, pinning } from './child.mjs';
+import { figure, fmtInt, max, median, min, pad, padLeft, printFigures } from './stats.mjs';
 
-const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 5);
-const DURATION_MS = Number(process.env.BENCH_HTTP_DURATION_MS ?? 1500);
-const WARMUP_MS = Number(process.env.BENCH_HTTP_WARMUP_MS ?? 1000);
-const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 32);
+const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 10);
+const WARMUP_ROUNDS = Number(process.env.BENCH_HTTP_WARMUP_ROUNDS ?? 1);
+const SLICE_MS = Number(process.env.BENCH_HTTP_SLICE_MS ?? 1000);
+// Parts of a variant's time in a round, in mirror order (2: A B C C B A; 4: A B C C B A A B C C B A). Even, so that
+// every variant's time stays centred on the same instant of the round.
+const PARTS = 2 * Math.max(1, Math.round(Number(process.env.BENCH_HTTP_PARTS ?? 4) / 2));
+const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 16);
+// A round is run again when a server under test waited for a core more than this share of it (other work on the
+// machine), at most RERUNS times per comparison. Off Linux the wait is unknown and no round is run again.
+const MAX_WAIT = Number(process.env.BENCH_HTTP_MAX_WAIT ?? 0.05);
+const RERUNS = Number(process.env.BENCH_HTTP_RERUNS ?? Math.ceil(ROUNDS / 2));
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
+const ONLY = process.env.BENCH_HTTP_ONLY?.split(',');
 
-async function startServer(variant) {
-  const proc = forkChild('./frameworks-server.mjs', [variant]);
+const key = (variant, build) => (variant.startsWith('fleet-') ? `${variant}@${build}` : variant);
+
+async function startServer(variant, build) {
+  const proc = forkChild('./frameworks-server.mjs', [variant, build], { execArgv: ['--expose-gc'], cpu: cpuFor('server') });
   const ready = await proc.next('ready');
-  return { variant, proc, ...ready };
+  return { key: key(variant, build), variant, build, proc, ...ready };
 }
 
 export async function runFrameworksBench() {
   const started = Date.now();
+  const builds = BUILD_IDS;
   console.log(
-    `\n== 2. The fleet against the bare framework (separate server processes; load: undici Pool, ${CONNECTIONS} keep-alive connections, in a child process; ${ROUNDS} rounds × ${DURATION_MS / 1000} s per variant, order alternated; ratio = median of per-round ratios)`,
+    `\n== 2. The fleet against the bare framework (a server process per variant${pinning ? ' on CPU 1' : ''}; load: ${CONNECTIONS} keep-alive connections from a child process${pinning ? ' on CPU 0' : ''}; ${WARMUP_ROUNDS} warm-up + ${ROUNDS} rounds, ${SLICE_MS / 1000} s per variant per round in ${PARTS} mirrored parts; figure = median of per-round ratios)`,
   );
-  const load = forkChild('./http-load.mjs', []);
-  const names = ['fleet-hono', 'fleet-hono-off', 'bare-hono', 'fleet-express', 'bare-express'];
-  const [, ...servers] = await Promise.all([load.next('ready'), ...names.map(startServer)]);
-  const s = Object.fromEntries(servers.map((server) => [server.variant, server]));
-  const { sample } = s['fleet-hono'];
+  for (const b of builds) console.log(`  build ${b}: ${await describeBuild(b)}`);
+  const load = forkChild('./http-load.mjs', [], { execArgv: ['--expose-gc'], cpu: cpuFor('load') });
+  const wanted = [
+    ...builds.flatMap((b) => [
+      ['fleet-hono', b],
+      ['fleet-hono-off', b],
+      ['fleet-express', b],
+    ]),
+    ['bare-hono', 'this'],
+    ['bare-express', 'this'],
+  ];
+  const [, ...servers] = await Promise.all([load.next('ready'), ...wanted.map(([v, b]) => startServer(v, b))]);
+  const s = Object.fromEntries(servers.map((server) => [server.key, server]));
+  const { sample } = s['fleet-hono@this'];
   if (sample.status !== 200 || !sample.rateLimitHeaders) throw new Error('unexpected sample answer from the fleet');
+  for (const b of builds.slice(1)) {
+    const other = s[`fleet-hono@${b}`].sample;
+    if (other.status !== 200 || other.servers !== sample.servers) throw new Error(`build ${b}: unexpected sample answer from the fleet (${other.status}, ${other.servers} servers)`);
+  }
   const envelope = sample.body;
   await Promise.all([s['bare-hono'], s['bare-express']].map((b) => b.proc.ask({ type: 'envelope', body: envelope }, 'envelope-set')));
   console.log(`  the fleet answers ${sample.servers} servers, ${JSON.stringify(envelope).length} bytes of JSON; the bare servers answer the same body`);
 
-  const measure = async (server, method, durationMs) => {
+  const slice = async (server, method, durationMs) => {
     await server.proc.ask({ type: 'mark' }, 'marked');
     const headers = server.secret ? { authorization: `Bearer ${server.secret}` } : {};
     const result = await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path: '/v1/servers', headers, connections: CONNECTIONS, durationMs, method }, 'done');
-    const { cpuMs, wallMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
-    if (result.non2xx + result.errors > 0) throw new Error(`${server.variant} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-    return { rps: (result.requests * 1000) / result.elapsedMs, cpuUsPerReq: (cpuMs * 1000) / Math.max(1, result.requests), busy: cpuMs / wallMs, ...result };
+    const { cpuMs, wallMs, waitMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
+    if (result.non2xx + result.errors > 0) throw new Error(`${server.key} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+    return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs, serverWaitMs: waitMs };
+  };
+  // A variant's figures in one round: its parts summed.
+  const combine = (list) => {
+    const sum = (field) => list.reduce((total, part) => total + part[field], 0);
+    const requests = sum('requests');
+    return {
+      rps: (requests * 1000) / sum('elapsedMs'),
+      cpuUsPerReq: (sum('serverCpuMs') * 1000) / Math.max(1, requests),
+      loadUsPerReq: (sum('cpuMs') * 1000) / Math.max(1, requests),
+      busy: sum('serverCpuMs') / sum('serverWallMs'),
+      // Share of the time the server's thread was runnable but waited for a core: other work on the machine.
+      waited: sum('serverWaitMs') / sum('serverWallMs'),
+      p50Ms: median(list.map((part) => part.p50Ms)),
+      p99Ms: max(list.map((part) => part.p99Ms)),
+    };
   };
 
+  const perBuild = (variant) => builds.map((b) => `${variant}@${b}`);
   const comparisons = [
-    { id: 'honoGet', label: 'GET /v1/servers via Hono', method: 'GET', ours: 'fleet-hono', theirs: 'bare-hono', extra: ['fleet-hono-off'], target: 0.8 },
-    { id: 'expressGet', label: 'GET /v1/servers via Express', method: 'GET', ours: 'fleet-express', theirs: 'bare-express', extra: [], target: 0.8 },
-    { id: 'honoPost', label: 'POST /v1/servers via Hono', method: 'POST', ours: 'fleet-hono', theirs: 'bare-hono', extra: [], target: 0.6 },
-  ];
-  const out = {};
+    {
+      id: 'honoGet',
+      label: 'GET /v1/servers via Hono',
+      method: 'GET',
+      variants: [...perBuild('fleet-hono'), 'bare-hono', ...perBuild('fleet-hono-off')],
+      figures: [
+        { id: 'honoGet', label: 'GET /v1/servers via Hono, fleet / bare Hono, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono', target: 0.9 },
+        { id: 'limits', label: 'GET /v1/servers via Hono, limits ON / OFF, req/s', ours: 'fleet-hono', theirs: (b) => `fleet-hono-off@${b}`, target: 0.9 },
+      ],
+    },
+    {
+      id: 'expressGet',
+      label: 'GET /v1/servers via Express',
+      method: 'GET',
+      variants: [...perBuild('fleet-express'), 'bare-express'],
+      figures: [{ id: 'expressGet', label: 'GET /v1/servers via Express, fleet / bare Express, req/s', ours: 'fleet-express', theirs: () => 'bare-express', target: 0.9 }],
+    },
+    {
+      id: 'honoPost',
+      label: 'POST /v1/servers via Hono',
+      method: 'POST',
+      variants: [...perBuild('fleet-hono'), 'bare-hono'],
+      figures: [{ id: 'honoPost', label: 'POST /v1/servers via Hono, fleet / bare parse+zod+Map, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono', target: 0.7 }],
+    },
+  ].filter((c) => ONLY === undefined || ONLY.includes(c.id));
+
+  const out = { figures: [] };
   for (const c of comparisons) {
-    const variants = [c.ours, c.theirs, ...c.extra];
-    for (const v of variants) await measure(s[v], c.method, WARMUP_MS);
-    const results = Object.fromEntries(variants.map((v) => [v, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = variants.map((_, i) => variants[(i + round) % variants.length]);
+    const results = Object.fromEntries(c.variants.map((v) => [v, []]));
+    // A round in which a server waited for a core more than MAX_WAIT of its time is run again, at most RERUNS times
+    // per comparison: whether a round is kept depends on what else ran on the machine, never on its ratio.
+    let reruns = 0;
+    for (let round = 0; round < WARMUP_ROUNDS + ROUNDS + reruns; round++) {
+      const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
       if (round % 2 === 1) order.reverse();
-      for (const v of order) results[v].push(await measure(s[v], c.method, DURATION_MS));
+      const parts = {};
+      for (let k = 0; k < PARTS; k++) for (const v of k % 2 === 0 ? order : [...order].reverse()) (parts[v] ??= []).push(await slice(s[v], c.method, SLICE_MS / PARTS));
+      if (round < WARMUP_ROUNDS) continue;
+      const combined = c.variants.map((v) => combine(parts[v]));
+      if (combined.some((r) => r.waited > MAX_WAIT) && reruns < RERUNS) {
+        reruns++;
+        continue;
+      }
+      c.variants.forEach((v, i) => results[v].push(combined[i]));
     }
     console.log(`\n  ${c.label}`);
-    console.log(`  ${pad('variant', 16)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`);
-    for (const v of variants) {
+    if (reruns > 0) {
+      console.log(
+        `  rounds run again: ${reruns} (a server waited for a core more than ${(MAX_WAIT * 100).toFixed(0)}% of the round)${reruns === RERUNS ? `; the limit of ${RERUNS} was reached, so disturbed rounds remain` : ''}`,
+      );
+    }
+    console.log(
+      `  ${pad('variant', 20)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('waited', 7)} ${padLeft('load CPU µs/req', 16)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`,
+    );
+    for (const v of c.variants) {
       const rs = results[v];
       const rps = rs.map((r) => r.rps);
       console.log(
-        `  ${pad(v, 16)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
+        `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(fmtWaited(rs), 7)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
       );
     }
-    const ratios = results[c.ours].map((r, i) => r.rps / results[c.theirs][i].rps);
-    const cpuRatios = results[c.ours].map((r, i) => results[c.theirs][i].cpuUsPerReq / r.cpuUsPerReq);
-    const entry = { ratio: median(ratios), low: min(ratios), high: max(ratios), cpuRatio: median(cpuRatios), cpuLow: min(cpuRatios), cpuHigh: max(cpuRatios), target: c.target };
-    console.log(`  ratio fleet / bare req/s:               ${padLeft(fmtRatio(entry.ratio), 7)}  (rounds ${fmtRatio(entry.low)}..${fmtRatio(entry.high)})  ${verdict(entry.ratio, c.target)}`);
-    console.log(`  ratio bare / fleet server CPU per req:  ${padLeft(fmtRatio(entry.cpuRatio), 7)}  (rounds ${fmtRatio(entry.cpuLow)}..${fmtRatio(entry.cpuHigh)})  (information)`);
-    if (c.extra.includes('fleet-hono-off')) {
-      const onOff = results['fleet-hono'].map((r, i) => r.rps / results['fleet-hono-off'][i].rps);
-      out.limits = { ratio: median(onOff), low: min(onOff), high: max(onOff) };
-      console.log(`  ratio limits ON / OFF req/s:            ${padLeft(fmtRatio(out.limits.ratio), 7)}  (rounds ${fmtRatio(out.limits.low)}..${fmtRatio(out.limits.high)})  ${verdict(out.limits.ratio, 0.9)}`);
+    const disturbed = c.variants.filter((v) => max(results[v].map((r) => r.waited)) > MAX_WAIT);
+    if (disturbed.length > 0) {
+      console.log(`  note: in kept rounds the server of ${disturbed.join(', ')} waited more than ${(MAX_WAIT * 100).toFixed(0)}% of the time for a core (column \`waited\`, the worst round): other work was running, and those rounds' ratios carry it`);
     }
-    out[c.id] = entry;
+    out.waited = Math.max(out.waited ?? 0, ...c.variants.flatMap((v) => results[v].map((r) => r.waited)));
+    const idle = c.variants.filter((v) => median(results[v].map((r) => r.busy)) < 0.9);
+    if (idle.length > 0) {
+      console.log(
+        `  note: ${idle.join(', ')} used less than 90% of a core: the server was not the bottleneck (other work took the cores, or the client set the pace), so the req/s ratios below are not the servers' own; the CPU lines are the steadier reading`,
+      );
+    }
+    const ratios = (a, b, field = 'rps') => results[a].map((r, i) => r[field] / results[b][i][field]);
+    for (const f of c.figures) {
+      const entry = { label: `2 ${f.label}`, kind: 'ratio', target: f.target, builds: {} };
+      const perRound = Object.fromEntries(builds.map((b) => [b, ratios(`${f.ours}@${b}`, f.theirs(b))]));
+      for (const b of builds) entry.builds[b] = figure(perRound[b]);
+      // The CPU view of the same comparison (bare CPU per request / fleet CPU per request), information.
+      entry.cpu = figure(results[`${f.ours}@this`].map((r, i) => results[f.theirs('this')][i].cpuUsPerReq / r.cpuUsPerReq));
+      // this / base of the figure itself, round by round; against the same bare server it is the fleets' req/s ratio.
+      if (builds.includes('base')) entry.ab = { what: 'the figure, round by round', figure: figure(perRound.this.map((r, i) => r / perRound.base[i])) };
+      out[f.id] = entry;
+      out.figures.push(entry);
+    }
+    printFigures(c.figures.map((f) => out[f.id]), '  ');
+    for (const f of c.figures) console.log(`  ${pad(`(information) the same in server CPU per request: ${f.theirs('this').replace('@this', '')} / ${f.ours}`, 66)} ${fmtCpu(out[f.id].cpu)}`);
   }
 
-  // Where the fleet's time goes under the Hono GET: one CPU profile of its server process.
-  await s['fleet-hono'].proc.ask({ type: 'profile-start' }, 'profiling');
-  await load.ask({ type: 'run', origin: `http://127.0.0.1:${s['fleet-hono'].port}`, path: '/v1/servers', headers: { authorization: `Bearer ${s['fleet-hono'].secret}` }, connections: CONNECTIONS, durationMs: PROFILE_MS, method: 'GET' }, 'done');
-  const profile = await s['fleet-hono'].proc.ask({ type: 'profile-stop' }, 'profile');
-  console.log(`\n  CPU profile of the fleet-hono server under GET /v1/servers (${PROFILE_MS / 1000} s, self time, top functions):`);
-  for (const f of profile.top) console.log(`  ${padLeft(f.selfPct.toFixed(1), 5)}%  ${pad(f.name, 34)} ${f.where}`);
-  console.log(`  by package: ${profile.packages.map((p) => `${p.group} ${p.pct.toFixed(0)}%`).join(', ')}`);
-  out.profile = profile;
+  // Where the fleet's time goes under the Hono GET: one CPU profile of this build's server process.
+  if (PROFILE_MS > 0 && (ONLY === undefined || ONLY.includes('honoGet'))) {
+    const server = s['fleet-hono@this'];
+    await server.proc.ask({ type: 'profile-start' }, 'profiling');
+    await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path: '/v1/servers', headers: { authorization: `Bearer ${server.secret}` }, connections: CONNECTIONS, durationMs: PROFILE_MS, method: 'GET' }, 'done');
+    const profile = await server.proc.ask({ type: 'profile-stop' }, 'profile');
+    console.log(`\n  CPU profile of the fleet-hono server (this build) under GET /v1/servers (${PROFILE_MS / 1000} s, self time, top functions):`);
+    for (const f of profile.top) console.log(`  ${padLeft(f.selfPct.toFixed(1), 5)}%  ${pad(f.name, 34)} ${f.where}`);
+    console.log(`  by package: ${profile.packages.map((p) => `${p.group} ${p.pct.toFixed(0)}%`).join(', ')}`);
+    out.profile = profile;
+  }
 
   await Promise.all([load.exit(), ...servers.map((server) => server.proc.exit())]);
   out.seconds = (Date.now() - started) / 1000;
   console.log(`\n  section 2: ${out.seconds.toFixed(1)} s`);
   return out;
 }
+
+/** The largest share of a round the server waited for a core, e.g. `12%` (`n/a` off Linux). */
+const fmtWaited = (rs) => {
+  const worst = max(rs.map((r) => r.waited));
+  return Number.isNaN(worst) ? 'n/a' : `${(worst * 100).toFixed(0)}%`;
+};
+
+const fmtCpu = (f) => `${f.median.toFixed(2)}× (rounds ${f.low.toFixed(2)}×..${f.high.toFixed(2)}×, ±${f.spreadPct.toFixed(1)}%)`;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const result = await runFrameworksBench();

@@ -1,64 +1,142 @@
-// The load generator, in its own process so that it does not share the server's event loop or CPU time slices.
-// Keeps `connections` keep-alive connections of an undici Pool busy with GET requests for a fixed duration, or with
-// POST /v1/servers creates (`method: 'POST'`), each with a name never sent before.
+// The load generator of section 2, in its own process (pinned to its own CPU when the bench pins) so that it shares
+// neither the server's event loop nor its core. Keeps `connections` keep-alive HTTP/1.1 connections busy, one request
+// in flight on each, for a fixed duration: GET requests, or POST /v1/servers creates (`method: 'POST'`), each with a
+// name never sent before. Every answer is read to its end (Content-Length or chunked) and its status counted.
+//
+// It writes requests and parses answers on plain `net` sockets, not through an HTTP client library: with undici's
+// Pool this process spent more CPU per request than the bare servers it loaded, so on 2 cores the client, not the
+// server, set the pace of the bare variants and squeezed every ratio towards 1 (bench/README.md, "Getting the spread
+// within ±10 %").
 //   ← { type: 'run', origin, path, headers, connections, durationMs, method? }
-//   → { type: 'done', requests, ok, non2xx, errors, elapsedMs, p50Ms, p99Ms }
-import { Pool } from 'undici';
+//   → { type: 'done', requests, ok, non2xx, errors, elapsedMs, p50Ms, p99Ms, cpuMs }
+import net from 'node:net';
 
-const pools = new Map();
-function poolFor(origin, connections) {
-  const key = `${origin} ${connections}`;
-  let pool = pools.get(key);
-  if (pool === undefined) {
-    pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
-    pools.set(key, pool);
-  }
-  return pool;
+const CRLF2 = Buffer.from('\r\n\r\n');
+
+let created = 0;
+const createBody = () => JSON.stringify({ name: `load-${process.pid}-${created++}`, type: 'http', endpoint: 'https://mcp.example.com/mcp' });
+
+function requestHead(method, host, path, headers, bodyLength) {
+  let head = `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n`;
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  if (bodyLength !== undefined) head += `content-type: application/json\r\ncontent-length: ${bodyLength}\r\n`;
+  return `${head}\r\n`;
+}
+
+/**
+ * One keep-alive connection: `send()` writes the next request; `onAnswer(status)` is called when its answer has been
+ * read to the end. Answers are parsed incrementally from the socket's chunks.
+ */
+function connection(url, onAnswer, onError) {
+  const socket = net.connect({ host: url.hostname, port: Number(url.port), noDelay: true });
+  let buffer = Buffer.alloc(0);
+  let status = 0;
+  let bodyLeft = -1; // bytes of a Content-Length body still to come; -1 while reading a head
+  let chunked = false;
+  socket.on('error', onError);
+  socket.on('data', (chunk) => {
+    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+    for (;;) {
+      if (bodyLeft < 0 && !chunked) {
+        const end = buffer.indexOf(CRLF2);
+        if (end < 0) return;
+        const head = buffer.toString('latin1', 0, end);
+        buffer = buffer.subarray(end + 4);
+        status = Number(head.slice(9, 12));
+        const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+        if (length !== null) bodyLeft = Number(length[1]);
+        else if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) chunked = true;
+        else bodyLeft = 0;
+      }
+      if (chunked) {
+        // Chunks: "<hex size>\r\n<data>\r\n", ending with a zero-size chunk and an empty line.
+        const lineEnd = buffer.indexOf('\r\n');
+        if (lineEnd < 0) return;
+        const size = parseInt(buffer.toString('latin1', 0, lineEnd), 16);
+        const need = lineEnd + 2 + size + 2;
+        if (buffer.length < need) return;
+        buffer = buffer.subarray(need);
+        if (size === 0) {
+          chunked = false;
+          bodyLeft = -1;
+          onAnswer(status);
+        }
+        continue;
+      }
+      if (buffer.length < bodyLeft) return;
+      buffer = buffer.subarray(bodyLeft);
+      bodyLeft = -1;
+      onAnswer(status);
+      if (buffer.length === 0) return;
+    }
+  });
+  return socket;
 }
 
 function percentile(sorted, p) {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
-let created = 0;
-const createBody = () => JSON.stringify({ name: `load-${process.pid}-${created++}`, type: 'http', endpoint: 'https://mcp.example.com/mcp' });
-
-async function run({ origin, path, headers, connections, durationMs, method = 'GET' }) {
-  const pool = poolFor(origin, connections);
+function run({ origin, path, headers, connections, durationMs, method = 'GET' }) {
+  const url = new URL(origin);
+  const host = url.host;
+  const getRequest = Buffer.from(requestHead('GET', host, path, headers));
   let ok = 0;
   let non2xx = 0;
   let errors = 0;
   const latencies = [];
+  const cpuStart = process.cpuUsage();
   const start = performance.now();
   const deadline = start + durationMs;
-  const worker = async () => {
-    while (performance.now() < deadline) {
-      const sent = performance.now();
-      try {
-        const { statusCode, body } =
-          method === 'POST'
-            ? await pool.request({ path, method, headers: { ...headers, 'content-type': 'application/json' }, body: createBody() })
-            : await pool.request({ path, method, headers });
-        for await (const _chunk of body); // read the whole body, as a client would
-        if (statusCode >= 200 && statusCode < 300) ok++;
-        else non2xx++;
-      } catch {
-        errors++;
-      }
-      latencies.push(performance.now() - sent);
+  return new Promise((resolve) => {
+    let open = connections;
+    const finish = () => {
+      if (--open > 0) return;
+      const elapsedMs = performance.now() - start;
+      const cpu = process.cpuUsage(cpuStart);
+      latencies.sort((a, b) => a - b);
+      resolve({ requests: ok + non2xx, ok, non2xx, errors, elapsedMs, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 });
+    };
+    for (let i = 0; i < connections; i++) {
+      let sent = 0;
+      let done = false;
+      const send = () => {
+        sent = performance.now();
+        if (method === 'POST') {
+          const body = createBody();
+          socket.write(requestHead('POST', host, path, headers, Buffer.byteLength(body)) + body);
+        } else socket.write(getRequest);
+      };
+      const close = () => {
+        if (done) return;
+        done = true;
+        socket.destroy();
+        finish();
+      };
+      const socket = connection(
+        url,
+        (status) => {
+          const now = performance.now();
+          latencies.push(now - sent);
+          if (status >= 200 && status < 300) ok++;
+          else non2xx++;
+          if (now < deadline) send();
+          else close();
+        },
+        () => {
+          errors++;
+          close();
+        },
+      );
+      socket.once('connect', send);
     }
-  };
-  await Promise.all(Array.from({ length: connections }, worker));
-  const elapsedMs = performance.now() - start;
-  latencies.sort((a, b) => a - b);
-  return { requests: ok + non2xx, ok, non2xx, errors, elapsedMs, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  });
 }
 
 process.on('message', async (message) => {
-  if (message.type === 'run') process.send({ type: 'done', ...(await run(message)) });
-  else if (message.type === 'exit') {
-    await Promise.all([...pools.values()].map((pool) => pool.close()));
-    process.exit(0);
-  }
+  if (message.type === 'run') {
+    globalThis.gc?.();
+    process.send({ type: 'done', ...(await run(message)) });
+  } else if (message.type === 'exit') process.exit(0);
 });
 process.send({ type: 'ready' });

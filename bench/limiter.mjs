@@ -25,9 +25,10 @@ function variants({ operationLimit, tierLimit }) {
   const limiterOptions = { tiers: { pro: tierLimit }, operations: { [OPERATION]: operationLimit } };
 
   // 1. Our store, driven the way RateLimiter.admit drives it: window from the clock; the two keys (operation, tier)
-  //    built once per account and window and reused, as the limiter caches them; one synchronous consume of both
-  //    (MemoryRateLimitStore decides synchronously: the limiter goes on without a promise).
+  //    built once per account and window and reused, as the limiter caches them; one synchronous decision of both
+  //    (`consume`, answered as a value by the memory store; `consumeNow` in builds before issue 26).
   const store = new MemoryRateLimitStore({ now: Date.now });
+  const consume = typeof store.consumeNow === 'function' ? store.consumeNow.bind(store) : store.consume.bind(store);
   const keyCache = new Map();
   let keyWindow = -1;
   let storeCursor = 0;
@@ -51,7 +52,10 @@ function variants({ operationLimit, tierLimit }) {
         { key: keys.op, limit: operationLimit },
         { key: keys.tier, limit: tierLimit },
       ];
-      const { allowed } = store.consume(counters, (index + 1) * WINDOW_MS, 1);
+      // One road (issue 26): the memory store's `consume` answers a value, not a promise; before it, `consumeNow` was
+      // the synchronous twin. Whichever the build has, a promise is awaited only when one comes back.
+      const decided = consume(counters, (index + 1) * WINDOW_MS, 1);
+      const { allowed } = typeof decided?.then === 'function' ? await decided : decided;
       if (!allowed) refused++;
     }
     return refused;

@@ -1,4 +1,5 @@
 // Small helpers shared by the benchmarks: medians, ratios and fixed-width formatting.
+import { readFileSync } from 'node:fs';
 
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -92,4 +93,81 @@ export async function interleavedRounds(list, rounds, batch) {
 /** One turn of the event loop: what the last run left queued (I/O callbacks, stream ends) runs before the next. */
 export function settled() {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A figure measured once per round: `{ median, low, high, spreadPct }`, the spread being the largest distance of a
+ * round from the median, in % of the median (`±6.2%` when the rounds lie within 6.2 % of it).
+ */
+export function figure(perRound) {
+  const m = median(perRound);
+  const low = min(perRound);
+  const high = max(perRound);
+  return { median: m, low, high, spreadPct: m === 0 ? 0 : (100 * Math.max(high - m, m - low)) / Math.abs(m), rounds: perRound.length };
+}
+
+/** `±6.2%` */
+export function fmtSpread(f) {
+  return `±${f.spreadPct.toFixed(1)}%`;
+}
+
+/**
+ * The verdict on a target, from the whole range of the rounds: "met on all rounds" when every round is on the right
+ * side, "met on the median only" when the median is and some round is not, "missed" otherwise. `atMost` for
+ * ceilings (added ms), else the target is a floor (a ratio ≥ target).
+ */
+export function rangeVerdict(f, target, { atMost = false, unit = '×' } = {}) {
+  const ok = (v) => (atMost ? v <= target : v >= target);
+  const what = `${atMost ? '≤' : '≥'} ${atMost && unit === ' ms' ? `+${target}` : target}${unit}`;
+  if (ok(atMost ? f.high : f.low)) return `met on all rounds (${what})`;
+  if (ok(f.median)) return `met on the median only (${what})`;
+  return `missed (${what})`;
+}
+
+/** `0.93× (rounds 0.88×..0.97×, ±5.4%)` */
+export function fmtRatioFigure(f) {
+  return `${fmtRatio(f.median)} (rounds ${fmtRatio(f.low)}..${fmtRatio(f.high)}, ${fmtSpread(f)})`;
+}
+
+/** `+0.12 ms (rounds +0.08..+0.15)` */
+export function fmtAddedFigure(f) {
+  return `${fmtAddedMs(f.median)} ms (rounds ${fmtAddedMs(f.low)}..${fmtAddedMs(f.high)})`;
+}
+
+/**
+ * Prints target figures, one line per build. An entry is `{ label, kind, target, builds: { this, base? }, ab? }`:
+ * kind `ratio` (builds[b] a figure of per-round ratios, target a floor), or `added` (builds[b] a figure of per-round
+ * added milliseconds, target a ceiling, and `ratios[b]` the per-round time ratios whose spread is quoted). `ab` is
+ * `{ what, figure }`: this build against the baseline build, per round. Answers the lines, for the summary.
+ */
+export function printFigures(entries, indent = '  ') {
+  const lines = [];
+  for (const e of entries) {
+    const builds = Object.keys(e.builds);
+    for (const b of builds) {
+      const f = e.builds[b];
+      const label = b === 'this' ? e.label : `${' '.repeat(Math.min(4, e.label.length))}baseline build`;
+      const value =
+        e.kind === 'added'
+          ? `${fmtAddedFigure(f)}, time ×${e.ratios[b].median.toFixed(2)} ${fmtSpread(e.ratios[b])}`
+          : fmtRatioFigure(f);
+      const text = `${pad(label, 66)} ${pad(value, 44)} ${rangeVerdict(f, e.target, e.kind === 'added' ? { atMost: true, unit: ' ms' } : {})}`;
+      lines.push(text);
+    }
+    if (e.ab !== undefined) lines.push(`${pad(`${' '.repeat(4)}this / baseline build (${e.ab.what})`, 66)} ${fmtRatioFigure(e.ab.figure)}`);
+  }
+  for (const line of lines) console.log(`${indent}${line}`);
+  return lines;
+}
+
+/**
+ * Milliseconds this process's JavaScript thread has waited, runnable, for a core (Linux: /proc/self/schedstat, its
+ * second figure, in ns); NaN elsewhere. Over a measurement it says how much other work took the core from the bench.
+ */
+export function runQueueWaitMs() {
+  try {
+    return Number(readFileSync('/proc/self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
 }

@@ -10,7 +10,7 @@
 //   6c RSS of the process holding 100k servers in the memory store.
 // Needs Redis at REDIS_URL (default redis://127.0.0.1:6379) for 6a and the Redis half of 6b; skipped without it.
 import net from 'node:net';
-import { createFleet } from '@mcp-fleet/core';
+import * as core from '@mcp-fleet/core';
 import { fmtRatio, max, median, min, padLeft, verdict, verdictAtMost } from './stats.mjs';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -44,15 +44,37 @@ net.Socket.prototype._write = function (chunk, encoding, cb) {
   return _write.call(this, chunk, encoding, cb);
 };
 
-async function redisStorage(tag) {
-  const { createRedisStorage } = await import('@mcp-fleet/redis');
-  return createRedisStorage({ url: REDIS_URL, keyPrefix: `bench-${process.pid}-${tag}:` });
+/**
+ * The stores of one fleet, whichever storage API the build has: `{ fleetOptions, records, index, keyPrefix, close }`.
+ * Since issue 26 a fleet takes one `store` (`createMemoryStore()`, `createRedisStore(…)`) carrying `records`, `index`,
+ * `rateLimits` and `keyPrefix`; before it, `storage` + `index` + `rateLimit.store` (`createMemoryStorage()`,
+ * `new MemoryIndexStore()`, `createRedisStorage(…)`). The bulk seed writes through `records` and `index` either way.
+ */
+async function redisKit(tag) {
+  const redis = await import('@mcp-fleet/redis');
+  const options = { url: REDIS_URL, keyPrefix: `bench-${process.pid}-${tag}:` };
+  if (typeof redis.createRedisStore === 'function') {
+    const store = await redis.createRedisStore(options);
+    return { fleetOptions: { store }, records: store.records, index: store.index, keyPrefix: store.keyPrefix ?? '', close: () => store.close() };
+  }
+  const stores = await redis.createRedisStorage(options);
+  return { fleetOptions: { storage: stores.storage, index: stores.index }, rateLimitStore: stores.rateLimits, records: stores.storage, index: stores.index, keyPrefix: '', close: () => stores.close() };
+}
+
+function memoryKit() {
+  if (typeof core.createMemoryStore === 'function') {
+    const store = core.createMemoryStore();
+    return { fleetOptions: { store }, records: store.records, index: store.index, keyPrefix: store.keyPrefix ?? 'mcp-fleet:', close: () => store.close() };
+  }
+  const storage = core.createMemoryStorage();
+  const index = new core.MemoryIndexStore();
+  return { fleetOptions: { storage, index }, records: storage, index, keyPrefix: 'mcp-fleet:', close: async () => {} };
 }
 
 async function redisAvailable() {
   try {
-    const s = await redisStorage('probe');
-    await s.close();
+    const kit = await redisKit('probe');
+    await kit.close();
     return true;
   } catch {
     return false;
@@ -60,8 +82,9 @@ async function redisAvailable() {
 }
 
 /** A fleet with one account of `n` servers: a few made by creates, the rest copies of those written in bulk. */
-async function seeded(n, stores) {
-  const fleet = createFleet({ ...stores, rateLimit: { ...limits, ...(stores.rateLimits && { store: stores.rateLimits }) }, webhooks: false, monitor: false });
+async function seeded(n, kit) {
+  const rateLimit = { ...limits, ...(kit.rateLimitStore && { store: kit.rateLimitStore }) };
+  const fleet = core.createFleet({ ...kit.fleetOptions, rateLimit, webhooks: false, monitor: false });
   const { secret } = (await fleet.keys.create({ account: 'pages', tier: 'pro' }))._unsafeUnwrap();
   const first = (await fleet.servers.create('pages', { name: 'server-0', type: 'http', endpoint: 'https://mcp-0.example.com/mcp' }))._unsafeUnwrap();
   return { fleet, secret, first };
@@ -141,8 +164,8 @@ export async function runStorageBench() {
   const haveRedis = await redisAvailable();
 
   if (haveRedis) {
-    const stores = await redisStorage('rt');
-    const { fleet, secret, first } = await seeded(1, stores);
+    const kit = await redisKit('rt');
+    const { fleet, secret, first } = await seeded(1, kit);
     const path = `/servers/${first.id}`;
     for (let i = 0; i < 5; i++) await (await fleet.handle(requestFor(secret, path))).text();
     const samples = [];
@@ -154,7 +177,7 @@ export async function runStorageBench() {
       samples.push({ trips: flushes.count - before.count, commands: flushes.commands - before.commands });
     }
     await fleet.close();
-    await stores.close();
+    await kit.close();
     out.roundTrips = max(samples.map((s) => s.trips));
     out.commands = max(samples.map((s) => s.commands));
     console.log(`  6a Redis: authenticated, rate-limited GET /v1/servers/{id}: ${out.roundTrips} round trips, ${out.commands} commands (most of 20 requests)  ${verdictAtMost(out.roundTrips, 2)}`);
@@ -165,28 +188,26 @@ export async function runStorageBench() {
   // 6b memory, and 6c RSS of the 100k account.
   const rssBefore = process.memoryUsage().rss;
   const memory = await pageComparison('6b memory', async (n) => {
-    const { MemoryIndexStore } = await import('@mcp-fleet/core');
-    const { createMemoryStorage } = await import('@mcp-fleet/core');
-    const storage = createMemoryStorage();
-    const index = new MemoryIndexStore();
-    const s = await seeded(n, { storage, index });
-    await bulkSeed(n, storage, index, 'mcp-fleet:', s.first);
-    return { ...s, n };
+    const kit = memoryKit();
+    const s = await seeded(n, kit);
+    await bulkSeed(n, kit.records, kit.index, kit.keyPrefix, s.first);
+    return { ...s, n, kit };
   });
   out.memory = memory.result;
   globalThis.gc?.();
   out.rssMb = (process.memoryUsage().rss - rssBefore) / 1024 / 1024;
   console.log(`  6c memory store: RSS grew ${out.rssMb.toFixed(0)} MB for ${(BIG + SMALL).toLocaleString('en')} servers (${((out.rssMb * 1024 * 1024) / (BIG + SMALL)).toFixed(0)} bytes a server, records, listings and name claims); process RSS ${(process.memoryUsage().rss / 1024 / 1024).toFixed(0)} MB  (information)`);
   await Promise.all([memory.small.fleet.close(), memory.big.fleet.close()]);
+  await Promise.all([memory.small.kit.close(), memory.big.kit.close()]);
 
   if (haveRedis) {
     const opened = [];
     const redis = await pageComparison('6b Redis', async (n, tag) => {
-      const stores = await redisStorage(`page-${tag}`);
-      opened.push(stores);
-      const s = await seeded(n, stores);
-      await bulkSeed(n, stores.storage, stores.index, '', s.first);
-      return { ...s, n, stores };
+      const kit = await redisKit(`page-${tag}`);
+      opened.push(kit);
+      const s = await seeded(n, kit);
+      await bulkSeed(n, kit.records, kit.index, kit.keyPrefix, s.first);
+      return { ...s, n };
     });
     out.redis = redis.result;
     await Promise.all([redis.small.fleet.close(), redis.big.fleet.close()]);
@@ -194,7 +215,7 @@ export async function runStorageBench() {
     const { createClient } = await import('@redis/client');
     const client = createClient({ url: REDIS_URL });
     await client.connect();
-    for (const stores of opened) await stores.close();
+    for (const kit of opened) await kit.close();
     for await (const keys of client.scanIterator({ MATCH: `bench-${process.pid}-*`, COUNT: 1000 })) if (keys.length > 0) await client.unlink(keys);
     await client.quit();
   }

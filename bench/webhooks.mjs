@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import Keyv from 'keyv';
 import { Agent, request } from 'undici';
-import { createFleet, MemoryIndexStore } from '@mcp-fleet/core';
+import * as core from '@mcp-fleet/core';
 import { fmtInt, fmtMs, fmtRatio, max, median, min, pad, padLeft } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 8);
@@ -68,10 +68,11 @@ async function plain(receiver, body) {
 }
 
 async function throughWorker(receiver) {
-  const storage = new Keyv({ throwOnErrors: true });
-  const index = new MemoryIndexStore();
-  const common = { storage, index, rateLimit: false, allowPrivateNetworks: true };
-  const stager = createFleet({ ...common, webhooks: { worker: false } });
+  // The two fleets share one memory store: `createFleet({ store })` since issue 26, `storage` + `index` before it.
+  const shared =
+    typeof core.createMemoryStore === 'function' ? { store: core.createMemoryStore() } : { storage: new Keyv({ throwOnErrors: true }), index: new core.MemoryIndexStore() };
+  const common = { ...shared, rateLimit: false, allowPrivateNetworks: true };
+  const stager = core.createFleet({ ...common, webhooks: { worker: false } });
   (await stager.webhooks.create('bench', { url: receiver.url, events: ['server.created'] }))._unsafeUnwrap();
   for (let i = 0; i < N; i++) {
     (await stager.servers.create('bench', { name: `s${i}`, type: 'http', endpoint: 'https://mcp.example.com/mcp' }))._unsafeUnwrap();
@@ -79,7 +80,7 @@ async function throughWorker(receiver) {
   await stager.close();
   receiver.reset();
   const start = performance.now();
-  const worker = createFleet({ ...common, webhooks: { concurrency: CONCURRENCY } });
+  const worker = core.createFleet({ ...common, webhooks: { concurrency: CONCURRENCY } });
   await receiver.until(N);
   const seconds = (performance.now() - start) / 1000;
   await worker.close();
@@ -87,7 +88,7 @@ async function throughWorker(receiver) {
 }
 
 async function lag(receiver) {
-  const fleet = createFleet({ rateLimit: false, allowPrivateNetworks: true, webhooks: { concurrency: CONCURRENCY } });
+  const fleet = core.createFleet({ rateLimit: false, allowPrivateNetworks: true, webhooks: { concurrency: CONCURRENCY } });
   (await fleet.webhooks.create('bench', { url: receiver.url, events: ['server.created'] }))._unsafeUnwrap();
   receiver.reset();
   for (let i = 0; i < LAG_EVENTS; i++) {
