@@ -2,7 +2,7 @@ import { chmod, mkdir, open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import KeyvSqlite from '@keyv/sqlite';
 import Keyv from 'keyv';
-import { type FleetStore, MemoryRateLimitStore } from '@mcp-fleet/core';
+import { type FleetStore, type IndexStore, MemoryRateLimitStore } from '@mcp-fleet/core';
 import { SqliteIndexStore } from './sqlite-index-store.js';
 
 export { SqliteIndexStore, type SqliteIndexStoreOptions } from './sqlite-index-store.js';
@@ -37,6 +37,16 @@ async function keepPrivate(path: string): Promise<void> {
   }
 }
 
+/** Runs the writes given to it one after another, in the order given, whether each succeeds or fails. */
+function oneAtATime(): <T>(write: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (write) => {
+    const run = tail.then(write, write);
+    tail = run.catch(() => {});
+    return run;
+  };
+}
+
 /**
  * Opens (or creates) an SQLite file holding mcp-fleet's records (through `@keyv/sqlite`) and its index (claims,
  * listings, quotas, the webhook outbox), and gives the store `createFleet` takes. Survives restarts and crashes: every
@@ -60,15 +70,31 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Fl
   const busyTimeout = options.busyTimeout ?? 5000;
   const now = options.now ?? Date.now;
   // The index opens first: it switches the file to WAL, so the record connection never blocks readers.
-  const index = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout, now });
+  const claims = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout, now });
   const adapter = new KeyvSqlite({ uri: `sqlite://${path}`, table: `${tablePrefix}_records`, busyTimeout });
+  // SQLite lets one connection write at a time; the others wait for the lock asleep on libuv's pool of 4 threads. Two
+  // connections of this process writing at once could fill the pool with waiters while the holder's COMMIT waits for
+  // a thread (then every write fails after busyTimeout): this process's writes go one at a time instead, which
+  // costs nothing, as the file takes one writer anyway.
+  const write = oneAtATime();
+  for (const method of ['set', 'delete', 'deleteMany', 'clear'] as const) {
+    const original = adapter[method].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
+    (adapter as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => write(() => original(...args));
+  }
   const records = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
+  const index: IndexStore = {
+    commit: (transaction) => write(() => claims.commit(transaction)),
+    claimOf: (key) => claims.claimOf(key),
+    range: (set, range) => claims.range(set, range),
+    count: (set) => claims.count(set),
+    close: () => claims.close(),
+  };
   // In this process: a file is one process's store (see above). Leases are counters of limit 1.
   const rateLimits = new MemoryRateLimitStore({ now });
   let closing: Promise<void> | undefined;
   const close = async () => {
     await rateLimits.close();
-    await index.close();
+    await claims.close();
     await records.disconnect();
   };
   return { records, index, rateLimits, leases: rateLimits, close: () => (closing ??= close()) };
