@@ -45,8 +45,8 @@ net.Socket.prototype._write = function (chunk, encoding, cb) {
 };
 
 async function redisStorage(tag) {
-  const { createRedisStorage } = await import('@mcp-fleet/redis');
-  return createRedisStorage({ url: REDIS_URL, keyPrefix: `bench-${process.pid}-${tag}:` });
+  const { createRedisStore } = await import('@mcp-fleet/redis');
+  return createRedisStore({ url: REDIS_URL, keyPrefix: `bench-${process.pid}-${tag}:` });
 }
 
 async function redisAvailable() {
@@ -60,8 +60,8 @@ async function redisAvailable() {
 }
 
 /** A fleet with one account of `n` servers: a few made by creates, the rest copies of those written in bulk. */
-async function seeded(n, stores) {
-  const fleet = createFleet({ ...stores, rateLimit: { ...limits, ...(stores.rateLimits && { store: stores.rateLimits }) }, webhooks: false, monitor: false });
+async function seeded(n, store) {
+  const fleet = createFleet({ store, rateLimit: limits, webhooks: false, monitor: false });
   const { secret } = (await fleet.keys.create({ account: 'pages', tier: 'pro' }))._unsafeUnwrap();
   const first = (await fleet.servers.create('pages', { name: 'server-0', type: 'http', endpoint: 'https://mcp-0.example.com/mcp' }))._unsafeUnwrap();
   return { fleet, secret, first };
@@ -165,12 +165,10 @@ export async function runStorageBench() {
   // 6b memory, and 6c RSS of the 100k account.
   const rssBefore = process.memoryUsage().rss;
   const memory = await pageComparison('6b memory', async (n) => {
-    const { MemoryIndexStore } = await import('@mcp-fleet/core');
-    const { createMemoryStorage } = await import('@mcp-fleet/core');
-    const storage = createMemoryStorage();
-    const index = new MemoryIndexStore();
-    const s = await seeded(n, { storage, index });
-    await bulkSeed(n, storage, index, 'mcp-fleet:', s.first);
+    const { createMemoryStore } = await import('@mcp-fleet/core');
+    const store = createMemoryStore();
+    const s = await seeded(n, store);
+    await bulkSeed(n, store.records, store.index, 'mcp-fleet:', s.first);
     return { ...s, n };
   });
   out.memory = memory.result;
@@ -185,7 +183,7 @@ export async function runStorageBench() {
       const stores = await redisStorage(`page-${tag}`);
       opened.push(stores);
       const s = await seeded(n, stores);
-      await bulkSeed(n, stores.storage, stores.index, '', s.first);
+      await bulkSeed(n, stores.records, stores.index, '', s.first);
       return { ...s, n, stores };
     });
     out.redis = redis.result;

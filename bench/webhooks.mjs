@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import Keyv from 'keyv';
 import { Agent, request } from 'undici';
-import { createFleet, MemoryIndexStore } from '@mcp-fleet/core';
+import { createFleet, createMemoryStore } from '@mcp-fleet/core';
 import { fmtInt, fmtMs, fmtRatio, max, median, min, pad, padLeft } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 8);
@@ -68,9 +68,9 @@ async function plain(receiver, body) {
 }
 
 async function throughWorker(receiver) {
-  const storage = new Keyv({ throwOnErrors: true });
-  const index = new MemoryIndexStore();
-  const common = { storage, index, rateLimit: false, allowPrivateNetworks: true };
+  // One store for both fleets (a plain Keyv for records, as before), so the worker finds what the stager wrote.
+  const store = createMemoryStore({ records: new Keyv({ throwOnErrors: true }) });
+  const common = { store, rateLimit: false, allowPrivateNetworks: true };
   const stager = createFleet({ ...common, webhooks: { worker: false } });
   (await stager.webhooks.create('bench', { url: receiver.url, events: ['server.created'] }))._unsafeUnwrap();
   for (let i = 0; i < N; i++) {

@@ -216,7 +216,7 @@ import { createFleetApp } from '@mcp-fleet/hono';
 import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
-import { indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
+import { fleetStoreSuite, indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import { createServer } from 'node:http';
 import express from 'express';
 import { Hono } from 'hono';
@@ -250,6 +250,9 @@ export function contracts(clock: RateLimitClock): void {
   rateLimitStoreContract('y', async () => new MemoryRateLimitStore(), { clock });
   // @ts-expect-error: open must give a store
   indexStoreContract('z', async () => 42);
+  fleetStoreSuite('w', ({ now }): FleetStore => createMemoryStore({ now }), { sharedAcrossFleets: false });
+  // @ts-expect-error: open must give a FleetStore
+  fleetStoreSuite('v', async () => new MemoryIndexStore());
 }
 
 export async function onRedis(url: string): Promise<Fleet> {

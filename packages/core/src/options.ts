@@ -265,17 +265,14 @@ function loggedError(logger: Logger): ErrorHook {
 
 export function resolveOptions(options: FleetOptions): ResolvedOptions {
   refuseRemovedOptions(options);
-  const now = options.now ?? Date.now;
-  const store = options.store ?? createMemoryStore({ now });
-  if (!store.records.throwOnErrors) {
+  if (options.store !== undefined && !options.store.records.throwOnErrors) {
     throw new TypeError(
       'mcp-fleet: create the Keyv of the store\'s `records` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
     );
   }
+  const now = options.now ?? Date.now;
   const maxUpstreamBytes = checkOption('maxUpstreamBytes', options.maxUpstreamBytes ?? DEFAULT_MAX_UPSTREAM_BYTES, positiveInteger);
-  return {
-    store,
-    ownsStore: options.store === undefined,
+  const resolved: Omit<ResolvedOptions, 'store' | 'ownsStore'> = {
     prefix: normalizePrefix(options.prefix ?? '/v1'),
     bodyLimit: checkOption('bodyLimit', options.bodyLimit ?? DEFAULT_BODY_LIMIT, positiveInteger),
     now,
@@ -300,6 +297,8 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
       webhooksPerAccount: checkOption('quotas.webhooksPerAccount', options.quotas?.webhooksPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT, positiveInteger),
     },
   };
+  // Last, once every option passed: a refused configuration leaves nothing open.
+  return { ...resolved, store: options.store ?? createMemoryStore({ now }), ownsStore: options.store === undefined };
 }
 
 /**

@@ -47,7 +47,8 @@ export interface FleetStore {
 export interface MemoryStoreOptions {
   /**
    * Where records live instead of this process's memory: any Keyv created with `throwOnErrors: true`. Claims,
-   * listings, counters and leases stay in this process, so such a store serves one process.
+   * listings, counters and leases stay in this process, so such a store serves one process. It is yours: the store's
+   * `close()` leaves it connected.
    * @default an in-memory Keyv that keeps records as objects
    */
   records?: Keyv;
