@@ -166,7 +166,7 @@ describe.each(ADAPTERS)('rate limits through $name', (adapter) => {
 
   describe('when the counter store fails', () => {
     const broken: RateLimitStore = { consume: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) };
-    const closed = serveForSuite(adapter, { now, store: { ...createMemoryStore({ now }), rateLimits: broken }, onError: () => {} });
+    const closed = serveForSuite(adapter, { now, store: { ...createMemoryStore({ now }), rateLimits: broken }, rateLimit: {}, onError: () => {} });
     const open = serveForSuite(adapter, { now, store: { ...createMemoryStore({ now }), rateLimits: broken }, rateLimit: { failOpen: true } });
 
     it('fails closed by default: 503 STORAGE_UNAVAILABLE, no internals', async () => {

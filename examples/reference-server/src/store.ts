@@ -4,7 +4,7 @@ import { createSqliteStore } from '@mcp-fleet/sqlite';
 import { ConfigError, type StoreConfig } from './config.js';
 
 export interface OpenedStore {
-  /** What `createFleet({ store })` takes; closed by `close` after the fleet. */
+  /** What `createFleet({ store })` takes; the caller closes it (`store.close()`) after the fleet. */
   store: FleetStore;
   /** For the start line: the kind of store and where, never a credential. */
   label: string;

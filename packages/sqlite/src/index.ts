@@ -38,7 +38,7 @@ async function keepPrivate(path: string): Promise<void> {
 }
 
 /** Runs the writes given to it one after another, in the order given, whether each succeeds or fails. */
-function oneAtATime(): <T>(write: () => Promise<T>) => Promise<T> {
+function oneAtATime(): <T>(write: () => T | PromiseLike<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
   return (write) => {
     const run = tail.then(write, write);
