@@ -100,7 +100,7 @@ afterAll(async () => {
 /** Everything a consumer does first: make a key, ask for the servers, through the core and both adapters. */
 const USE = `
   const keyv = new Keyv({ throwOnErrors: true });
-  const fleet = createFleet({ storage: keyv });
+  const fleet = createFleet({ store: createMemoryStore({ records: keyv }) });
   const created = await fleet.keys.create({ account: 'acme', tier: 'pro' });
   const { secret } = created._unsafeUnwrap();
   const auth = { authorization: 'Bearer ' + secret };
@@ -166,19 +166,19 @@ const USE = `
     express: [viaExpress.status, expressBody.data.map((s) => s.name)],
     errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
     resolved,
-    redis: [typeof createRedisStorage, redisEntry],
+    redis: [typeof createRedisStore, redisEntry],
     subpaths,
   }));
 `;
 
 const ESM_MAIN = `
 import http from 'node:http';
-import { createFleet, ERROR_CODES, FleetError, isFleetError, sign } from '@mcp-fleet/core';
+import { createFleet, createMemoryStore, ERROR_CODES, FleetError, isFleetError, sign } from '@mcp-fleet/core';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, newWebhookSecret } from '@mcp-fleet/core/webhooks';
 import { createFleetApp, verifyWebhook as honoVerifyWebhook } from '@mcp-fleet/hono';
 import { fleetMiddleware, verifyWebhook as expressVerifyWebhook } from '@mcp-fleet/express';
-import { createRedisStorage } from '@mcp-fleet/redis';
+import { createRedisStore } from '@mcp-fleet/redis';
 import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
 import express from 'express';
 import { Hono } from 'hono';
@@ -191,12 +191,12 @@ ${USE}
 
 const CJS_MAIN = `
 const http = require('node:http');
-const { createFleet, ERROR_CODES, FleetError, isFleetError, sign } = require('@mcp-fleet/core');
+const { createFleet, createMemoryStore, ERROR_CODES, FleetError, isFleetError, sign } = require('@mcp-fleet/core');
 const { mountPath, toWebRequest, writeWebResponse } = require('@mcp-fleet/core/node');
 const { createWebhookReceiver, newWebhookSecret } = require('@mcp-fleet/core/webhooks');
 const { createFleetApp, verifyWebhook: honoVerifyWebhook } = require('@mcp-fleet/hono');
 const { fleetMiddleware, verifyWebhook: expressVerifyWebhook } = require('@mcp-fleet/express');
-const { createRedisStorage } = require('@mcp-fleet/redis');
+const { createRedisStore } = require('@mcp-fleet/redis');
 const express = require('express');
 const { Hono } = require('hono');
 const { default: Keyv } = require('keyv');
@@ -210,13 +210,13 @@ ${USE}
 
 /** Compiled with the consumer's own resolution (nodenext): the `types` of each exports condition must do. */
 const CHECK_TS = `
-import { createFleet, FleetError, type Fleet, MemoryIndexStore, MemoryRateLimitStore, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
+import { createFleet, createMemoryStore, FleetError, type Fleet, type FleetStore, MemoryIndexStore, MemoryRateLimitStore, type ServerDetail, type ServerInput } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
-import { indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
+import { fleetStoreSuite, indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import { createServer } from 'node:http';
 import express from 'express';
 import { Hono } from 'hono';
@@ -250,17 +250,22 @@ export function contracts(clock: RateLimitClock): void {
   rateLimitStoreContract('y', async () => new MemoryRateLimitStore(), { clock });
   // @ts-expect-error: open must give a store
   indexStoreContract('z', async () => 42);
+  fleetStoreSuite('w', ({ now }): FleetStore => createMemoryStore({ now }), { sharedAcrossFleets: false });
+  // @ts-expect-error: open must give a FleetStore
+  fleetStoreSuite('v', async () => new MemoryIndexStore());
 }
 
 export async function onRedis(url: string): Promise<Fleet> {
-  const redis: RedisStorage = await createRedisStorage({ url, keyPrefix: 'app:fleet:' });
+  const redis: RedisStore = await createRedisStore({ url, keyPrefix: 'app:fleet:' });
   // @ts-expect-error: the URL is required
-  await createRedisStorage({ keyPrefix: 'x' });
-  return createFleet({ storage: redis.storage, index: redis.index, rateLimit: { store: redis.rateLimits } });
+  await createRedisStore({ keyPrefix: 'x' });
+  // @ts-expect-error: the counters are the store's, not an option of rateLimit
+  createFleet({ store: redis, rateLimit: { store: redis.rateLimits } });
+  return createFleet({ store: redis });
 }
 
 export async function check(): Promise<string> {
-  const fleet: Fleet = createFleet({ storage: new Keyv({ throwOnErrors: true }), prefix: '/v1' });
+  const fleet: Fleet = createFleet({ store: createMemoryStore({ records: new Keyv({ throwOnErrors: true }) }), prefix: '/v1' });
   new Hono().route('/', createFleetApp(fleet));
   express().use('/api', fleetMiddleware(fleet, { clientAddress: (req) => req.ip }));
   const input: ServerInput = { name: 'one', type: 'http', endpoint: 'https://mcp.example.com/mcp' };

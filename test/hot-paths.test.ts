@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createFleet, createMemoryStorage, type Fleet, MemoryIndexStore } from '@mcp-fleet/core';
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { createFleet, createMemoryStorage, createMemoryStore, type Fleet } from '@mcp-fleet/core';
+import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import Keyv from 'keyv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ADAPTERS, type Served } from './support/adapters.js';
@@ -110,7 +110,7 @@ describe.each(ADAPTERS)('the fast read path keeps every guarantee, in one proces
     ['the fleet’s object memory (createMemoryStorage)', () => createMemoryStorage()],
     ['a plain Keyv (decode cache)', () => new Keyv({ throwOnErrors: true })],
   ])('a key revoked through one fleet is refused at once by another on the same storage: %s', async (_what, storage) => {
-    const shared = { storage: storage(), index: new MemoryIndexStore(), rateLimit: LIMITS };
+    const shared = { store: createMemoryStore({ records: storage() }), rateLimit: LIMITS };
     const a = await serve(adapter, createFleet(shared));
     const b = await serve(adapter, createFleet(shared));
     open.push(a, b);
@@ -121,18 +121,19 @@ describe.each(ADAPTERS)('the fast read path keeps every guarantee, in one proces
     ['the fleet’s object memory (createMemoryStorage)', () => createMemoryStorage()],
     ['a plain Keyv (decode cache)', () => new Keyv({ throwOnErrors: true })],
   ])('listings show every change at once and repair entries whose record is gone: %s', async (_what, storage) => {
-    const shared = { storage: storage(), index: new MemoryIndexStore(), rateLimit: LIMITS };
+    const shared = { store: createMemoryStore({ records: storage() }), rateLimit: LIMITS };
     const a = await serve(adapter, createFleet(shared));
     const b = await serve(adapter, createFleet(shared));
     open.push(a, b);
-    await listingsFollowChanges(a, b, shared.storage);
+    await listingsFollowChanges(a, b, shared.store.records);
   });
 
   it.each([
     ['the default storage', () => undefined],
     ['a plain Keyv (decode cache)', () => new Keyv({ throwOnErrors: true })],
   ])('records come back as independent copies: %s', async (_what, storage) => {
-    const fleet = createFleet({ storage: storage(), rateLimit: false });
+    const records = storage();
+    const fleet = createFleet({ ...(records && { store: createMemoryStore({ records }) }), rateLimit: false });
     open.push(await serve(adapter, fleet));
     await independentCopies(fleet);
   });
@@ -140,7 +141,7 @@ describe.each(ADAPTERS)('the fast read path keeps every guarantee, in one proces
 
 describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path keeps every guarantee over Redis', () => {
   const prefix = uniquePrefix('hot-paths');
-  const opened: RedisStorage[] = [];
+  const opened: RedisStore[] = [];
   const served: Served[] = [];
   afterAll(async () => {
     await Promise.all(served.map((s) => s.close()));
@@ -148,10 +149,10 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
     await deleteKeys(prefix);
   });
   const fleetOnRedis = async (quiet = false) => {
-    const stores = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: prefix });
+    const stores = await createRedisStore({ url: REDIS_URL as string, keyPrefix: prefix });
     opened.push(stores);
     const options = quiet ? { webhooks: false as const, onError: () => {} } : {};
-    return { stores, fleet: createFleet({ storage: stores.storage, index: stores.index, rateLimit: { ...LIMITS, store: stores.rateLimits }, ...options }) };
+    return { stores, fleet: createFleet({ store: stores, rateLimit: LIMITS, ...options }) };
   };
 
   it.each(ADAPTERS)('a key revoked through one connection is refused at once through another ($name)', async (adapter) => {
@@ -167,9 +168,9 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
   });
 
   it('a valid key passes from an address that spent its 401 budget, asked together with its admission; failed keys from there are 429', async () => {
-    const stores = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: `${prefix}gate:` });
+    const stores = await createRedisStore({ url: REDIS_URL as string, keyPrefix: `${prefix}gate:` });
     opened.push(stores);
-    const fleet = createFleet({ storage: stores.storage, index: stores.index, webhooks: false, rateLimit: { store: stores.rateLimits, unauthenticated: 1, tiers: { pro: 100 } } });
+    const fleet = createFleet({ store: stores, webhooks: false, rateLimit: { unauthenticated: 1, tiers: { pro: 100 } } });
     const { secret } = (await fleet.keys.create({ account: 'gated', tier: 'pro' }))._unsafeUnwrap();
     const get = (key: string, clientAddress: string) =>
       fleet.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${key}` } }), { clientAddress });
@@ -187,9 +188,9 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
   });
 
   it('a request to /mcp by a key verified before is counted once per message, not also asked for early', async () => {
-    const stores = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: `${prefix}mcp-once:` });
+    const stores = await createRedisStore({ url: REDIS_URL as string, keyPrefix: `${prefix}mcp-once:` });
     opened.push(stores);
-    const fleet = createFleet({ storage: stores.storage, index: stores.index, webhooks: false, rateLimit: { store: stores.rateLimits, tiers: { pro: 100 } } });
+    const fleet = createFleet({ store: stores, webhooks: false, rateLimit: { tiers: { pro: 100 } } });
     const { secret } = (await fleet.keys.create({ account: 'mcp-once', tier: 'pro' }))._unsafeUnwrap();
     const authorization = `Bearer ${secret}`;
     const remaining = (res: Response) => res.headers.get('x-ratelimit-remaining');
@@ -235,9 +236,9 @@ describe.skipIf(withoutRedis('revocation across processes'))('revocation across 
     const get = (url: string) => fetch(`${url}/servers`, { headers: { authorization: `Bearer ${secret}` } }).then((res) => res.status);
     for (let i = 0; i < 3; i++) expect([await get(a.url), await get(b.url)]).toEqual([200, 200]);
 
-    const stores = await createRedisStorage({ url: store });
+    const stores = await createRedisStore({ url: store });
     try {
-      const fleet = createFleet({ storage: stores.storage, index: stores.index, rateLimit: false, webhooks: false });
+      const fleet = createFleet({ store: stores, rateLimit: false, webhooks: false });
       const [key] = (await fleet.keys.list(account))._unsafeUnwrap();
       (await fleet.keys.revoke(key!.id))._unsafeUnwrap();
       await fleet.close();

@@ -9,9 +9,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createFleet, type Fleet, type FleetOptions, MemoryIndexStore, verify } from '@mcp-fleet/core';
-import { createRedisStorage } from '@mcp-fleet/redis';
-import { createSqliteStorage } from '@mcp-fleet/sqlite';
+import { createFleet, createMemoryStore, type Fleet, type FleetOptions, MemoryIndexStore, verify } from '@mcp-fleet/core';
+import { createRedisStore } from '@mcp-fleet/redis';
+import { createSqliteStore } from '@mcp-fleet/sqlite';
 import Keyv from 'keyv';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { listen, type Listening, readBody } from '../packages/core/src/mcp/fixtures/listen.js';
@@ -31,7 +31,7 @@ const ECHO_SERVER = fixture('echo-server.mjs');
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
 interface Store {
-  options: Pick<FleetOptions, 'storage' | 'index'>;
+  options: Pick<FleetOptions, 'store'>;
   close(): Promise<void>;
 }
 interface StoreKind {
@@ -49,7 +49,7 @@ function memoryStore(): StoreKind {
   return {
     name: 'memory',
     skip: false,
-    open: async () => ({ options: { storage: new Keyv({ store: map, throwOnErrors: true }), index }, close: async () => {} }),
+    open: async () => ({ options: { store: { ...createMemoryStore({ records: new Keyv({ store: map, throwOnErrors: true }) }), index } }, close: async () => {} }),
     dump: async () => JSON.stringify([...map]),
     cleanup: async () => {},
   };
@@ -61,8 +61,8 @@ function sqliteStore(): StoreKind {
     name: 'sqlite',
     skip: false,
     open: async () => {
-      const sqlite = await createSqliteStorage({ path: join(dir, 'fleet.sqlite') });
-      return { options: { storage: sqlite.storage, index: sqlite.index }, close: sqlite.close };
+      const sqlite = await createSqliteStore({ path: join(dir, 'fleet.sqlite') });
+      return { options: { store: sqlite }, close: sqlite.close };
     },
     // The file and whatever journal or WAL lies beside it, as bytes.
     dump: async () => readdirSync(dir).map((file) => readFileSync(join(dir, file)).toString('latin1')).join('\n'),
@@ -76,8 +76,8 @@ function redisStore(): StoreKind {
     name: 'redis',
     skip: REDIS_URL === undefined,
     open: async () => {
-      const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: prefix });
-      return { options: { storage: redis.storage, index: redis.index }, close: redis.close };
+      const redis = await createRedisStore({ url: REDIS_URL as string, keyPrefix: prefix });
+      return { options: { store: redis }, close: redis.close };
     },
     dump: async () => {
       const client = await rawClient();
@@ -319,7 +319,7 @@ describe('encryption options', () => {
     const opened = await start(kind, { encryptionKey: K1 });
     const a = (await opened.fleet.servers.create(ACCOUNT, { name: 'a', type: 'http', endpoint: upstreams.bearer.url, authentication: { type: 'bearer', token: TOKEN } }))._unsafeUnwrap();
     const b = (await opened.fleet.servers.create('other', { name: 'b', type: 'http', endpoint: upstreams.bearer.url, authentication: { type: 'bearer', token: 'mine' } }))._unsafeUnwrap();
-    const keyv = (await kind.open()).options.storage as Keyv;
+    const keyv = (await kind.open()).options.store?.records as Keyv;
     const stolen = (await keyv.get<{ config: { authentication: { token: string } } }>(`mcp-fleet:server:${a.id}`))?.config.authentication.token;
     const target = await keyv.get<{ config: { authentication: { token: string } } }>(`mcp-fleet:server:${b.id}`);
     expect(stolen).toMatch(/^enc:v1:/);

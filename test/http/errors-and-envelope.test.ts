@@ -1,6 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import type { FleetError } from '@mcp-fleet/core';
+import { createMemoryStore, type FleetError } from '@mcp-fleet/core';
 import { ADAPTERS } from '../support/adapters.js';
 import {
   createServer,
@@ -372,7 +372,7 @@ describe.each(ADAPTERS)('5xx answers ($name)', (adapter) => {
   const store = new FlakyStore();
   const reported: FleetError[] = [];
   const suite = serveForSuite(adapter, {
-    storage: new Keyv({ store, throwOnErrors: true }),
+    store: createMemoryStore({ records: new Keyv({ store, throwOnErrors: true }) }),
     onError: (error) => reported.push(error),
     authenticate: (request) => {
       if (request.headers.get('x-explode') !== null) throw new Error('secret internals: db password=hunter2');

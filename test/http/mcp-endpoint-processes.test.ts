@@ -1,5 +1,5 @@
 import type { Principal } from '@mcp-fleet/core';
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,18 +21,17 @@ const authenticate = (request: Request): Principal | null => {
  */
 describe.skipIf(withoutRedis('MCP sessions across processes'))('MCP endpoint sessions across two fleets on one Redis', () => {
   const prefix = uniquePrefix('mcp-sessions');
-  const stores: RedisStorage[] = [];
+  const stores: RedisStore[] = [];
   const served: Served[] = [];
   let upstream: GatewayUpstream;
 
   beforeAll(async () => {
     upstream = await startGatewayUpstream('alpha');
     for (const adapter of ADAPTERS) {
-      const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix: prefix });
+      const redis = await createRedisStore({ url: REDIS_URL as string, keyPrefix: prefix });
       stores.push(redis);
       served.push(await serveFleet(adapter, {
-          storage: redis.storage,
-          index: redis.index,
+          store: redis,
           authenticate,
           allowPrivateNetworks: true,
           onError: () => {},

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { MemoryIndexStore, type Principal, type RangeOptions, type Scope } from '@mcp-fleet/core';
+import { createMemoryStore, MemoryIndexStore, type Principal, type RangeOptions, type Scope } from '@mcp-fleet/core';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -466,7 +466,7 @@ class CountingIndexStore extends MemoryIndexStore {
 
 describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or id ($name)', (adapter) => {
   const index = new CountingIndexStore();
-  const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, index });
+  const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, store: { ...createMemoryStore(), index } });
 
   it('the longest prefix wins, a name that is not a prefix is reached by id, and no call reads the account listing', async () => {
     const name = account();
@@ -607,7 +607,7 @@ describe.each(ADAPTERS)('the MCP endpoint caps the 2025 sessions a process holds
   const suite = serveForSuite(adapter, {
     authenticate,
     onError: () => {},
-    storage: new Keyv({ store: stored, throwOnErrors: true }),
+    store: createMemoryStore({ records: new Keyv({ store: stored, throwOnErrors: true }) }),
     mcp: { maxSessionsPerAccount: 2, maxSessions: 3, maxSessionRecordsPerAccount: 3 },
   });
   const mcpUrl = () => `${suite.served.url}/mcp`;

@@ -2,8 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSqliteStorage, SqliteIndexStore, type SqliteStorage } from '@mcp-fleet/sqlite';
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import type { FleetStore } from '@mcp-fleet/core';
+import { createSqliteStore, SqliteIndexStore } from '@mcp-fleet/sqlite';
+import { createRedisStore } from '@mcp-fleet/redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 import { api, createKey, expectError, expectSuccess, freshClient, httpServer, serveForSuite, total } from '../support/http-client.js';
@@ -82,14 +83,14 @@ describe.each(ADAPTERS)('quotas across fleets sharing storage ($name)', (adapter
    * SQLite goes one after another here: connections of one process waiting for the file's write lock sleep on libuv's
    * 4 threads and starve each other (the race itself is held by the IndexStore contract, two connections on one file).
    */
-  async function race(stores: { storage: SqliteStorage['storage']; index: SqliteStorage['index'] | RedisStorage['index'] }[], parallel: boolean) {
+  async function race(stores: FleetStore[], parallel: boolean) {
     const all = <T>(n: number, make: (i: number) => Promise<T>): Promise<T[]> =>
       parallel
         ? Promise.all(Array.from({ length: n }, (_, i) => make(i)))
         : Array.from({ length: n }, (_, i) => i).reduce<Promise<T[]>>(async (done, i) => [...(await done), await make(i)], Promise.resolve([]));
     const served: Served[] = [];
-    for (const { storage, index } of stores) {
-      const s = await serveFleet(adapter, { storage, index, quotas: { serversPerAccount: 5, webhooksPerAccount: 3 }, webhooks: { worker: false } });
+    for (const store of stores) {
+      const s = await serveFleet(adapter, { store, quotas: { serversPerAccount: 5, webhooksPerAccount: 3 }, webhooks: { worker: false } });
       opened.push(s);
       served.push(s);
     }
@@ -106,21 +107,21 @@ describe.each(ADAPTERS)('quotas across fleets sharing storage ($name)', (adapter
 
   it('on one SQLite file, one create after another through either fleet: exactly the quota lands', async () => {
     const path = join(dir, `${adapter.name}.sqlite`);
-    const one = await createSqliteStorage({ path });
+    const one = await createSqliteStore({ path });
     opened.push(one);
     // A second index connection to the file (the records' connection is shared): more than 3 connections racing
     // in one process would block libuv's 4 threads (see sqlite-index-store.test.ts).
     const index = await SqliteIndexStore.open({ path });
     opened.push(index);
-    await race([one, { storage: one.storage, index }], false);
+    await race([one, { ...one, index }], false);
   });
 
   it.skipIf(withoutRedis('quotas on Redis'))('on one Redis, creates racing through both fleets: exactly the quota lands', async () => {
     const keyPrefix = uniquePrefix('quotas');
     opened.push({ close: () => deleteKeys(keyPrefix) });
-    const one = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+    const one = await createRedisStore({ url: REDIS_URL as string, keyPrefix });
     opened.push(one);
-    const two = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+    const two = await createRedisStore({ url: REDIS_URL as string, keyPrefix });
     opened.push(two);
     await race([one, two], true);
   });

@@ -1,4 +1,4 @@
-import type { RateLimitStore } from '@mcp-fleet/core';
+import { createMemoryStore, type RateLimitStore } from '@mcp-fleet/core';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import { api, createKey, expectError, freshClient, httpServer, serveForSuite, UNKNOWN_SERVER_ID } from '../support/http-client.js';
@@ -166,8 +166,8 @@ describe.each(ADAPTERS)('rate limits through $name', (adapter) => {
 
   describe('when the counter store fails', () => {
     const broken: RateLimitStore = { consume: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) };
-    const closed = serveForSuite(adapter, { now, rateLimit: { store: broken }, onError: () => {} });
-    const open = serveForSuite(adapter, { now, rateLimit: { store: broken, failOpen: true } });
+    const closed = serveForSuite(adapter, { now, store: { ...createMemoryStore({ now }), rateLimits: broken }, rateLimit: {}, onError: () => {} });
+    const open = serveForSuite(adapter, { now, store: { ...createMemoryStore({ now }), rateLimits: broken }, rateLimit: { failOpen: true } });
 
     it('fails closed by default: 503 STORAGE_UNAVAILABLE, no internals', async () => {
       const client = api(closed.served, await createKey(closed.served, { account: 'down' }));

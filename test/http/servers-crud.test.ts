@@ -1,4 +1,4 @@
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 import {
@@ -479,15 +479,15 @@ describe.skipIf(withoutRedis('ambiguous names across fleets'))('names across fle
   it.each(ADAPTERS)('creates of clashing names racing through both fleets: the ones created never clash ($name)', async (adapter) => {
     const keyPrefix = uniquePrefix('prefixes');
     opened.push({ close: () => deleteKeys(keyPrefix) });
-    const stores: RedisStorage[] = [];
+    const stores: RedisStore[] = [];
     for (let i = 0; i < 2; i++) {
-      const store = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+      const store = await createRedisStore({ url: REDIS_URL as string, keyPrefix });
       opened.push(store);
       stores.push(store);
     }
     const served: Served[] = [];
-    for (const { storage, index } of stores) {
-      const s = await serveFleet(adapter, { storage, index });
+    for (const store of stores) {
+      const s = await serveFleet(adapter, { store });
       opened.push(s);
       served.push(s);
     }

@@ -1,5 +1,6 @@
 import Keyv from 'keyv';
-import { createRedisStorage, type RedisStorage } from '@mcp-fleet/redis';
+import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
+import { createMemoryStore } from '@mcp-fleet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../packages/core/src/auth/api-keys.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
@@ -149,7 +150,7 @@ describe('tool allowlists on stored keys', () => {
 
   it('a key stored before allowlists existed (no `tools` in its records) still works, for every tool', async () => {
     const storage = new Keyv({ store: new Map(), throwOnErrors: true });
-    const served = await serveFleet(ADAPTERS[0] as (typeof ADAPTERS)[number], { storage, allowPrivateNetworks: true });
+    const served = await serveFleet(ADAPTERS[0] as (typeof ADAPTERS)[number], { store: createMemoryStore({ records: storage }), allowPrivateNetworks: true });
     try {
       const client = await keyClient(served, ['none__*']);
       // A key with a list holds no servers:write unless it says so: a key of the same account without one creates.
@@ -168,9 +169,9 @@ describe('tool allowlists on stored keys', () => {
 
 describe.skipIf(withoutRedis('tool allowlists on Redis'))('tool allowlists on Redis', () => {
   const keyPrefix = uniquePrefix('allowlists');
-  let redis: RedisStorage;
+  let redis: RedisStore;
   beforeAll(async () => {
-    redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+    redis = await createRedisStore({ url: REDIS_URL as string, keyPrefix });
   });
   afterAll(async () => {
     await redis?.close();
@@ -178,7 +179,7 @@ describe.skipIf(withoutRedis('tool allowlists on Redis'))('tool allowlists on Re
   });
 
   it.each(ADAPTERS)('keys on Redis carry their list to verification, and old entries read as every tool ($name)', async (adapter) => {
-    const served = await serveFleet(adapter, { storage: redis.storage, index: redis.index, allowPrivateNetworks: true });
+    const served = await serveFleet(adapter, { store: redis, allowPrivateNetworks: true });
     try {
       const name = uniqueName('redis');
       const client = await keyClient(served, [`${name}__echo`]);
@@ -192,10 +193,10 @@ describe.skipIf(withoutRedis('tool allowlists on Redis'))('tool allowlists on Re
       const [key] = (await served.fleet.keys.list(client.account))._unsafeUnwrap();
       const hashEntry = `apikey-hash:${hashSecret(client.key as string)}`;
       for (const record of [`apikey:${key?.id}`, hashEntry]) {
-        const { tools: _tools, ...old } = (await redis.storage.get(record)) as Record<string, unknown>;
-        await redis.storage.set(record, old);
+        const { tools: _tools, ...old } = (await redis.records.get(record)) as Record<string, unknown>;
+        await redis.records.set(record, old);
       }
-      expect(JSON.stringify(await redis.storage.get(hashEntry))).not.toContain('tools');
+      expect(JSON.stringify(await redis.records.get(hashEntry))).not.toContain('tools');
       expectSuccess(await client.post(`/servers/${id}/tools/call`, callBody('fail')), 200);
       expect((await served.fleet.keys.list(client.account))._unsafeUnwrap()[0]?.tools).toBeNull();
     } finally {

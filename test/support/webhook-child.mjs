@@ -2,17 +2,15 @@
 // MODE=stage: creates a webhook (to RECEIVER) and COUNT servers with the worker off, prints their ids, then idles
 // until it is killed. MODE=work: runs the delivery worker on the same storage until it is killed.
 import { createFleet } from '../../packages/core/dist/index.js';
-import { createRedisStorage } from '../../packages/redis/dist/index.js';
-import { createSqliteStorage } from '../../packages/sqlite/dist/index.js';
+import { createRedisStore } from '../../packages/redis/dist/index.js';
+import { createSqliteStore } from '../../packages/sqlite/dist/index.js';
 
 const { MODE, STORE, RECEIVER, COUNT = '1', PREFIX = 'mcp-fleet:' } = process.env;
 const opened = STORE.startsWith('redis')
-  ? await createRedisStorage({ url: STORE, keyPrefix: PREFIX })
-  : await createSqliteStorage({ path: STORE.slice('sqlite://'.length) });
+  ? await createRedisStore({ url: STORE, keyPrefix: PREFIX })
+  : await createSqliteStore({ path: STORE.slice('sqlite://'.length) });
 const fleet = createFleet({
-  storage: opened.storage,
-  index: opened.index,
-  keyPrefix: PREFIX,
+  store: opened,
   rateLimit: false,
   allowPrivateNetworks: true,
   webhooks: MODE === 'stage' ? { worker: false } : { pollIntervalMs: 25, concurrency: 4 },

@@ -10,8 +10,8 @@ import { openStore } from './store.js';
 
 /** Opens the store `MCP_FLEET_STORE` names and a fleet over it (the server's keys and secrets), runs `use`, closes both. */
 export async function withStoredFleet<T>(config: ServerConfig, use: (fleet: Fleet) => Promise<T>): Promise<T> {
-  const store = await openStore(config.store);
-  const fleet = createFleet({ ...store.options, ...encryptionOptions(config), webhooks: { worker: false } });
+  const { store } = await openStore(config.store);
+  const fleet = createFleet({ store, ...encryptionOptions(config), webhooks: { worker: false } });
   try {
     return await use(fleet);
   } finally {

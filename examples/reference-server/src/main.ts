@@ -32,10 +32,11 @@ function banner(origin: string, fleet: { prefix: string }, storeLabel: string, r
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const keys = encryptionOptions(config);
-  const store = await openStore(config.store);
-  // With a shared store (Redis), rate limits are counted there too, so they hold across every process using it.
+  const { store, label } = await openStore(config.store);
+  // With a shared store (Redis), rate limits and the monitor's leases are kept there too, so they hold across every
+  // process using it.
   const fleet = createFleet({
-    ...store.options,
+    store,
     // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key an SQLite store generated beside its file.
     ...keys,
     stdio: {
@@ -52,8 +53,8 @@ async function main(): Promise<void> {
     dashboard: true,
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
-    ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs, ...(store.rateLimits && { leases: store.rateLimits }) } }),
-    ...(config.rateLimits ? store.rateLimits && { rateLimit: { store: store.rateLimits } } : { rateLimit: false }),
+    ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs } }),
+    ...(!config.rateLimits && { rateLimit: false }),
   });
 
   // A key that does not open the store's secrets stops the start here, with what to set.
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     // One write, the key last: whatever scrolled by before, the banner ends the output.
-    console.log(banner(`http://${host}:${info.port}`, fleet, store.label, config.rateLimits, firstKey));
+    console.log(banner(`http://${host}:${info.port}`, fleet, label, config.rateLimits, firstKey));
   });
   // What Node refuses before any handler runs (an unknown method, a bad Content-Length, a request too slow) is still
   // answered in the API's envelope, where the socket can take it.

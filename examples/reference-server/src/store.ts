@@ -1,15 +1,13 @@
-import type { FleetOptions, RateLimitStore } from '@mcp-fleet/core';
-import { createRedisStorage } from '@mcp-fleet/redis';
-import { createSqliteStorage } from '@mcp-fleet/sqlite';
+import { createMemoryStore, type FleetStore } from '@mcp-fleet/core';
+import { createRedisStore } from '@mcp-fleet/redis';
+import { createSqliteStore } from '@mcp-fleet/sqlite';
 import { ConfigError, type StoreConfig } from './config.js';
 
 export interface OpenedStore {
-  options: Pick<FleetOptions, 'storage' | 'index'>;
-  /** Rate-limit counters shared with other processes on the same store; absent: each process counts alone. */
-  rateLimits?: RateLimitStore;
-  close: () => Promise<void>;
+  /** What `createFleet({ store })` takes; the caller closes it (`store.close()`) after the fleet. */
+  store: FleetStore;
+  /** For the start line: the kind of store and where, never a credential. */
   label: string;
-  durable: boolean;
 }
 
 /** Host, port and database of a Redis URL, for the start line: never its credentials. */
@@ -20,23 +18,16 @@ function redisLabel(url: string): string {
 }
 
 /** Opens the store that `MCP_FLEET_STORE` names. */
-export async function openStore(store: StoreConfig): Promise<OpenedStore> {
-  if (store.kind === 'memory') {
-    return { options: {}, close: async () => {}, label: 'memory (nothing survives a restart)', durable: false };
+export async function openStore(config: StoreConfig): Promise<OpenedStore> {
+  if (config.kind === 'memory') {
+    return { store: createMemoryStore(), label: 'memory (nothing survives a restart)' };
   }
-  if (store.kind === 'redis') {
+  if (config.kind === 'redis') {
     // An unreachable server is the operator's to fix: one line naming host and port (never the password), exit 2.
-    const redis = await createRedisStorage({ url: store.url }).catch((error: Error) => {
+    const store = await createRedisStore({ url: config.url }).catch((error: Error) => {
       throw new ConfigError(`MCP_FLEET_STORE: ${error.message}`);
     });
-    return {
-      options: { storage: redis.storage, index: redis.index },
-      rateLimits: redis.rateLimits,
-      close: redis.close,
-      label: redisLabel(store.url),
-      durable: true,
-    };
+    return { store, label: redisLabel(config.url) };
   }
-  const sqlite = await createSqliteStorage({ path: store.path });
-  return { options: { storage: sqlite.storage, index: sqlite.index }, close: sqlite.close, label: `sqlite ${store.path}`, durable: true };
+  return { store: await createSqliteStore({ path: config.path }), label: `sqlite ${config.path}` };
 }

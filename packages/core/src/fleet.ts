@@ -19,23 +19,20 @@ import { checkStoreKeys, createSecrets, type SecretsApi } from './operations/sec
 import { tracedOperations } from './trace/operations.js';
 import { type FleetOptions, resolveOptions } from './options.js';
 import { RateLimiter } from './ratelimit/limiter.js';
-import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
 import { ServerRegistry } from './registry/registry.js';
 import { ServerValidator } from './registry/schema.js';
 import { stdioTransportFor, stopWithServers } from './stdio/stdio-transport.js';
 import { type ContainmentKind, createStdioSupervisor } from './stdio/supervisor.js';
-import { defaultHomes, sharedUserWarning, stdioAccessCheck, StdioUsers } from './stdio/stdio-users.js';
-import { DEFAULT_STDIO_PATH } from './registry/stdio-policy.js';
+import { sharedUserWarning, stdioAccessCheck, StdioUsers } from './stdio/stdio-users.js';
 import { IndexCalls } from './storage/index-calls.js';
-import { MemoryIndexStore } from './storage/memory-index-store.js';
 import { RecordStore } from './storage/records.js';
+import type { Logger } from './util/logger.js';
 import { SecretBox } from './util/secret-box.js';
 import { ConnectionPool } from './toolcalls/connection-pool.js';
 import { ToolCallExpiry } from './toolcalls/tool-call-expiry.js';
 import { ToolCallLog } from './toolcalls/tool-call-log.js';
-import { checkOption, positiveNumber } from './util/options.js';
 import { ToolService } from './toolcalls/tool-service.js';
-import { ListingCache, resolveListings } from './toolcalls/listings.js';
+import { ListingCache } from './toolcalls/listings.js';
 import { createWebhooks, type WebhooksApi, type WebhooksOptions } from './webhooks/service.js';
 
 /**
@@ -66,7 +63,8 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
   ready(): Promise<void>;
   /**
    * Ends every stdio process and outgoing connection, and what else the fleet started (the webhook worker: deliveries
-   * not yet sent stay in the outbox). Storage passed in stays open. Calling it again waits for the same close.
+   * not yet sent stay in the outbox), and the store it made itself when none was passed. A store passed as `store`
+   * stays open: it is the embedder's to close, after the fleet. Calling it again waits for the same close.
    */
   close(): Promise<void>;
 }
@@ -84,22 +82,23 @@ export function createFleet(options: FleetOptions & { webhooks: false }): Fleet<
 export function createFleet(options?: FleetOptions & { webhooks?: WebhooksOptions }): Fleet<WebhooksApi>;
 export function createFleet(options?: FleetOptions): Fleet;
 export function createFleet(options: FleetOptions = {}): Fleet {
-  const { storage, prefix, bodyLimit, now, onError, stdioCommands, stdioUsers: stdioUserMode, allowPrivateNetworks, monitor: monitorOptions, quotas } = resolveOptions(options);
+  const resolved = resolveOptions(options);
+  const { store, prefix, bodyLimit, now, onError, logger, allowPrivateNetworks, quotas, stdio, toolCalls } = resolved;
   /** A failure of work no request waits for (a listener, a delivery round, a monitor round): told to `onError`. */
   const background = (method: string, message: string, path = '-') => (cause: unknown) =>
     onError(new FleetError('INTERNAL_ERROR', { message, cause }), { requestId: '-', method, path });
 
   // Checked before anything starts: missing files throw here.
-  const dashboard = options.dashboard ? createDashboard(options.dashboard === true ? {} : options.dashboard) : undefined;
-  const records = new RecordStore(storage, options.keyPrefix ?? 'mcp-fleet:');
-  const secretBox = new SecretBox({ current: options.encryptionKey, previous: options.previousKeys });
-  if (secretBox.current === undefined) warnPlaintext(options.logger);
+  const dashboard = resolved.dashboard === undefined ? undefined : createDashboard(resolved.dashboard);
+  const records = new RecordStore(store.records, store.keyPrefix ?? 'mcp-fleet:');
+  const secretBox = new SecretBox(resolved.secrets);
+  if (secretBox.current === undefined) warnPlaintext(logger);
   const started = secretBox.startCheck(() => checkStoreKeys(records, secretBox));
-  const index = new IndexCalls(options.index ?? new MemoryIndexStore({ now }));
+  const index = new IndexCalls(store.index);
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
-  const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: options.maxUpstreamBytes });
+  const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: resolved.maxUpstreamBytes });
   const webhooks =
-    options.webhooks === false
+    resolved.webhooks === undefined
       ? undefined
       : createWebhooks(
           {
@@ -112,50 +111,46 @@ export function createFleet(options: FleetOptions = {}): Fleet {
             maxPerAccount: quotas.webhooksPerAccount,
             secrets: secretBox,
           },
-          options.webhooks,
+          resolved.webhooks,
         );
   const changes = new ChangeWriter(events, webhooks?.outbox);
-  const validator = new ServerValidator({ requireTls: options.requireTls ?? false, stdioCommands, stdioEnvAllow: options.stdio?.envAllow });
+  const validator = new ServerValidator({ requireTls: resolved.requireTls, stdioCommands: stdio.commands, stdioEnvAllow: stdio.envAllow });
   // Each account's stdio children run as a user of its own (docs/security.md), which must reach their files.
-  const stdioPath = options.stdio?.path ?? DEFAULT_STDIO_PATH;
-  const stdioUsers = new StdioUsers({ index, records, mode: stdioUserMode, homes: options.stdio?.homes ?? defaultHomes() });
-  const checkStdio = stdioCommands.length === 0 ? undefined : stdioAccessCheck(stdioUsers, stdioPath);
-  if (stdioCommands.length > 0) warnSharedUser(options.logger, sharedUserWarning(stdioUserMode));
+  const stdioUsers = new StdioUsers({ index, records, mode: stdio.users, homes: stdio.homes });
+  const checkStdio = stdio.commands.length === 0 ? undefined : stdioAccessCheck(stdioUsers, stdio.path);
+  if (stdio.commands.length > 0) warnSharedUser(logger, sharedUserWarning(stdio.users));
   const registry = new ServerRegistry({ records, index, validator, now, claimGraceMs: CLAIM_GRACE_MS, changes, secrets: secretBox, maxPerAccount: quotas.serversPerAccount, checkStdio });
   const secrets = createSecrets({ records, box: secretBox, registry, webhooks });
 
-  const { maxProcessesPerAccount, idleTimeoutMs, wrap } = options.stdio ?? {};
   const supervisor = createStdioSupervisor({
-    commands: stdioCommands,
-    maxProcessesPerAccount,
-    idleTimeoutMs,
-    wrap,
+    commands: stdio.commands,
+    maxProcessesPerAccount: stdio.maxProcessesPerAccount,
+    idleTimeoutMs: stdio.idleTimeoutMs,
+    wrap: stdio.wrap,
     userOf: (account) => stdioUsers.userOf(account),
-    path: stdioPath,
+    path: stdio.path,
     now,
-    onContainment: (kind, description) => logContainment(options.logger, kind, description),
+    onContainment: (kind, description) => logContainment(logger, kind, description),
   });
   const tokens = new MemoryTokenCache();
   const healthLog = new HealthLog(records, now);
-  const listingLimits = resolveListings(options.listings, outbound.maxResponseBytes);
+  const listingLimits = resolved.listings;
   const pool = new ConnectionPool(
-    { fetch: outbound, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, options.maxUpstreamBytes) },
-    { ...(options.toolCalls?.idleMs === undefined ? {} : { idleMs: options.toolCalls.idleMs }), maxListChangedPerMinute: listingLimits.maxListChangedPerMinute },
+    { fetch: outbound, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, resolved.maxUpstreamBytes) },
+    { ...(toolCalls.idleMs === undefined ? {} : { idleMs: toolCalls.idleMs }), maxListChangedPerMinute: listingLimits.maxListChangedPerMinute },
   );
   const listings = new ListingCache({ now, limits: listingLimits });
-  const prober = options.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
+  const prober = resolved.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
   const health = new HealthService({ registry, log: healthLog, prober, now });
   healthLog.follow(events);
   pool.follow(events);
   listings.follow(events);
   stopWithServers(supervisor, events);
 
-  const { record, backoff, maxTotalMs, maxConcurrentPerAccount, retentionDays = 30, expirySweepMs = 60_000 } = options.toolCalls ?? {};
-  checkOption('toolCalls.retentionDays', retentionDays, positiveNumber);
-  checkOption('toolCalls.expirySweepMs', expirySweepMs, positiveNumber);
-  const toolCallLog = new ToolCallLog(records, index, changes, { retentionMs: retentionDays * 86_400_000, now });
+  const { record, backoff, maxTotalMs, maxConcurrentPerAccount } = toolCalls;
+  const toolCallLog = new ToolCallLog(records, index, changes, { retentionMs: toolCalls.retentionMs, now });
   const expiry = new ToolCallExpiry(toolCallLog, {
-    intervalMs: expirySweepMs,
+    intervalMs: toolCalls.expirySweepMs,
     batch: 200,
     maxBatches: 10,
     onError: background('TOOL_CALLS', 'A sweep of expired tool calls failed.'),
@@ -164,27 +159,25 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, listings, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
   const routes = buildRoutes(operations);
-  const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? {}, now, operationLimits(routes));
-  const limiterStore = options.rateLimit === false ? undefined : options.rateLimit?.store;
+  const limiter = resolved.rateLimit === undefined ? undefined : new RateLimiter({ ...resolved.rateLimit, store: store.rateLimits }, now, operationLimits(routes));
   const monitor =
-    monitorOptions === undefined
+    resolved.monitor === undefined
       ? undefined
       : new HealthMonitor(
           {
             registry,
             health,
-            leases: monitorOptions.leases ?? limiterStore ?? new MemoryRateLimitStore({ now }),
+            leases: store.leases,
             now,
             onError: background('MONITOR', 'A health monitor round failed.'),
           },
-          monitorOptions,
+          resolved.monitor,
         );
   monitor?.start();
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
-  const { logger } = options;
   const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
   const mcp =
-    options.mcp === false
+    resolved.mcp === undefined
       ? undefined
       : new McpEndpoint(
           {
@@ -198,9 +191,9 @@ export function createFleet(options: FleetOptions = {}): Fleet {
             bodyLimit,
             onError: (cause) => background('MCP', 'An MCP endpoint session record could not be written.')(cause),
           },
-          options.mcp,
+          resolved.mcp,
         );
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: options.authenticate, limiter, onError, onRequest, now, dashboard, mcp });
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: resolved.authenticate, limiter, onError, onRequest, now, dashboard, mcp });
 
   let closing: Promise<void> | undefined;
   const close = async () => {
@@ -215,6 +208,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     await outbound.dispatcher.close();
     await limiter?.close();
     await keys.close();
+    // The store the fleet made for itself; one passed in is the embedder's, and stays open.
+    if (resolved.ownsStore) await store.close();
   };
   const ready = () =>
     started.then((error) => {
@@ -226,7 +221,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
 let warnedOnConsole = false;
 
 /** Once per fleet through `logger`; on the console (no logger) once per process, which may start many fleets. */
-function warnPlaintext(logger: FleetOptions['logger']): void {
+function warnPlaintext(logger: Logger | undefined): void {
   const message =
     'mcp-fleet: WARNING: secrets (server tokens and client secrets, stdio env values, webhook secrets) are stored in plaintext: set the encryptionKey option (reference server: MCP_FLEET_ENCRYPTION_KEY) to encrypt them';
   if (logger !== undefined) logger.warn({}, message);
@@ -237,14 +232,14 @@ function warnPlaintext(logger: FleetOptions['logger']): void {
 }
 
 /** Once per fleet, at the first stdio spawn: which containment holds the processes' trees (info), or a warning when only the group does. */
-function logContainment(logger: FleetOptions['logger'], kind: ContainmentKind, description: string): void {
+function logContainment(logger: Logger | undefined, kind: ContainmentKind, description: string): void {
   const message = `mcp-fleet: stdio containment: ${description}`;
   if (kind !== 'process-group') logger?.info({ containment: kind }, message);
   else if (logger !== undefined) logger.warn({ containment: kind }, `${message} (a process that calls setsid may outlive its server until its account has no stdio process left)`);
   else console.warn(`${message} (a process that calls setsid may outlive its server until its account has no stdio process left)`);
 }
 
-function warnSharedUser(logger: FleetOptions['logger'], message: string | undefined): void {
+function warnSharedUser(logger: Logger | undefined, message: string | undefined): void {
   if (message === undefined) return;
   if (logger !== undefined) logger.warn({}, message);
   else console.warn(message);

@@ -8,11 +8,12 @@ import { describe, expectTypeOf, it } from 'vitest';
 import { createFleet, type Fleet } from './fleet.js';
 import type { FleetOptions } from './options.js';
 import type { WebhooksApi } from './webhooks/service.js';
+import { createMemoryStore } from './storage/fleet-store.js';
 
 describe('createFleet types fleet.webhooks from its options', () => {
   it('present without options, with options that leave webhooks out, and with webhook options', async () => {
     const bare = createFleet();
-    const stored = createFleet({ storage: new Keyv({ throwOnErrors: true }), prefix: '/api' });
+    const stored = createFleet({ store: createMemoryStore({ records: new Keyv({ throwOnErrors: true }) }), prefix: '/api' });
     const tuned = createFleet({ webhooks: { worker: false } });
     expectTypeOf(bare.webhooks).toEqualTypeOf<WebhooksApi>();
     expectTypeOf(stored.webhooks).toEqualTypeOf<WebhooksApi>();

@@ -3,7 +3,7 @@
 // adapters: `@mcp-fleet/core/node`; store authors: `@mcp-fleet/core/testing`. See docs/architecture.md.
 
 export { createFleet, type Fleet } from './fleet.js';
-export type { FleetOptions, QuotasOptions, ToolCallsOptions } from './options.js';
+export type { FleetOptions, FleetRateLimitOptions, QuotasOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
 export type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
@@ -85,7 +85,9 @@ export {
   type WebhookVerificationError,
 } from './webhooks/index.js';
 
-// Ports and their memory implementations.
+// The store (every port, as one object) and the ports with their memory implementations.
+export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './storage/fleet-store.js';
+export type { LeaseStore } from './health/monitor.js';
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
 export { createMemoryStorage, markStorePrefixed } from './storage/records.js';

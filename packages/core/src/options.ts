@@ -1,39 +1,32 @@
 import type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 import { readFileSync } from 'node:fs';
-import type Keyv from 'keyv';
 import type { Authenticate, ErrorHook } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
 import type { DashboardOptions } from './http/dashboard.js';
+import { DEFAULT_MAX_UPSTREAM_BYTES } from './net/guarded-fetch.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
 import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
-import type { StdioCommandRule } from './registry/stdio-policy.js';
-import type { StdioUserMode } from './stdio/stdio-users.js';
-import type { IndexStore } from './storage/index-store.js';
-import { createMemoryStorage } from './storage/records.js';
+import { DEFAULT_STDIO_PATH, type StdioCommandRule } from './registry/stdio-policy.js';
+import { defaultHomes, type StdioUserMode } from './stdio/stdio-users.js';
+import { createMemoryStore, type FleetStore } from './storage/fleet-store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
-import type { ListingsOptions } from './toolcalls/listings.js';
+import { type ListingsOptions, type ResolvedListings, resolveListings } from './toolcalls/listings.js';
 import type { Logger } from './util/logger.js';
-import { checkOption, integerIn, positiveInteger } from './util/options.js';
+import { checkOption, integerIn, positiveInteger, positiveNumber } from './util/options.js';
 import type { WebhooksOptions } from './webhooks/service.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT } from './webhooks/subscriptions.js';
 
 export interface FleetOptions {
   /**
-   * Where records live: any Keyv, created with `throwOnErrors: true` so that a storage outage is answered
-   * 503 instead of looking like missing data. Every key mcp-fleet writes starts with `keyPrefix`.
-   * @default an in-memory Keyv that keeps records as objects (nothing survives a restart)
+   * Everything the fleet stores, as one object (docs/configuration.md, "Store"): `createMemoryStore()`,
+   * `createSqliteStore(…)` from `@mcp-fleet/sqlite`, `createRedisStore(…)` from `@mcp-fleet/redis`, or a store of
+   * your own. A store passed here is yours: `fleet.close()` leaves it open; close it after the fleet.
+   * @default a `createMemoryStore()` of the fleet's own (nothing survives a restart), closed by `fleet.close()`
    */
-  storage?: Keyv;
-  /**
-   * The atomic side of storage: name claims and ordered listings. Must be as durable as `storage`.
-   * @default a MemoryIndexStore
-   */
-  index?: IndexStore;
-  /** Prefix of every key mcp-fleet writes to `storage`, so it never touches the host's own keys. @default 'mcp-fleet:' */
-  keyPrefix?: string;
+  store?: FleetStore;
   /** Mount point that `handle` strips when the adapter gives no path. @default '/v1' */
   prefix?: string;
   /** Largest request body in bytes; larger ones get 413 before parsing. @default 65536 */
@@ -56,7 +49,7 @@ export interface FleetOptions {
     user?: string | { uid: number; gid: number } | false;
     /**
      * Running as root, each account's children run as a uid (and gid) of that account's own, drawn from this range
-     * and kept in `index`, so that every process and restart agrees; children of two accounts cannot read each
+     * and kept in the store, so that every process and restart agrees; children of two accounts cannot read each
      * other's `/proc/<pid>/environ` nor signal each other. The uids need no `/etc/passwd` entry; pick a range no
      * other user of the host has. @default { from: 200000, to: 265535 }
      */
@@ -110,15 +103,15 @@ export interface FleetOptions {
   /** Replaces the health probe (tests, or a probe of your own). @default a real MCP exchange over the server's transport */
   prober?: Prober;
   /**
-   * Probes every server in the background, once per interval; with several processes sharing `monitor.leases` (or
-   * the rate limiter's store), each server is probed by one of them. `true` for the defaults. @default false (off)
+   * Probes every server in the background, once per interval; with several processes sharing a store whose `leases`
+   * are shared (Redis), each server is probed by one of them. `true` for the defaults. @default false (off)
    */
   monitor?: boolean | HealthMonitorOptions;
   /**
-   * Rate limits per account (operation and tier, per minute) and per client address for 401s; `false` turns them
-   * off. See docs/rate-limits.md. @default {} (on, the contract's limits, counted in memory)
+   * Rate limits per account (operation and tier, per minute) and per client address for 401s, counted in the store's
+   * `rateLimits`; `false` turns them off. See docs/rate-limits.md. @default {} (on, the contract's limits)
    */
-  rateLimit?: RateLimitOptions | false;
+  rateLimit?: FleetRateLimitOptions | false;
   /** Replaces the built-in API key check. @default the API keys issued through `fleet.keys` */
   authenticate?: Authenticate;
   /**
@@ -131,7 +124,7 @@ export interface FleetOptions {
   /** Sees every 5xx error, with its cause, before it is answered. @default logs through `logger` (see there) */
   onError?: ErrorHook;
   /**
-   * Webhooks (docs/webhooks.md): subscriptions, a durable outbox in `storage`/`index`, and a delivery worker in
+   * Webhooks (docs/webhooks.md): subscriptions, a durable outbox in the `store`, and a delivery worker in
    * this process. `false` turns the feature off (no routes, no events staged). See docs/webhooks.md.
    * @default {} (on, with the worker)
    */
@@ -140,7 +133,7 @@ export interface FleetOptions {
   toolCalls?: ToolCallsOptions;
   /**
    * How many of each resource an account may hold; beyond, a create answers 409 `QUOTA_EXCEEDED`. Held by the store's
-   * atomic commit, so across every process sharing `storage` and `index`.
+   * atomic commit, so across every process sharing the `store`.
    */
   quotas?: QuotasOptions;
   /**
@@ -197,19 +190,59 @@ export interface ToolCallsOptions {
   expirySweepMs?: number;
 }
 
-/** The options `createFleet` checked, with their defaults filled in. Misconfiguration throws here, at start. */
+/** The rate limiter's options in a fleet: its counters are the store's `rateLimits`. */
+export type FleetRateLimitOptions = Omit<RateLimitOptions, 'store'>;
+
+/**
+ * The options `createFleet` checked, with their defaults filled in, one group per capability: `fleet.ts` reads these
+ * and never `FleetOptions`. Misconfiguration throws here, at start, with a TypeError naming the option.
+ */
 export interface ResolvedOptions {
-  storage: Keyv;
+  store: FleetStore;
+  /** The fleet made `store` itself (none was passed): `fleet.close()` closes it. */
+  ownsStore: boolean;
   prefix: string;
   bodyLimit: number;
   now: () => number;
+  logger: Logger | undefined;
   onError: ErrorHook;
-  stdioCommands: readonly StdioCommandRule[];
-  /** Who stdio children run as: a uid per account, or one shared user. */
-  stdioUsers: StdioUserMode;
+  authenticate: Authenticate | undefined;
+  /** `undefined`: no dashboard. */
+  dashboard: DashboardOptions | undefined;
+  secrets: { current: Uint8Array | string | undefined; previous: readonly (Uint8Array | string)[] | undefined };
+  requireTls: boolean;
   allowPrivateNetworks: boolean | readonly string[];
+  maxUpstreamBytes: number;
+  listings: ResolvedListings;
+  prober: Prober | undefined;
+  stdio: ResolvedStdio;
+  toolCalls: ResolvedToolCalls;
+  /** `undefined`: the monitor is off. */
   monitor: HealthMonitorOptions | undefined;
+  /** `undefined`: rate limits are off. */
+  rateLimit: FleetRateLimitOptions | undefined;
+  /** `undefined`: webhooks are off. Their own options are checked by `createWebhooks`. */
+  webhooks: WebhooksOptions | undefined;
+  /** `undefined`: the MCP endpoint is off. Its own options are checked by `McpEndpoint`. */
+  mcp: McpEndpointOptions | undefined;
   quotas: Required<QuotasOptions>;
+}
+
+export interface ResolvedStdio {
+  commands: readonly StdioCommandRule[];
+  /** Who stdio children run as: a uid per account, or one shared user. */
+  users: StdioUserMode;
+  envAllow: readonly string[] | undefined;
+  path: string;
+  homes: string;
+  maxProcessesPerAccount: number | undefined;
+  idleTimeoutMs: number | undefined;
+  wrap: NonNullable<FleetOptions['stdio']>['wrap'];
+}
+
+export interface ResolvedToolCalls extends Omit<ToolCallsOptions, 'retentionDays' | 'expirySweepMs'> {
+  retentionMs: number;
+  expirySweepMs: number;
 }
 
 /**
@@ -231,26 +264,84 @@ function loggedError(logger: Logger): ErrorHook {
 }
 
 export function resolveOptions(options: FleetOptions): ResolvedOptions {
-  const storage = options.storage ?? createMemoryStorage();
-  if (!storage.throwOnErrors) {
+  refuseRemovedOptions(options);
+  if (options.store !== undefined && !options.store.records.throwOnErrors) {
     throw new TypeError(
-      'mcp-fleet: create the Keyv passed as `storage` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
+      'mcp-fleet: create the Keyv of the store\'s `records` with `{ throwOnErrors: true }`; otherwise a storage outage would look like missing data.',
     );
   }
-  return {
-    storage,
+  const now = options.now ?? Date.now;
+  const maxUpstreamBytes = checkOption('maxUpstreamBytes', options.maxUpstreamBytes ?? DEFAULT_MAX_UPSTREAM_BYTES, positiveInteger);
+  const resolved: Omit<ResolvedOptions, 'store' | 'ownsStore'> = {
     prefix: normalizePrefix(options.prefix ?? '/v1'),
     bodyLimit: checkOption('bodyLimit', options.bodyLimit ?? DEFAULT_BODY_LIMIT, positiveInteger),
-    now: options.now ?? Date.now,
+    now,
+    logger: options.logger,
     onError: options.onError ?? (options.logger === undefined ? defaultOnError : loggedError(options.logger)),
-    stdioCommands: options.stdio?.commands ?? [],
-    stdioUsers: resolveStdioUsers(options.stdio ?? {}),
+    authenticate: options.authenticate,
+    dashboard: options.dashboard ? (options.dashboard === true ? {} : options.dashboard) : undefined,
+    secrets: { current: options.encryptionKey, previous: options.previousKeys },
+    requireTls: options.requireTls ?? false,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    maxUpstreamBytes,
+    listings: resolveListings(options.listings, maxUpstreamBytes),
+    prober: options.prober,
+    stdio: resolveStdio(options.stdio ?? {}),
+    toolCalls: resolveToolCalls(options.toolCalls ?? {}),
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
+    rateLimit: options.rateLimit === false ? undefined : (options.rateLimit ?? {}),
+    webhooks: options.webhooks === false ? undefined : (options.webhooks ?? {}),
+    mcp: options.mcp === false ? undefined : (options.mcp ?? {}),
     quotas: {
       serversPerAccount: checkOption('quotas.serversPerAccount', options.quotas?.serversPerAccount ?? DEFAULT_SERVERS_PER_ACCOUNT, positiveInteger),
       webhooksPerAccount: checkOption('quotas.webhooksPerAccount', options.quotas?.webhooksPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT, positiveInteger),
     },
+  };
+  // Last, once every option passed: a refused configuration leaves nothing open.
+  return { ...resolved, store: options.store ?? createMemoryStore({ now }), ownsStore: options.store === undefined };
+}
+
+/**
+ * The storage options before the store seam, each with what to write instead (docs/upgrading.md). A JavaScript
+ * caller, or one past a cast, would otherwise have them ignored without a word and the fleet would run in memory.
+ */
+function refuseRemovedOptions(options: FleetOptions): void {
+  const given = options as Record<string, unknown>;
+  const removed: [boolean, string][] = [
+    [given.storage !== undefined, '`storage` is gone: pass `store: createMemoryStore({ records: yourKeyv })`, or the store of your package (`createSqliteStore`, `createRedisStore`) as `store`'],
+    [given.index !== undefined, '`index` is gone: the index is the store\'s (`store.index`); pass the whole store as `store`'],
+    [given.keyPrefix !== undefined, '`keyPrefix` is gone: it is the store\'s, e.g. `store: createMemoryStore({ records, keyPrefix })` or `createRedisStore({ url, keyPrefix })`'],
+    [
+      typeof options.rateLimit === 'object' && (options.rateLimit as Record<string, unknown>).store !== undefined,
+      '`rateLimit.store` is gone: rate-limit counters are the store\'s (`store.rateLimits`); pass the whole store as `store`',
+    ],
+    [
+      typeof options.monitor === 'object' && (options.monitor as Record<string, unknown>).leases !== undefined,
+      '`monitor.leases` is gone: leases are the store\'s (`store.leases`); pass the whole store as `store`',
+    ],
+  ];
+  for (const [present, message] of removed) if (present) throw new TypeError(`mcp-fleet: ${message} (docs/upgrading.md)`);
+}
+
+function resolveStdio(stdio: NonNullable<FleetOptions['stdio']>): ResolvedStdio {
+  return {
+    commands: stdio.commands ?? [],
+    users: resolveStdioUsers(stdio),
+    envAllow: stdio.envAllow,
+    path: stdio.path ?? DEFAULT_STDIO_PATH,
+    homes: stdio.homes ?? defaultHomes(),
+    maxProcessesPerAccount: stdio.maxProcessesPerAccount,
+    idleTimeoutMs: stdio.idleTimeoutMs,
+    wrap: stdio.wrap,
+  };
+}
+
+function resolveToolCalls(toolCalls: ToolCallsOptions): ResolvedToolCalls {
+  const { retentionDays = 30, expirySweepMs = 60_000, ...rest } = toolCalls;
+  return {
+    ...rest,
+    retentionMs: checkOption('toolCalls.retentionDays', retentionDays, positiveNumber) * 86_400_000,
+    expirySweepMs: checkOption('toolCalls.expirySweepMs', expirySweepMs, positiveNumber),
   };
 }
 

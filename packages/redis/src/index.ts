@@ -1,4 +1,4 @@
-import { markStorePrefixed } from '@mcp-fleet/core';
+import type { FleetStore } from '@mcp-fleet/core';
 import { createClient } from '@redis/client';
 import Keyv from 'keyv';
 import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, withDeadline } from './commands.js';
@@ -10,13 +10,13 @@ export { DEFAULT_KEY_PREFIX, RedisTimeoutError, type RedisCommandClient } from '
 export { RedisIndexStore, type RedisIndexStoreOptions } from './redis-index-store.js';
 export { RedisRateLimitStore, type RedisRateLimitStoreOptions } from './redis-rate-limit-store.js';
 
-export interface RedisStorageOptions {
+export interface RedisStoreOptions {
   /** `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS. */
   url: string;
   /**
    * Every key written starts with it: records are `keyPrefix + key`, the index lives under `keyPrefix + 'index:'`
-   * and rate-limit counters under `keyPrefix + 'ratelimit:'`. It is the only prefix: a fleet over this storage does
-   * not add its own `keyPrefix`, so a server record is `mcp-fleet:server:srv_…`. @default 'mcp-fleet:'
+   * and rate-limit counters and leases under `keyPrefix + 'ratelimit:'`. It is the only prefix: the store's own
+   * `keyPrefix` is `''`, so a fleet adds none and a server record is `mcp-fleet:server:srv_…`. @default 'mcp-fleet:'
    */
   keyPrefix?: string;
   /** How long connecting may take, in ms (the first time and every reconnect attempt). @default 2000 */
@@ -35,14 +35,15 @@ export interface RedisStorageOptions {
 }
 
 /** Everything `createFleet` stores, over one Redis connection, plus `close`. */
-export interface RedisStorage {
-  /**
-   * Records, through `@keyv/redis`, with `throwOnErrors: true`; marked as prefixing its keys itself
-   * (`markStorePrefixed`), so that `createFleet` does not prefix them again.
-   */
-  storage: Keyv;
-  index: RedisIndexStore;
-  rateLimits: RedisRateLimitStore;
+export interface RedisStore extends FleetStore {
+  /** Records, through the store's Keyv adapter, with `throwOnErrors: true`; every key under `keyPrefix`. */
+  readonly records: Keyv;
+  /** `''`: the records' adapter puts the store's `keyPrefix` before every key itself. */
+  readonly keyPrefix: '';
+  readonly index: RedisIndexStore;
+  readonly rateLimits: RedisRateLimitStore;
+  /** The rate-limit counters: a lease is a counter of limit 1, so every process on this Redis shares them. */
+  readonly leases: RedisRateLimitStore;
   /** Closes the stores and the connection. Idempotent. */
   close(): Promise<void>;
 }
@@ -54,10 +55,10 @@ function inspectUrl(url: string): { address: string; secrets: string[] } {
     parsed = new URL(url);
   } catch {
     // URL's own error carries the input, password included.
-    throw new TypeError('createRedisStorage: url is not a URL; expected redis://host:port or rediss://host:port');
+    throw new TypeError('createRedisStore: url is not a URL; expected redis://host:port or rediss://host:port');
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new TypeError('createRedisStorage: url must start with redis:// or rediss://');
+    throw new TypeError('createRedisStore: url must start with redis:// or rediss://');
   }
   let decoded = parsed.password;
   try {
@@ -76,20 +77,20 @@ function reasonOf(error: unknown, secrets: readonly string[]): string {
 }
 
 /**
- * Connects to Redis and gives records, the index and the rate-limit counters of mcp-fleet, all over one
- * connection. Rejects when Redis cannot be reached within `connectTimeout`; the message names host and port, never
+ * Connects to Redis and gives the store `createFleet` takes: records, the index, rate-limit counters and leases, all
+ * over one connection, shared by every process that opens the same Redis with the same `keyPrefix`. Rejects when Redis cannot be reached within `connectTimeout`; the message names host and port, never
  * the password.
  *
  * While running, a lost connection is retried in the background (at most 2 s apart); meanwhile every call
  * rejects at once instead of queueing, and a call whose answer does not come within `commandTimeout` rejects too.
  *
  * ```ts
- * const redis = await createRedisStorage({ url: process.env.REDIS_URL! });
- * const fleet = createFleet({ storage: redis.storage, index: redis.index });
- * // on shutdown: await fleet.close(); await redis.close();
+ * const store = await createRedisStore({ url: process.env.REDIS_URL! });
+ * const fleet = createFleet({ store });
+ * // on shutdown: await fleet.close(); await store.close();
  * ```
  */
-export async function createRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
+export async function createRedisStore(options: RedisStoreOptions): Promise<RedisStore> {
   const { address, secrets } = inspectUrl(options.url);
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const connectTimeout = checkTimeout('connectTimeout', options.connectTimeout ?? DEFAULT_TIMEOUT_MS);
@@ -121,7 +122,7 @@ export async function createRedisStorage(options: RedisStorageOptions): Promise<
   connected = true;
 
   const adapter = new RedisRecordAdapter(client, commandTimeout);
-  const storage = markStorePrefixed(new Keyv({ store: adapter, namespace: '', throwOnErrors: true }));
+  const records = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
   // After Keyv, which resets the adapter's namespace: the adapter prefixes keys with it, separated by nothing.
   adapter.namespace = keyPrefix;
   const index = new RedisIndexStore({ client, keyPrefix, now: options.now, commandTimeout });
@@ -140,5 +141,5 @@ export async function createRedisStorage(options: RedisStorageOptions): Promise<
       client.unref();
     }
   };
-  return { storage, index, rateLimits, close: () => (closing ??= close()) };
+  return { records, keyPrefix: '', index, rateLimits, leases: rateLimits, close: () => (closing ??= close()) };
 }

@@ -2,7 +2,7 @@ import type { IndexStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { indexStoreContract } from '@mcp-fleet/core/testing';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
-import { createRedisStorage, RedisIndexStore, type RedisStorage } from './index.js';
+import { createRedisStore, RedisIndexStore, type RedisStore } from './index.js';
 
 const skip = withoutRedis('RedisIndexStore');
 const url = REDIS_URL as string;
@@ -21,7 +21,7 @@ afterAll(async () => {
 
 /** The index of a storage of its own, whose close also closes the connection the contract opened. */
 async function openIndex(keyPrefix: string, now?: () => number): Promise<IndexStore> {
-  const redis = await createRedisStorage({ url, keyPrefix, now });
+  const redis = await createRedisStore({ url, keyPrefix, now });
   const { index } = redis;
   return {
     commit: (tx) => index.commit(tx),
@@ -46,12 +46,12 @@ describe.skipIf(skip)('RedisIndexStore on a real Redis', () => {
   );
 
   describe('beyond the contract', () => {
-    const toClose: RedisStorage[] = [];
+    const toClose: RedisStore[] = [];
     afterEach(async () => {
       for (const r of toClose.splice(0)) await r.close();
     });
     const open = async (keyPrefix: string, now?: () => number) => {
-      const r = await createRedisStorage({ url, keyPrefix, now });
+      const r = await createRedisStore({ url, keyPrefix, now });
       toClose.push(r);
       return r;
     };

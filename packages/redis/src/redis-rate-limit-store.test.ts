@@ -4,7 +4,7 @@ import type { RateLimitStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
-import { createRedisStorage, RedisRateLimitStore, type RedisStorage } from './index.js';
+import { createRedisStore, RedisRateLimitStore, type RedisStore } from './index.js';
 
 const skip = withoutRedis('RedisRateLimitStore');
 const url = REDIS_URL as string;
@@ -16,7 +16,7 @@ afterAll(async () => {
 
 /** The counters of a storage of its own, whose close also closes the connection. */
 async function openCounters(keyPrefix: string): Promise<RateLimitStore> {
-  const redis = await createRedisStorage({ url, keyPrefix });
+  const redis = await createRedisStore({ url, keyPrefix });
   return { consume: (counters, expiresAt, cost) => redis.rateLimits.consume(counters, expiresAt, cost), close: redis.close };
 }
 
@@ -25,12 +25,12 @@ describe.skipIf(skip)('RedisRateLimitStore on a real Redis', () => {
   rateLimitStoreContract('RedisRateLimitStore', () => openCounters(PREFIX));
 
   describe('beyond the contract', () => {
-    const toClose: RedisStorage[] = [];
+    const toClose: RedisStore[] = [];
     afterEach(async () => {
       for (const r of toClose.splice(0)) await r.close();
     });
     const open = async (keyPrefix = PREFIX) => {
-      const r = await createRedisStorage({ url, keyPrefix });
+      const r = await createRedisStore({ url, keyPrefix });
       toClose.push(r);
       return r;
     };
@@ -103,9 +103,9 @@ describe.skipIf(skip)('RedisRateLimitStore on a real Redis', () => {
     const perProcess = 30;
     const start = Date.now() + 1500;
     const script = `
-      const { createRedisStorage } = await import(process.argv[1]);
+      const { createRedisStore } = await import(process.argv[1]);
       const [url, keyPrefix, start, rounds, limit, perProcess] = process.argv.slice(2);
-      const redis = await createRedisStorage({ url, keyPrefix });
+      const redis = await createRedisStore({ url, keyPrefix });
       while (Date.now() < Number(start)) {}
       const admitted = [];
       for (let round = 0; round < Number(rounds); round++) {

@@ -3,7 +3,7 @@ import type { KeyvEntry } from 'keyv';
 import { withDeadline } from './commands.js';
 
 /**
- * `@keyv/redis` over a client that `createRedisStorage` owns, with two changes: every call has a deadline (a sent
+ * `@keyv/redis` over a client that `createRedisStore` owns, with two changes: every call has a deadline (a sent
  * command is otherwise awaited forever when the server stops answering), and after `close` calls reject instead of
  * reconnecting (the adapter connects a closed client again on its next call).
  */

@@ -4,13 +4,13 @@ import { readFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createFleet } from '@mcp-fleet/core';
+import { createFleet, createMemoryStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
-import { createRedisStorage, type RedisStorage, type RedisStorageOptions } from './index.js';
+import { createRedisStore, type RedisStore, type RedisStoreOptions } from './index.js';
 
 const run = promisify(execFile);
-const skip = withoutRedis('createRedisStorage');
+const skip = withoutRedis('createRedisStore');
 const url = REDIS_URL as string;
 const PREFIX = uniquePrefix('storage');
 /** The upgrade note's rename runs through redis-cli; without it that test skips. */
@@ -33,8 +33,8 @@ let cases = 0;
 /** A prefix of its own for each case, under the file's. */
 const casePrefix = () => `${PREFIX}${++cases}:`;
 
-async function open(options: Partial<RedisStorageOptions> = {}): Promise<RedisStorage> {
-  return track(await createRedisStorage({ url, keyPrefix: casePrefix(), ...options }));
+async function open(options: Partial<RedisStoreOptions> = {}): Promise<RedisStore> {
+  return track(await createRedisStore({ url, keyPrefix: casePrefix(), ...options }));
 }
 
 async function timed<T>(work: PromiseLike<T>): Promise<{ ms: number; result: PromiseSettledResult<T> }> {
@@ -120,10 +120,10 @@ class RedisProxy {
   }
 }
 
-describe('createRedisStorage without a server', () => {
+describe('createRedisStore without a server', () => {
   // These need no Redis: they run with or without REDIS_URL.
   it('rejects within about 2 s when nothing listens, naming host and port but never the password', async () => {
-    const { ms, result } = await timed(createRedisStorage({ url: 'redis://:hunter2@127.0.0.1:1' }));
+    const { ms, result } = await timed(createRedisStore({ url: 'redis://:hunter2@127.0.0.1:1' }));
     const error = rejectionOf(result);
     expect(ms).toBeLessThan(3000);
     expect(error.message).toContain('127.0.0.1:1');
@@ -134,7 +134,7 @@ describe('createRedisStorage without a server', () => {
 
   it('rejects at the connect timeout when the server accepts but never answers, default about 2 s', async () => {
     const silent = track(await silentServer());
-    const { ms, result } = await timed(createRedisStorage({ url: `redis://user:hunter2@127.0.0.1:${silent.port}/3` }));
+    const { ms, result } = await timed(createRedisStore({ url: `redis://user:hunter2@127.0.0.1:${silent.port}/3` }));
     const error = rejectionOf(result);
     expect(ms).toBeGreaterThanOrEqual(1900);
     expect(ms).toBeLessThan(3000);
@@ -144,20 +144,20 @@ describe('createRedisStorage without a server', () => {
 
   it('takes a shorter connect timeout', async () => {
     const silent = track(await silentServer());
-    const { ms, result } = await timed(createRedisStorage({ url: `redis://127.0.0.1:${silent.port}`, connectTimeout: 300 }));
+    const { ms, result } = await timed(createRedisStore({ url: `redis://127.0.0.1:${silent.port}`, connectTimeout: 300 }));
     rejectionOf(result);
     expect(ms).toBeLessThan(1000);
   });
 
   it.each(['http://:hunter2@127.0.0.1:6379', 'not a url hunter2', 'redis//:hunter2@127.0.0.1'])('refuses a URL that is not redis:// (%s) without echoing it', async (bad) => {
-    const error = rejectionOf((await timed(createRedisStorage({ url: bad }))).result);
+    const error = rejectionOf((await timed(createRedisStore({ url: bad }))).result);
     expect(error).toBeInstanceOf(TypeError);
     expect(error.message).not.toContain('hunter2');
   });
 
   it('refuses timeouts that are not positive', async () => {
-    await expect(createRedisStorage({ url: 'redis://127.0.0.1:1', connectTimeout: 0 })).rejects.toThrow(TypeError);
-    await expect(createRedisStorage({ url: 'redis://127.0.0.1:1', commandTimeout: -5 })).rejects.toThrow(TypeError);
+    await expect(createRedisStore({ url: 'redis://127.0.0.1:1', connectTimeout: 0 })).rejects.toThrow(TypeError);
+    await expect(createRedisStore({ url: 'redis://127.0.0.1:1', commandTimeout: -5 })).rejects.toThrow(TypeError);
   });
 
   it('importing the package opens no connection', async () => {
@@ -175,37 +175,37 @@ describe('createRedisStorage without a server', () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, built], { timeout: 10_000 });
     expect(JSON.parse(stdout)).toEqual({
       dialed: 0,
-      exports: ['DEFAULT_KEY_PREFIX', 'RedisIndexStore', 'RedisRateLimitStore', 'RedisTimeoutError', 'createRedisStorage'],
+      exports: ['DEFAULT_KEY_PREFIX', 'RedisIndexStore', 'RedisRateLimitStore', 'RedisTimeoutError', 'createRedisStore'],
     });
   });
 });
 
-describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
+describe.skipIf(skip)('createRedisStore on a real Redis', () => {
   it('gives a Keyv whose keys are exactly keyPrefix + key, with throwOnErrors, surviving a new connection', async () => {
     const keyPrefix = casePrefix();
-    const first = await createRedisStorage({ url, keyPrefix });
-    expect(first.storage.throwOnErrors).toBe(true);
-    await first.storage.set('mcp-fleet:probe', { deep: { value: [1, 2, 3] } });
+    const first = await createRedisStore({ url, keyPrefix });
+    expect(first.records.throwOnErrors).toBe(true);
+    await first.records.set('mcp-fleet:probe', { deep: { value: [1, 2, 3] } });
     expect(await keysStartingWith(keyPrefix)).toEqual([`${keyPrefix}mcp-fleet:probe`]);
     await first.close();
     await first.close();
 
-    const second = track(await createRedisStorage({ url, keyPrefix }));
-    expect(await second.storage.get('mcp-fleet:probe')).toEqual({ deep: { value: [1, 2, 3] } });
-    expect(await second.storage.getMany(['mcp-fleet:probe', 'missing'])).toEqual([{ deep: { value: [1, 2, 3] } }, undefined]);
-    expect(await second.storage.has('mcp-fleet:probe')).toBe(true);
-    expect(await second.storage.delete('mcp-fleet:probe')).toBe(true);
-    expect(await second.storage.get('mcp-fleet:probe')).toBeUndefined();
+    const second = track(await createRedisStore({ url, keyPrefix }));
+    expect(await second.records.get('mcp-fleet:probe')).toEqual({ deep: { value: [1, 2, 3] } });
+    expect(await second.records.getMany(['mcp-fleet:probe', 'missing'])).toEqual([{ deep: { value: [1, 2, 3] } }, undefined]);
+    expect(await second.records.has('mcp-fleet:probe')).toBe(true);
+    expect(await second.records.delete('mcp-fleet:probe')).toBe(true);
+    expect(await second.records.get('mcp-fleet:probe')).toBeUndefined();
   });
 
   it('defaults its key prefix to mcp-fleet:', async () => {
     // Its own database keeps the default prefix from meeting anyone's data; only the keys written here are removed.
     const inDb = new URL(url);
     inDb.pathname = '/11';
-    const redis = track(await createRedisStorage({ url: inDb.toString() }));
+    const redis = track(await createRedisStore({ url: inDb.toString() }));
     const key = `probe-${randomBytes(6).toString('hex')}`;
     try {
-      await redis.storage.set(key, 1);
+      await redis.records.set(key, 1);
       await redis.index.commit({ claims: [{ key, owner: 'o' }] });
       await redis.rateLimits.consume([{ key, limit: 1 }], Date.now() + 30_000);
       expect(await keysStartingWith(`mcp-fleet:${key}`, inDb.toString())).toEqual([`mcp-fleet:${key}`]);
@@ -221,10 +221,10 @@ describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
   it('records, index and counters share one connection, named in CLIENT LIST', async () => {
     const clientName = `mcp-fleet-test-${randomBytes(4).toString('hex')}`;
     const redis = await open({ clientName });
-    await redis.storage.set('r', 1);
+    await redis.records.set('r', 1);
     await redis.index.commit({ add: [{ set: 's', member: 'm', score: 1 }] });
     await redis.rateLimits.consume([{ key: 'c', limit: 5 }], Date.now() + 30_000);
-    await redis.storage.get('r');
+    await redis.records.get('r');
     const client = await rawClient();
     try {
       const list = String(await client.sendCommand(['CLIENT', 'LIST']));
@@ -235,10 +235,10 @@ describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
   });
 
   it('after close every call rejects at once instead of connecting again', async () => {
-    const redis = await createRedisStorage({ url, keyPrefix: casePrefix() });
-    await redis.storage.set('k', 'v');
+    const redis = await createRedisStore({ url, keyPrefix: casePrefix() });
+    await redis.records.set('k', 'v');
     await redis.close();
-    for (const call of [() => redis.storage.get('k'), () => redis.storage.set('k', 'w'), () => redis.index.count('s'), () => redis.rateLimits.consume([{ key: 'c', limit: 1 }], Date.now() + 1000)]) {
+    for (const call of [() => redis.records.get('k'), () => redis.records.set('k', 'w'), () => redis.index.count('s'), () => redis.rateLimits.consume([{ key: 'c', limit: 1 }], Date.now() + 1000)]) {
       const { ms, result } = await timed(call());
       rejectionOf(result);
       expect(ms).toBeLessThan(200);
@@ -250,12 +250,12 @@ describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
     await proxy.up();
     const errors: Error[] = [];
     const redis = await open({ url: proxy.url, onError: (error) => errors.push(error) });
-    const fleet = createFleet({ storage: redis.storage, index: redis.index, rateLimit: false });
+    const fleet = createFleet({ store: redis, rateLimit: false });
     const counter = [{ key: 'c', limit: 100 }];
-    await redis.storage.set('k', 'v');
+    await redis.records.set('k', 'v');
     expect(await redis.index.commit({ add: [{ set: 's', member: 'm', score: 1 }] })).toEqual({ ok: true });
     expect((await redis.rateLimits.consume(counter, Date.now() + 60_000)).allowed).toBe(true);
-    const calls = () => [redis.storage.get('k'), redis.storage.set('k', 'w'), redis.index.count('s'), redis.index.commit({ claims: [{ key: 'x', owner: 'o' }] }), redis.rateLimits.consume(counter, Date.now() + 60_000)];
+    const calls = () => [redis.records.get('k'), redis.records.set('k', 'w'), redis.index.count('s'), redis.index.commit({ claims: [{ key: 'x', owner: 'o' }] }), redis.rateLimits.consume(counter, Date.now() + 60_000)];
 
     // Stops answering: the commands are sent and no reply comes. Each call ends at the command timeout (2 s).
     proxy.freeze();
@@ -282,7 +282,7 @@ describe.skipIf(skip)('createRedisStorage on a real Redis', () => {
 
     // Back: the store reconnects by itself (attempts at most about 2 s apart) and every part works again.
     await proxy.up();
-    await vi.waitFor(async () => expect(await redis.storage.get('k')).toBe('v'), { timeout: 6000, interval: 100 });
+    await vi.waitFor(async () => expect(await redis.records.get('k')).toBe('v'), { timeout: 6000, interval: 100 });
     expect(await redis.index.count('s')).toBe(1);
     expect(await redis.index.commit({ claims: [{ key: 'x', owner: 'o' }] })).toEqual({ ok: true });
     expect((await redis.rateLimits.consume(counter, Date.now() + 60_000)).counts).toEqual([2]);
@@ -299,8 +299,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     const redis = await open({ url: proxy.url, onError: () => {} });
     const counters = await open({ url: proxy.url, onError: () => {} });
     // Records stay in memory: only the counter store is taken away.
-    const closed = createFleet({ rateLimit: { store: redis.rateLimits }, onError: () => {} });
-    const open_ = createFleet({ rateLimit: { store: counters.rateLimits, failOpen: true } });
+    const closed = createFleet({ store: { ...createMemoryStore(), rateLimits: redis.rateLimits }, onError: () => {} });
+    const open_ = createFleet({ store: { ...createMemoryStore(), rateLimits: counters.rateLimits }, rateLimit: { failOpen: true } });
     const keys = await Promise.all([closed, open_].map(async (f) => (await f.keys.create({ account: 'acme' }))._unsafeUnwrap().secret));
     const get = (fleet: typeof closed, key: string) =>
       fleet.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${key}` } }));
@@ -319,8 +319,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
 
   it('creates, lists and gets servers, and keeps them for a fleet on a new connection', async () => {
     const keyPrefix = casePrefix();
-    const first = await createRedisStorage({ url, keyPrefix });
-    const fleet1 = createFleet({ storage: first.storage, index: first.index, rateLimit: false });
+    const first = await createRedisStore({ url, keyPrefix });
+    const fleet1 = createFleet({ store: first, rateLimit: false });
     const created = await fleet1.servers.create('acme', server('weather'));
     if (created.isErr()) throw created.error;
     const second = (await fleet1.servers.create('acme', server('search')))._unsafeUnwrap();
@@ -330,8 +330,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     await fleet1.close();
     await first.close();
 
-    const again = track(await createRedisStorage({ url, keyPrefix }));
-    const fleet2 = createFleet({ storage: again.storage, index: again.index, rateLimit: false });
+    const again = track(await createRedisStore({ url, keyPrefix }));
+    const fleet2 = createFleet({ store: again, rateLimit: false });
     expect((await fleet2.servers.get('acme', created.value.id))._unsafeUnwrap().name).toBe('weather');
     expect((await fleet2.servers.list('acme', { page: 2, limit: 1 }))._unsafeUnwrap().data.map((s) => s.id)).toEqual([second.id]);
     expect((await fleet2.servers.create('acme', server('weather')))._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
@@ -341,12 +341,11 @@ describe.skipIf(skip)('a fleet on Redis', () => {
 
   it('a fleet over this storage writes every key under one prefix: no doubled prefix, index and counters as documented', async () => {
     const keyPrefix = casePrefix();
-    const redis = track(await createRedisStorage({ url, keyPrefix }));
+    const redis = track(await createRedisStore({ url, keyPrefix }));
     // A minute ahead, so that the counters' window cannot end (and the counters expire) while the test looks at them.
     const now = Date.now() + 60_000;
     const window = Math.floor(now / 60_000);
-    // `keyPrefix` here too, as a user might pass it: the store's prefix is still the only one.
-    const fleet = createFleet({ ...redis, keyPrefix, rateLimit: { store: redis.rateLimits }, webhooks: false, now: () => now });
+    const fleet = createFleet({ store: redis, webhooks: false, now: () => now });
     const { key: { id: keyId }, secret } = (await fleet.keys.create({ account: 'acme' }))._unsafeUnwrap();
     const response = await fleet.handle(
       new Request('http://x/v1/servers', {
@@ -382,8 +381,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     );
 
     // A fleet on a new connection reads what the first one wrote.
-    const again = track(await createRedisStorage({ url, keyPrefix }));
-    const reopened = createFleet({ ...again, rateLimit: false, webhooks: false });
+    const again = track(await createRedisStore({ url, keyPrefix }));
+    const reopened = createFleet({ store: again, rateLimit: false, webhooks: false });
     expect((await reopened.servers.get('acme', id))._unsafeUnwrap().name).toBe('weather');
     await reopened.close();
   });
@@ -395,8 +394,8 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     expect(documented).toContain("P='mcp-fleet:' F='mcp-fleet:'");
     const command = documented.replace("P='mcp-fleet:'", `P='${keyPrefix}'`);
 
-    const redis = track(await createRedisStorage({ url, keyPrefix }));
-    const fleet = createFleet({ ...redis, rateLimit: false, webhooks: false });
+    const redis = track(await createRedisStore({ url, keyPrefix }));
+    const fleet = createFleet({ store: redis, rateLimit: false, webhooks: false });
     const { secret } = (await fleet.keys.create({ account: 'acme' }))._unsafeUnwrap();
     const { id } = (await fleet.servers.create('acme', server('weather')))._unsafeUnwrap();
     await fleet.close();
@@ -408,7 +407,7 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     try {
       for (const key of records) await client.rename(key, `${keyPrefix}mcp-fleet:${key.slice(keyPrefix.length)}`);
       await client.pExpire(`${keyPrefix}mcp-fleet:server:${id}`, 600_000);
-      const before = createFleet({ ...redis, rateLimit: false, webhooks: false });
+      const before = createFleet({ store: redis, rateLimit: false, webhooks: false });
       expect((await before.servers.get('acme', id))._unsafeUnwrapErr().code).toBe('SERVER_NOT_FOUND');
       await before.close();
 
@@ -420,7 +419,7 @@ describe.skipIf(skip)('a fleet on Redis', () => {
       await client.close();
     }
 
-    const upgraded = createFleet({ ...redis, rateLimit: false, webhooks: false });
+    const upgraded = createFleet({ store: redis, rateLimit: false, webhooks: false });
     const listed = await upgraded.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${secret}` } }));
     expect(listed.status).toBe(200);
     expect(((await listed.json()) as { data: { id: string }[] }).data.map((s) => s.id)).toEqual([id]);
@@ -429,9 +428,9 @@ describe.skipIf(skip)('a fleet on Redis', () => {
 
   it('two fleets on two connections racing to create one name: exactly one wins', async () => {
     const keyPrefix = casePrefix();
-    const a = track(await createRedisStorage({ url, keyPrefix }));
-    const b = track(await createRedisStorage({ url, keyPrefix }));
-    const fleets = [a, b].map((r) => createFleet({ storage: r.storage, index: r.index, rateLimit: false }));
+    const a = track(await createRedisStore({ url, keyPrefix }));
+    const b = track(await createRedisStore({ url, keyPrefix }));
+    const fleets = [a, b].map((r) => createFleet({ store: r, rateLimit: false }));
     for (let round = 0; round < 5; round++) {
       const name = `contested-${round}`;
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (fleets[i % 2] as (typeof fleets)[number]).servers.create('acme', server(name))));
@@ -448,10 +447,10 @@ describe.skipIf(skip)('a fleet on Redis', () => {
 
   it('two fleets sharing the Redis counters admit exactly the limit between them', async () => {
     const keyPrefix = casePrefix();
-    const a = track(await createRedisStorage({ url, keyPrefix }));
-    const b = track(await createRedisStorage({ url, keyPrefix }));
+    const a = track(await createRedisStore({ url, keyPrefix }));
+    const b = track(await createRedisStore({ url, keyPrefix }));
     const fleets = [a, b].map((r) =>
-      createFleet({ storage: r.storage, index: r.index, rateLimit: { store: r.rateLimits, operations: { 'servers.create': 3 } } }),
+      createFleet({ store: r, rateLimit: { operations: { 'servers.create': 3 } } }),
     );
     const { secret } = (await (fleets[0] as (typeof fleets)[number]).keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
     const responses = await Promise.all(

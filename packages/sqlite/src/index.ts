@@ -2,11 +2,12 @@ import { chmod, mkdir, open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import KeyvSqlite from '@keyv/sqlite';
 import Keyv from 'keyv';
+import { type FleetStore, type IndexStore, MemoryRateLimitStore } from '@mcp-fleet/core';
 import { SqliteIndexStore } from './sqlite-index-store.js';
 
 export { SqliteIndexStore, type SqliteIndexStoreOptions } from './sqlite-index-store.js';
 
-export interface SqliteStorageOptions {
+export interface SqliteStoreOptions {
   /**
    * Database file; its folder is created if missing (0700). The file and its `-wal`/`-shm` are made 0600, readable by
    * this user alone. `:memory:` for a throwaway store.
@@ -16,13 +17,8 @@ export interface SqliteStorageOptions {
   tablePrefix?: string;
   /** How long a write waits for a lock held by another connection, in ms. @default 5000 */
   busyTimeout?: number;
-}
-
-/** Both halves of storage for `createFleet`, in one SQLite file, plus `close`. */
-export interface SqliteStorage {
-  storage: Keyv;
-  index: SqliteIndexStore;
-  close(): Promise<void>;
+  /** Clock of name claims and counters, for tests. @default Date.now */
+  now?: () => number;
 }
 
 /**
@@ -41,31 +37,65 @@ async function keepPrivate(path: string): Promise<void> {
   }
 }
 
+/** Runs the writes given to it one after another, in the order given, whether each succeeds or fails. */
+function oneAtATime(): <T>(write: () => T | PromiseLike<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (write) => {
+    const run = tail.then(write, write);
+    tail = run.catch(() => {});
+    return run;
+  };
+}
+
 /**
- * Opens (or creates) an SQLite file holding mcp-fleet's records (through `@keyv/sqlite`) and its index
- * (claims and listings). Survives restarts and crashes: every write is committed before the call returns.
+ * Opens (or creates) an SQLite file holding mcp-fleet's records (through `@keyv/sqlite`) and its index (claims,
+ * listings, quotas, the webhook outbox), and gives the store `createFleet` takes. Survives restarts and crashes: every
+ * write is committed before the call returns.
+ *
+ * A file serves one process: its records and index are shared by every connection to it (a second fleet or a
+ * command-line tool over the same file sees the same servers, keys and claims), but rate-limit counters and the
+ * health monitor's leases are kept in this process's memory. For limits exact across processes, use Redis.
  *
  * ```ts
- * const sqlite = await createSqliteStorage({ path: './.mcp-fleet/fleet.sqlite' });
- * const fleet = createFleet({ storage: sqlite.storage, index: sqlite.index });
+ * const store = await createSqliteStore({ path: './.mcp-fleet/fleet.sqlite' });
+ * const fleet = createFleet({ store });
+ * // on shutdown: await fleet.close(); await store.close();
  * ```
  */
-export async function createSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
+export async function createSqliteStore(options: SqliteStoreOptions): Promise<FleetStore> {
   const memory = options.path === ':memory:';
   const path = memory ? options.path : resolve(options.path);
   if (!memory) await keepPrivate(path);
   const tablePrefix = options.tablePrefix ?? 'mcp_fleet';
   const busyTimeout = options.busyTimeout ?? 5000;
+  const now = options.now ?? Date.now;
   // The index opens first: it switches the file to WAL, so the record connection never blocks readers.
-  const index = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout });
+  const claims = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout, now });
   const adapter = new KeyvSqlite({ uri: `sqlite://${path}`, table: `${tablePrefix}_records`, busyTimeout });
-  const storage = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
-  return {
-    storage,
-    index,
-    close: async () => {
-      await index.close();
-      await storage.disconnect();
-    },
+  // SQLite lets one connection write at a time; the others wait for the lock asleep on libuv's pool of 4 threads. Two
+  // connections of this process writing at once could fill the pool with waiters while the holder's COMMIT waits for
+  // a thread (then every write fails after busyTimeout): this process's writes go one at a time instead, which
+  // costs nothing, as the file takes one writer anyway.
+  const write = oneAtATime();
+  for (const method of ['set', 'delete', 'deleteMany', 'clear'] as const) {
+    const original = adapter[method].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
+    (adapter as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => write(() => original(...args));
+  }
+  const records = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
+  const index: IndexStore = {
+    commit: (transaction) => write(() => claims.commit(transaction)),
+    claimOf: (key) => claims.claimOf(key),
+    range: (set, range) => claims.range(set, range),
+    count: (set) => claims.count(set),
+    close: () => claims.close(),
   };
+  // In this process: a file is one process's store (see above). Leases are counters of limit 1.
+  const rateLimits = new MemoryRateLimitStore({ now });
+  let closing: Promise<void> | undefined;
+  const close = async () => {
+    await rateLimits.close();
+    await claims.close();
+    await records.disconnect();
+  };
+  return { records, index, rateLimits, leases: rateLimits, close: () => (closing ??= close()) };
 }

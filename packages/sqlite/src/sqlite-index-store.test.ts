@@ -9,7 +9,7 @@ import { startV2ToolServer } from '../../core/src/mcp/fixtures/tool-servers.js';
 import sqlite3 from 'sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { indexStoreContract } from '@mcp-fleet/core/testing';
-import { createSqliteStorage, SqliteIndexStore } from './index.js';
+import { createSqliteStore, SqliteIndexStore } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-fleet-sqlite-test-'));
 let generation = 0;
@@ -158,18 +158,18 @@ describe('SqliteIndexStore on a file', () => {
   });
 });
 
-describe('createSqliteStorage', () => {
+describe('createSqliteStore', () => {
   it('gives a Keyv whose records survive close and reopen, in tables under its prefix only', async () => {
     const path = join(dir, 'nested', 'folder', 'fleet.sqlite');
-    const first = await createSqliteStorage({ path, tablePrefix: 'embedded' });
-    expect(first.storage.throwOnErrors).toBe(true);
-    await first.storage.set('mcp-fleet:probe', { deep: { value: [1, 2, 3] } });
+    const first = await createSqliteStore({ path, tablePrefix: 'embedded' });
+    expect(first.records.throwOnErrors).toBe(true);
+    await first.records.set('mcp-fleet:probe', { deep: { value: [1, 2, 3] } });
     await first.index.commit({ claims: [{ key: 'k', owner: 'o' }] });
     await first.close();
 
-    const second = await createSqliteStorage({ path, tablePrefix: 'embedded' });
+    const second = await createSqliteStore({ path, tablePrefix: 'embedded' });
     try {
-      expect(await second.storage.get('mcp-fleet:probe')).toEqual({ deep: { value: [1, 2, 3] } });
+      expect(await second.records.get('mcp-fleet:probe')).toEqual({ deep: { value: [1, 2, 3] } });
       expect((await second.index.claimOf('k'))?.owner).toBe('o');
     } finally {
       await second.close();
@@ -179,24 +179,24 @@ describe('createSqliteStorage', () => {
 
   it('defaults its table prefix to mcp_fleet', async () => {
     const path = join(dir, 'default-prefix.sqlite');
-    const storage = await createSqliteStorage({ path });
-    await storage.storage.set('x', 1);
+    const storage = await createSqliteStore({ path });
+    await storage.records.set('x', 1);
     await storage.close();
     expect(await tables(path)).toEqual(['mcp_fleet_claims', 'mcp_fleet_records', 'mcp_fleet_sets']);
   });
 
   it('backs a fleet whose servers, names and listings survive a restart', async () => {
     const path = join(dir, 'fleet-restart.sqlite');
-    const first = await createSqliteStorage({ path });
-    const fleet1 = createFleet({ storage: first.storage, index: first.index });
+    const first = await createSqliteStore({ path });
+    const fleet1 = createFleet({ store: first });
     const created = await fleet1.servers.create('acme', { name: 'weather', type: 'http', endpoint: 'https://weather.example/mcp' });
     if (created.isErr()) throw created.error;
     await fleet1.close();
     await first.close();
 
-    const second = await createSqliteStorage({ path });
+    const second = await createSqliteStore({ path });
     try {
-      const fleet2 = createFleet({ storage: second.storage, index: second.index });
+      const fleet2 = createFleet({ store: second });
       const got = await fleet2.servers.get('acme', created.value.id);
       expect(got._unsafeUnwrap().name).toBe('weather');
       const listed = (await fleet2.servers.list('acme'))._unsafeUnwrap();
@@ -213,12 +213,12 @@ describe('createSqliteStorage', () => {
   it('keeps tool call records, their filtered listings and recorded payloads across a restart', async () => {
     const path = join(dir, 'toolcalls-restart.sqlite');
     const upstream = await startV2ToolServer();
-    const first = await createSqliteStorage({ path });
+    const first = await createSqliteStore({ path });
     const options = { allowPrivateNetworks: true, toolCalls: { record: { arguments: true, results: true } } } as const;
     let ids: string[] = [];
     let serverId = '';
     try {
-      const fleet1 = createFleet({ storage: first.storage, index: first.index, ...options });
+      const fleet1 = createFleet({ store: first, ...options });
       serverId = (await fleet1.servers.create('acme', { name: 'tools', type: 'http', endpoint: upstream.url }))._unsafeUnwrap().id;
       const ok = (await fleet1.tools.call('acme', serverId, 'echo', { text: 'kept' }))._unsafeUnwrap();
       const failed = (await fleet1.tools.call('acme', serverId, 'fail', {}))._unsafeUnwrap();
@@ -226,9 +226,9 @@ describe('createSqliteStorage', () => {
       await fleet1.close();
       await first.close();
 
-      const second = await createSqliteStorage({ path });
+      const second = await createSqliteStore({ path });
       try {
-        const fleet2 = createFleet({ storage: second.storage, index: second.index, ...options });
+        const fleet2 = createFleet({ store: second, ...options });
         const listed = (await fleet2.toolCalls.list('acme'))._unsafeUnwrap();
         expect(listed.pagination.total).toBe(2);
         expect(new Set(listed.data.map((c) => c.id))).toEqual(new Set(ids));
@@ -246,10 +246,10 @@ describe('createSqliteStorage', () => {
   });
 
   it('works on :memory:', async () => {
-    const storage = await createSqliteStorage({ path: ':memory:' });
+    const storage = await createSqliteStore({ path: ':memory:' });
     try {
-      await storage.storage.set('k', 'v');
-      expect(await storage.storage.get('k')).toBe('v');
+      await storage.records.set('k', 'v');
+      expect(await storage.records.get('k')).toBe('v');
       expect(await storage.index.commit({ claims: [{ key: 'k', owner: 'o' }] })).toEqual({ ok: true });
     } finally {
       await storage.close();

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSqliteStorage } from './index.js';
+import { createSqliteStore } from './index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-fleet-sqlite-modes-'));
 afterAll(async () => {
@@ -22,14 +22,14 @@ async function withUmask<T>(mask: number, body: () => Promise<T>): Promise<T> {
   }
 }
 
-describe('createSqliteStorage keeps its files private', () => {
+describe('createSqliteStore keeps its files private', () => {
   it('creates its folders 0700 and the database, -wal and -shm 0600, whatever the umask', async () => {
     const folder = join(dir, 'fresh', 'data');
     const path = join(folder, 'fleet.sqlite');
     await withUmask(0, async () => {
-      const sqlite = await createSqliteStorage({ path });
+      const sqlite = await createSqliteStore({ path });
       // A record and an index write: the WAL and its shared memory exist while the connections are open.
-      await sqlite.storage.set('mcp-fleet:probe', { secret: 'x' });
+      await sqlite.records.set('mcp-fleet:probe', { secret: 'x' });
       await sqlite.index.commit({ add: [{ set: 's', member: 'm', score: 1 }] });
       expect(readdirSync(folder).sort()).toEqual(['fleet.sqlite', 'fleet.sqlite-shm', 'fleet.sqlite-wal']);
       for (const file of readdirSync(folder)) expect([file, mode(join(folder, file))]).toEqual([file, 0o600]);
@@ -45,17 +45,17 @@ describe('createSqliteStorage keeps its files private', () => {
     chmodSync(folder, 0o755);
     const path = join(folder, 'fleet.sqlite');
     // A store made by an earlier version: world-readable, with a WAL beside it.
-    const before = await createSqliteStorage({ path });
-    await before.storage.set('mcp-fleet:probe', 1);
+    const before = await createSqliteStore({ path });
+    await before.records.set('mcp-fleet:probe', 1);
     await before.close();
     for (const file of ['fleet.sqlite', 'fleet.sqlite-wal', 'fleet.sqlite-shm']) {
       writeFileSync(join(folder, file), '', { flag: 'a' });
       chmodSync(join(folder, file), 0o644);
     }
-    const sqlite = await createSqliteStorage({ path });
-    await sqlite.storage.set('mcp-fleet:probe', 2);
+    const sqlite = await createSqliteStore({ path });
+    await sqlite.records.set('mcp-fleet:probe', 2);
     for (const file of readdirSync(folder)) expect([file, mode(join(folder, file))]).toEqual([file, 0o600]);
-    expect(await sqlite.storage.get('mcp-fleet:probe')).toBe(2);
+    expect(await sqlite.records.get('mcp-fleet:probe')).toBe(2);
     await sqlite.close();
     expect(mode(folder)).toBe(0o755);
   });

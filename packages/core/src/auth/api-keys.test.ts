@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
 import { createFleet } from '../fleet.js';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import { isId } from '../util/ids.js';
 import { hashSecret } from './api-keys.js';
 import { hasScope, isLimited, type Principal, SCOPES } from './scopes.js';
@@ -12,7 +13,7 @@ function setup() {
   let clock = T0;
   const map = new Map<string, unknown>();
   const storage = new Keyv({ store: map, throwOnErrors: true });
-  const fleet = createFleet({ storage, now: () => clock });
+  const fleet = createFleet({ store: createMemoryStore({ records: storage, now: () => clock }), now: () => clock });
   return {
     keys: fleet.keys,
     storage,
@@ -308,7 +309,7 @@ describe('ApiKeys', () => {
         },
         clear: async () => {},
       };
-      const fleet = createFleet({ storage: new Keyv({ store: failing, throwOnErrors: true }) });
+      const fleet = createFleet({ store: createMemoryStore({ records: new Keyv({ store: failing, throwOnErrors: true }) }) });
       expect((await fleet.keys.create({ account: 'acme' }))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
       expect((await fleet.keys.verify('mcpf_whatever'))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');
       expect((await fleet.keys.register({ account: 'acme', secret: 'a-valid-secret-0123' }))._unsafeUnwrapErr().code).toBe('STORAGE_UNAVAILABLE');

@@ -5,7 +5,7 @@ import { checkOption, integerIn, numberIn, positiveInteger } from '../util/optio
 
 /**
  * Where leases are taken: one counter of limit 1 per server and interval, consumed atomically. Any `RateLimitStore`
- * is one (the fleet passes the rate limiter's), so processes that share counters share leases.
+ * is one; the fleet passes its store's `leases`, so processes that share a store share leases.
  */
 export interface LeaseStore {
   consume(counters: readonly { key: string; limit: number }[], expiresAt: number): { allowed: boolean } | Promise<{ allowed: boolean }>;
@@ -18,11 +18,6 @@ export interface HealthMonitorOptions {
   concurrency?: number;
   /** Each round starts up to this share of `intervalMs` early or late, so processes and servers spread out. @default 0.1 */
   jitter?: number;
-  /**
-   * Where the per-interval leases are taken, so that with several processes each server is probed by one of them
-   * per interval: share one store between processes (the Redis one). @default the rate limiter's store, else memory
-   */
-  leases?: LeaseStore;
 }
 
 export interface HealthMonitorDeps {

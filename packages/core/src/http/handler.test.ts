@@ -2,6 +2,7 @@ import Keyv from 'keyv';
 import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../auth/scopes.js';
 import { ERROR_CODES } from '../errors/codes.js';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import { createFleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { ErrorHook } from './handler.js';
@@ -49,7 +50,7 @@ const json = (method: string, path: string, body: unknown, headers: Record<strin
 describe('the handler', () => {
   describe('storage outage', () => {
     it('answers 503 STORAGE_UNAVAILABLE with a generic message and empty details, and tells onError with the cause', async () => {
-      const { fleet, errors } = fleetWith({ storage: new Keyv({ store: brokenStore(), throwOnErrors: true }) });
+      const { fleet, errors } = fleetWith({ store: createMemoryStore({ records: new Keyv({ store: brokenStore(), throwOnErrors: true }) }) });
       const response = await fleet.handle(new Request(`${ORIGIN}/v1/servers`, { headers: { authorization: 'Bearer mcpf_abc', 'x-request-id': 'trace-1' } }));
       expect(response.status).toBe(503);
       const body = await envelope(response);
@@ -70,7 +71,7 @@ describe('the handler', () => {
     });
 
     it('answers 503 for a write when records cannot be stored, with a custom authenticate', async () => {
-      const { fleet, errors } = fleetWith({ storage: new Keyv({ store: brokenStore(), throwOnErrors: true }), authenticate });
+      const { fleet, errors } = fleetWith({ store: createMemoryStore({ records: new Keyv({ store: brokenStore(), throwOnErrors: true }) }), authenticate });
       const response = await fleet.handle(json('POST', '/v1/servers', { name: 'weather', type: 'http', endpoint: 'https://w.example' }));
       expect(response.status).toBe(503);
       const body = await envelope(response);
@@ -93,7 +94,7 @@ describe('the handler', () => {
           throw new Error(INTERNAL);
         },
       };
-      const { fleet } = fleetWith({ index: failingIndex, authenticate });
+      const { fleet } = fleetWith({ store: { ...createMemoryStore(), index: failingIndex }, authenticate });
       for (const request of [new Request(`${ORIGIN}/v1/servers`), json('POST', '/v1/servers', { name: 'w', type: 'http', endpoint: 'https://w.example' })]) {
         const response = await fleet.handle(request);
         expect(response.status).toBe(503);
@@ -158,9 +159,24 @@ describe('the handler', () => {
 
   describe('createFleet refuses a misconfiguration', () => {
     it('a Keyv without throwOnErrors', () => {
-      expect(() => createFleet({ storage: new Keyv() })).toThrow(TypeError);
-      expect(() => createFleet({ storage: new Keyv({ throwOnErrors: false }) })).toThrow(/throwOnErrors/);
-      expect(() => createFleet({ storage: new Keyv({ throwOnErrors: true }) })).not.toThrow();
+      expect(() => createFleet({ store: createMemoryStore({ records: new Keyv() }) })).toThrow(TypeError);
+      expect(() => createFleet({ store: createMemoryStore({ records: new Keyv({ throwOnErrors: false }) }) })).toThrow(/throwOnErrors/);
+      expect(() => createFleet({ store: createMemoryStore({ records: new Keyv({ throwOnErrors: true }) }) })).not.toThrow();
+    });
+
+    it('the storage options the store replaced, each with what to write instead', () => {
+      const removed: [Record<string, unknown>, RegExp][] = [
+        [{ storage: new Keyv({ throwOnErrors: true }) }, /`storage` is gone: pass `store: createMemoryStore\(\{ records: yourKeyv \}\)`/],
+        [{ index: {} }, /`index` is gone: .*pass the whole store as `store`/],
+        [{ keyPrefix: 'app:' }, /`keyPrefix` is gone: it is the store's/],
+        [{ rateLimit: { store: {} } }, /`rateLimit.store` is gone: .*`store.rateLimits`/],
+        [{ monitor: { leases: {} } }, /`monitor.leases` is gone: .*`store.leases`/],
+      ];
+      for (const [options, message] of removed) {
+        expect(() => createFleet(options as FleetOptions)).toThrow(TypeError);
+        expect(() => createFleet(options as FleetOptions)).toThrow(message);
+        expect(() => createFleet(options as FleetOptions)).toThrow(/docs\/upgrading\.md/);
+      }
     });
 
     it.each(['v1 v2', '/v1/../admin', '/./v1', '/..', '/v1?x=1', '/v1#a', '/v1//v2', '/v%31', '/ä'])('the prefix %j', (prefix) => {

@@ -5,6 +5,7 @@ import type { Principal } from '../auth/scopes.js';
 import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
 import { EventOutbox, INTENT_SET } from '../events/outbox.js';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import { createFleet } from '../fleet.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
@@ -183,7 +184,7 @@ describe('POST /v1/servers over the memory stores', () => {
   it('of concurrent creates of one name through two fleets on one storage, exactly one is 201', async () => {
     const storage = createMemoryStorage();
     const index = new MemoryIndexStore();
-    const options = { storage, index, authenticate: () => principal, rateLimit: false as const };
+    const options = { store: { ...createMemoryStore({ records: storage }), index }, authenticate: () => principal, rateLimit: false as const };
     const [a, b] = [createFleet(options), createFleet(options)];
     try {
       const answers = await Promise.all([

@@ -4,6 +4,7 @@ import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
 import { type FleetEventType } from '../events/catalog.js';
 import { createFleet } from '../fleet.js';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '../storage/index-store.js';
@@ -695,7 +696,7 @@ describe('ServerRegistry', () => {
     it('uses the `now` option and a grace period of a minute for stale names', async () => {
       let clock = T0;
       const index = new FlakyIndex(new MemoryIndexStore({ now: () => clock }));
-      const fleet = createFleet({ index, now: () => clock });
+      const fleet = createFleet({ store: { ...createMemoryStore({ now: () => clock }), index }, now: () => clock });
       const server = (await fleet.servers.create('acme', { name: 'weather', type: 'http', endpoint: 'https://w.example' }))._unsafeUnwrap();
       expect(server.created_at).toBe('2026-11-22T10:00:00.000Z');
       index.failWhen = (tx) => (tx.releases?.length ?? 0) > 0;

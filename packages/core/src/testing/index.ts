@@ -8,3 +8,4 @@
  */
 export { indexStoreContract, type IndexStoreContractOptions, type OpenIndexStoreOptions } from './index-store.js';
 export { rateLimitStoreContract, type RateLimitClock, type RateLimitStoreContractOptions } from './rate-limit-store.js';
+export { fleetStoreSuite, type FleetStoreSuiteOptions, type OpenFleetStoreContext } from './fleet-store-suite.js';

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import { createFleet, type Fleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { FleetEventMap } from '../events/catalog.js';
@@ -74,7 +75,7 @@ describe.each([
       count: (set) => memory.count(set),
       close: () => memory.close(),
     };
-    const f = fleet({ index, toolCalls: { maxConcurrentPerAccount: 1 } });
+    const f = fleet({ store: { ...createMemoryStore(), index }, toolCalls: { maxConcurrentPerAccount: 1 } });
     const id = await serverOf(f, { type: 'http', endpoint: server.url });
     const failed = (await f.tools.call(ACCOUNT, id, 'fail', {}))._unsafeUnwrap();
     const page = { page: 1, limit: 10 };

@@ -1,5 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../storage/fleet-store.js';
 import { createFleet } from '../fleet.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
@@ -27,7 +28,7 @@ describe('registry changes stage their webhook events', () => {
   it('the intent is committed before the change, the publish in the same commit as its listings', async () => {
     const index = new SpyIndex();
     const storage = new Keyv({ throwOnErrors: true });
-    const fleet = createFleet({ storage, index, rateLimit: false, webhooks: { worker: false } });
+    const fleet = createFleet({ store: { ...createMemoryStore({ records: storage }), index }, rateLimit: false, webhooks: { worker: false } });
     (await fleet.webhooks.create('acct', { url: 'https://h.example.com/', events: ['server.created', 'server.updated', 'server.deleted'] }))._unsafeUnwrap();
     index.commits.length = 0;
     const server = (await fleet.servers.create('acct', { name: 'a', type: 'http', endpoint: 'https://mcp.example.com/mcp' }))._unsafeUnwrap();
@@ -49,7 +50,7 @@ describe('registry changes stage their webhook events', () => {
     let now = Date.parse('2026-11-22T10:00:00.000Z');
     const index = new SpyIndex({ now: () => now });
     const storage = new Keyv({ throwOnErrors: true });
-    const fleet = createFleet({ storage, index, rateLimit: false, now: () => now, webhooks: { worker: false } });
+    const fleet = createFleet({ store: { ...createMemoryStore({ records: storage }), index }, rateLimit: false, now: () => now, webhooks: { worker: false } });
     (await fleet.webhooks.create('acct', { url: 'https://h.example.com/', events: ['server.updated'] }))._unsafeUnwrap();
     const server = (await fleet.servers.create('acct', { name: 'a', type: 'http', endpoint: 'https://mcp.example.com/mcp' }))._unsafeUnwrap();
     // The intent commit succeeds, then the index goes down: the record is written, its commit is lost.
