@@ -1,0 +1,142 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type CommitResult, createMemoryStorage, type IndexStore, type IndexTransaction, MemoryIndexStore } from '@mcp-fleet/core';
+import { createRedisStorage } from '@mcp-fleet/redis';
+import { createSqliteStorage } from '@mcp-fleet/sqlite';
+import type Keyv from 'keyv';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ADAPTERS, serveFleet } from '../support/adapters.js';
+import { expectError, expectSuccess, freshClient, httpServer, total } from '../support/http-client.js';
+import { deleteKeys, REDIS_URL, uniquePrefix, withoutRedis } from '../support/redis.js';
+
+/**
+ * docs/architecture.md "One road": a store whose index commit fails on the create path (the commit that names and
+ * lists the server) answers 503 STORAGE_UNAVAILABLE with nothing left stored: no record, no name claim, no listing,
+ * whether the store throws at once or rejects, over the memory stores as over SQLite and Redis.
+ */
+
+/** Whether `tx` is a create's naming commit (it claims a server name). */
+const namesServer = (tx: IndexTransaction) => (tx.claims ?? []).some(({ key }) => key.startsWith('name:'));
+
+/** Turned on around the request under test only: the API key's own commits must land. */
+const failing = { on: false };
+
+/** The memory index, whose commit throws at once while `failing.on` (its clock is read in every applied commit). */
+class ThrowingIndex extends MemoryIndexStore {
+  constructor() {
+    super({
+      now: () => {
+        if (failing.on) throw new Error('index down (thrown)');
+        return Date.now();
+      },
+    });
+  }
+}
+
+/** The memory index, whose naming commit rejects while `failing.on`, as a store over the network would. */
+class RejectingIndex extends MemoryIndexStore {
+  override commit(tx: IndexTransaction): CommitResult {
+    // A rejected promise where this store answers at once: what a port may answer (`T | Promise<T>`).
+    if (failing.on && namesServer(tx)) return Promise.reject(new Error('index down (rejected)')) as unknown as CommitResult;
+    return super.commit(tx);
+  }
+}
+
+/** `store` with its naming commits rejected while `failing.on`; everything else passes through. */
+function rejectingCommits<S extends IndexStore>(store: S): S {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'commit') {
+        return (tx: IndexTransaction) => (failing.on && namesServer(tx) ? Promise.reject(new Error('index down (rejected)')) : target.commit(tx));
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** The record keys a Keyv is asked to write (the fleet's own memory is read directly instead). */
+function watchWrites(storage: Keyv): string[] {
+  const written: string[] = [];
+  const set = storage.set.bind(storage);
+  storage.set = ((key: string, ...rest: unknown[]) => {
+    written.push(key);
+    return (set as (...args: unknown[]) => Promise<boolean>)(key, ...rest);
+  }) as Keyv['set'];
+  return written;
+}
+
+interface StoreUnderTest {
+  name: string;
+  skip?: boolean;
+  open(): Promise<{ storage: Keyv; index: IndexStore; close(): Promise<void> }>;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'mcp-fleet-create-failures-'));
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const STORES: StoreUnderTest[] = [
+  { name: 'memory, commit throws at once', open: async () => ({ storage: createMemoryStorage(), index: new ThrowingIndex(), close: async () => {} }) },
+  { name: 'memory, commit rejects', open: async () => ({ storage: createMemoryStorage(), index: new RejectingIndex(), close: async () => {} }) },
+  {
+    name: 'SQLite, commit rejects',
+    open: async () => {
+      const sqlite = await createSqliteStorage({ path: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`) });
+      return { storage: sqlite.storage, index: rejectingCommits(sqlite.index), close: () => sqlite.close() };
+    },
+  },
+  {
+    name: 'Redis, commit rejects',
+    skip: withoutRedis('create-store-failures on Redis'),
+    open: async () => {
+      const keyPrefix = uniquePrefix('create-failures');
+      const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+      return {
+        storage: redis.storage,
+        index: rejectingCommits(redis.index),
+        close: async () => {
+          await redis.close();
+          await deleteKeys(keyPrefix);
+        },
+      };
+    },
+  },
+];
+
+describe.each(ADAPTERS)('a create whose index commit fails ($name)', (adapter) => {
+  for (const store of STORES) {
+    it.skipIf(store.skip === true)(`${store.name}: 503 STORAGE_UNAVAILABLE, and nothing stored: no record, no claim, no listing`, async () => {
+      const { storage, index, close } = await store.open();
+      const written = watchWrites(storage);
+      const served = await serveFleet(adapter, { storage, index, webhooks: { worker: false }, onError: () => {} });
+      try {
+        const client = await freshClient(served);
+        const name = `failing-${Math.random().toString(36).slice(2, 8)}`;
+        failing.on = true;
+        let refused;
+        try {
+          refused = await client.post('/servers', httpServer({ name }));
+        } finally {
+          failing.on = false;
+        }
+        expectError(refused, 503, 'STORAGE_UNAVAILABLE');
+        // No record: neither in the fleet's own memory nor among the keys the store was asked to write.
+        const memory = [...((storage as unknown as { store: Map<string, unknown> }).store?.keys?.() ?? [])].filter((key) => key.includes('server:'));
+        expect(memory).toEqual([]);
+        for (const key of written.filter((k) => k.includes('server:'))) expect(await storage.get(key)).toBeUndefined();
+        // No claim, no listing.
+        expect(await index.claimOf(`name:${encodeURIComponent(client.account)}:${name}`)).toBeUndefined();
+        expect(await index.count(`servers:${encodeURIComponent(client.account)}`)).toBe(0);
+        expect(await total(client)).toBe(0);
+        // Once the store answers again, the name is free.
+        expectSuccess(await client.post('/servers', httpServer({ name })), 201);
+        expect(await total(client)).toBe(1);
+      } finally {
+        await served.close();
+        await close();
+      }
+    });
+  }
+});
