@@ -621,7 +621,7 @@ export class ServerRegistry {
     return otherwise(chainMap(this.deps.index.commit(tx), () => undefined), () => ok(undefined));
   }
 
-  /** Now, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */
+  /** The current time, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */
   private nextTimestamp(previous: string): string {
     return new Date(Math.max(this.deps.now(), Date.parse(previous) + 1)).toISOString();
   }
