@@ -185,6 +185,22 @@ describe('ServerRegistry.create at once', () => {
   });
 });
 
+describe('the record key and the quota set of a create', () => {
+  it('are the ones every other path reads, whether the create ran at once or through a promise', async () => {
+    for (const keyv of [createMemoryStorage(), new Keyv({ throwOnErrors: true })]) {
+      const { registry, records, index } = parts({ keyv, maxPerAccount: 1 });
+      const server = (await registry.create('acme', http('one')))._unsafeUnwrap();
+      // The key `get` reads and the recovery check names.
+      expect((await records.get<ServerRecord>(`server:${server.id}`))._unsafeUnwrap()?.id).toBe(server.id);
+      expect((await registry.get('acme', server.id))._unsafeUnwrap().id).toBe(server.id);
+      // The set the quota counts is the account's listing, which `list` reads.
+      expect((await index.count('servers:acme'))._unsafeUnwrap()).toBe(1);
+      expect((await registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(1);
+      expect((await registry.create('acme', http('two')))._unsafeUnwrapErr().code).toBe('QUOTA_EXCEEDED');
+    }
+  });
+});
+
 describe('POST /v1/servers over the memory stores', () => {
   const principal: Principal = { account: 'acme', tier: 'pro', scopes: null };
   const post = (body: unknown) =>
