@@ -78,7 +78,7 @@ export function okWith<T, U>(f: (value: T) => U): (value: T) => Ok<U, never> {
  * `result.orElse(f)` in one step (`orElse` goes through the same awaiter as `map`, see `okWith`): `f` runs on an
  * error only; a success passes through unchanged.
  */
-export function recover<T, E, U, F>(result: ResultAsync<T, E>, f: (error: E) => Result<U, F> | ResultAsync<U, F>): ResultAsync<T | U, F> {
+function recover<T, E, U, F>(result: ResultAsync<T, E>, f: (error: E) => Result<U, F> | ResultAsync<U, F>): ResultAsync<T | U, F> {
   const settled = async (): Promise<Result<T | U, F>> => {
     const outcome = await result;
     return outcome.isOk() ? ok(outcome.value) : await f(outcome.error);
