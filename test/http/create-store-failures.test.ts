@@ -44,13 +44,15 @@ class RejectingIndex extends MemoryIndexStore {
   }
 }
 
-/** `store` with its naming commits rejected while `failing.on`; everything else passes through. */
-function rejectingCommits<S extends IndexStore>(store: S): S {
+/** `store` with its naming commits failing while `failing.on` (rejected, or thrown at once); everything else passes through. */
+function failingCommits<S extends IndexStore>(store: S, how: 'rejects' | 'throws'): S {
+  const fail = () => {
+    if (how === 'throws') throw new Error('index down (thrown)');
+    return Promise.reject(new Error('index down (rejected)'));
+  };
   return new Proxy(store, {
     get(target, property) {
-      if (property === 'commit') {
-        return (tx: IndexTransaction) => (failing.on && namesServer(tx) ? Promise.reject(new Error('index down (rejected)')) : target.commit(tx));
-      }
+      if (property === 'commit') return (tx: IndexTransaction) => (failing.on && namesServer(tx) ? fail() : target.commit(tx));
       const value = Reflect.get(target, property, target) as unknown;
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
@@ -80,29 +82,31 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const STORES: StoreUnderTest[] = [
   { name: 'memory, commit throws at once', open: async () => ({ storage: createMemoryStorage(), index: new ThrowingIndex(), close: async () => {} }) },
   { name: 'memory, commit rejects', open: async () => ({ storage: createMemoryStorage(), index: new RejectingIndex(), close: async () => {} }) },
-  {
-    name: 'SQLite, commit rejects',
-    open: async () => {
-      const sqlite = await createSqliteStorage({ path: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`) });
-      return { storage: sqlite.storage, index: rejectingCommits(sqlite.index), close: () => sqlite.close() };
+  ...(['rejects', 'throws'] as const).flatMap((how): StoreUnderTest[] => [
+    {
+      name: `SQLite, commit ${how}`,
+      open: async () => {
+        const sqlite = await createSqliteStorage({ path: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`) });
+        return { storage: sqlite.storage, index: failingCommits(sqlite.index, how), close: () => sqlite.close() };
+      },
     },
-  },
-  {
-    name: 'Redis, commit rejects',
-    skip: withoutRedis('create-store-failures on Redis'),
-    open: async () => {
-      const keyPrefix = uniquePrefix('create-failures');
-      const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
-      return {
-        storage: redis.storage,
-        index: rejectingCommits(redis.index),
-        close: async () => {
-          await redis.close();
-          await deleteKeys(keyPrefix);
-        },
-      };
+    {
+      name: `Redis, commit ${how}`,
+      skip: withoutRedis('create-store-failures on Redis'),
+      open: async () => {
+        const keyPrefix = uniquePrefix('create-failures');
+        const redis = await createRedisStorage({ url: REDIS_URL as string, keyPrefix });
+        return {
+          storage: redis.storage,
+          index: failingCommits(redis.index, how),
+          close: async () => {
+            await redis.close();
+            await deleteKeys(keyPrefix);
+          },
+        };
+      },
     },
-  },
+  ]),
 ];
 
 describe.each(ADAPTERS)('a create whose index commit fails ($name)', (adapter) => {
