@@ -458,9 +458,9 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
 class CountingIndexStore extends MemoryIndexStore {
   listingReads = 0;
 
-  override rangeNow(set: string, options: RangeOptions): string[] {
+  override range(set: string, options: RangeOptions): string[] {
     if (set.startsWith('servers:')) this.listingReads += 1;
-    return super.rangeNow(set, options);
+    return super.range(set, options);
   }
 }
 

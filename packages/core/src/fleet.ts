@@ -14,7 +14,7 @@ import { UpstreamCatalog } from './mcp-endpoint/catalog.js';
 import { McpEndpoint } from './mcp-endpoint/endpoint.js';
 import { CLIENT_INFO } from './mcp/connect.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
-import { createOperations, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
+import { createOperations, embedderApi, type ServersApi, type ToolCallsApi, type ToolsApi } from './operations/index.js';
 import { checkStoreKeys, createSecrets, type SecretsApi } from './operations/secrets.js';
 import { tracedOperations } from './trace/operations.js';
 import { type FleetOptions, resolveOptions } from './options.js';
@@ -215,7 +215,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     started.then((error) => {
       if (error !== undefined) throw error;
     });
-  return { ...tracedOperations(operations, 'api'), prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
+  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
 }
 
 let warnedOnConsole = false;

@@ -8,6 +8,7 @@ export type { DashboardOptions } from './http/dashboard.js';
 export type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
 export type { RotationCounts, SecretsApi } from './operations/secrets.js';
+export type { Ran } from './util/result.js';
 export type { Authenticate, ErrorHook, FleetHandler, RequestContext, RequestLogEntry } from './http/handler.js';
 export type { Logger } from './util/logger.js';
 export type { ErrorBody, Meta, SuccessBody } from './http/envelope.js';

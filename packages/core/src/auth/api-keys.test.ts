@@ -5,6 +5,9 @@ import { createFleet } from '../fleet.js';
 import { createMemoryStore } from '../storage/fleet-store.js';
 import { isId } from '../util/ids.js';
 import { hashSecret } from './api-keys.js';
+import type { Result } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { Ran } from '../util/result.js';
 import { hasScope, isLimited, type Principal, SCOPES } from './scopes.js';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -451,8 +454,13 @@ describe('hasScope', () => {
   });
 });
 
-describe('ApiKeys.verifyNow (the handler’s read of a key over the fleet’s own memory)', () => {
-  it('reads the entry at once on every call: a revoked key is refused on the next; another store answers undefined', async () => {
+describe('ApiKeys.verifyHash (the handler’s read of a key, at once over the fleet’s own memory)', () => {
+  it('reads the entry at once on every call: a revoked key is refused on the next; another store answers through a promise', async () => {
+    const { ResultAsync } = await import('neverthrow');
+    const atOnce = <T>(ran: Ran<T>) => {
+      expect(ran).not.toBeInstanceOf(ResultAsync);
+      return (ran as Result<T, FleetError>)._unsafeUnwrap();
+    };
     const { ApiKeys } = await import('./api-keys.js');
     const { IndexCalls } = await import('../storage/index-calls.js');
     const { MemoryIndexStore } = await import('../storage/memory-index-store.js');
@@ -460,12 +468,14 @@ describe('ApiKeys.verifyNow (the handler’s read of a key over the fleet’s ow
     const index = new IndexCalls(new MemoryIndexStore());
     const keys = new ApiKeys(new RecordStore(createMemoryStorage(), 'mcp-fleet:'), index, () => T0);
     const { key, secret } = (await keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
-    expect(keys.verifyNow(hashSecret(secret))).toEqual((await keys.verify(secret))._unsafeUnwrap());
-    expect(keys.verifyNow(hashSecret(secret))?.account).toBe('acme');
-    expect(keys.verifyNow(hashSecret(`${secret}x`))).toBeNull();
+    expect(atOnce(keys.verifyHash(hashSecret(secret)))).toEqual((await keys.verify(secret))._unsafeUnwrap());
+    expect(atOnce(keys.verifyHash(hashSecret(secret)))?.account).toBe('acme');
+    expect(atOnce(keys.verifyHash(hashSecret(`${secret}x`)))).toBeNull();
     (await keys.revoke(key.id))._unsafeUnwrap();
-    expect(keys.verifyNow(hashSecret(secret))).toBeNull();
+    expect(atOnce(keys.verifyHash(hashSecret(secret)))).toBeNull();
     const other = new ApiKeys(new RecordStore(new Keyv({ throwOnErrors: true }), 'mcp-fleet:'), index, () => T0);
-    expect(other.verifyNow(hashSecret(secret))).toBeUndefined();
+    const later = other.verifyHash(hashSecret(secret));
+    expect(later).toBeInstanceOf(ResultAsync);
+    expect((await later)._unsafeUnwrap()).toBeNull();
   });
 });

@@ -4,12 +4,12 @@ import { z } from 'zod';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { readRange } from '../storage/read-page.js';
-import { NOT_NOW, type RecordStore } from '../storage/records.js';
+import type { RecordStore } from '../storage/records.js';
 import { newId, randomToken } from '../util/ids.js';
 import { parse } from '../validation/parse.js';
 import { ACCOUNT_PATTERN, type Principal, SCOPES, type Scope, TIERS, type Tier } from './scopes.js';
 import { toolPatternsSchema } from './tool-patterns.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /** An API key as listed: never its secret, which is stored only as a SHA-256 hash. */
 export interface ApiKey {
@@ -157,9 +157,9 @@ export class ApiKeys {
    */
   register(input: RegisterApiKeyInput): ResultAsync<ApiKey, FleetError> {
     return parse(registerSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen(({ secret, ...valid }) =>
-      this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret))).andThen((entry) => {
+      toAsync(this.records.get<KeyHashEntry>(hashRecord(hashSecret(secret)))).andThen((entry) => {
         if (entry === undefined) return this.store(valid, secret);
-        return this.records.get<ApiKey>(keyRecord(entry.id)).andThen((existing) => {
+        return toAsync(this.records.get<ApiKey>(keyRecord(entry.id))).andThen((existing) => {
           if (entry.revoked === true) return existing === undefined ? errAsync(keyNotFound(entry.id)) : okAsync(withDefaults(existing));
           if (existing === undefined) return this.store(valid, secret);
           const key: ApiKey = {
@@ -173,8 +173,7 @@ export class ApiKeys {
             expires_at: valid.expires_at ?? null,
           };
           if (key.account !== valid.account) return this.revoke(existing.id).andThen(() => this.store(valid, secret));
-          return this.records
-            .set(keyRecord(key.id), key)
+          return toAsync(this.records.set(keyRecord(key.id), key))
             .andThen(() => this.records.set(hashRecord(hashSecret(secret)), this.hashEntry(key)))
             .andThen(okWith(() => key));
         });
@@ -192,8 +191,7 @@ export class ApiKeys {
       const revoked: ApiKey = { ...key, revoked_at: new Date(this.now()).toISOString() };
       // The record is marked first: if the hash entry cannot be marked, `verify` still refuses nothing it should
       // not, as the entry is marked next and `revoke` can be run again.
-      return this.records
-        .set(keyRecord(id), revoked)
+      return toAsync(this.records.set(keyRecord(id), revoked))
         .andThen(() => this.records.get<string>(`apikey-hash-of:${id}`))
         .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.set(hashRecord(hash), { ...this.hashEntry(key), revoked: true })))
         .andThen(okWith(() => revoked));
@@ -201,15 +199,15 @@ export class ApiKeys {
   }
 
   get(id: string): ResultAsync<ApiKey, FleetError> {
-    return ResultAsync.combine([this.records.get<ApiKey>(keyRecord(id)), this.records.get<string>(usedRecord(id))]).andThen(([key, used]) =>
+    return ResultAsync.combine([toAsync(this.records.get<ApiKey>(keyRecord(id))), toAsync(this.records.get<string>(usedRecord(id)))]).andThen(([key, used]) =>
       key === undefined ? errAsync(keyNotFound(id)) : okAsync(withDefaults(key, used)),
     );
   }
 
   /** The account's keys, oldest first, revoked ones included. */
   list(account: string): ResultAsync<ApiKey[], FleetError> {
-    return readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord).andThen(({ ids, found }) =>
-      this.records.getMany<string>(ids.map(usedRecord)).andThen(okWith((used) =>
+    return toAsync(readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord)).andThen(({ ids, found }) =>
+      toAsync(this.records.getMany<string>(ids.map(usedRecord))).andThen(okWith((used) =>
         found.flatMap((key, i) => (key === undefined ? [] : [withDefaults(key, used[i])]))),
       ),
     );
@@ -217,23 +215,21 @@ export class ApiKeys {
 
   /** How many keys exist in all accounts, revoked ones included. */
   count(): ResultAsync<number, FleetError> {
-    return this.index.count(ALL_KEYS_SET);
+    return toAsync(this.index.count(ALL_KEYS_SET));
   }
 
   /** The principal a secret stands for, or `null` for an unknown, revoked or expired key. `hash`: `hashSecret(secret)`, when the caller has it already. */
   verify(secret: string, hash: string = hashSecret(secret)): ResultAsync<Principal | null, FleetError> {
-    return this.records.get<KeyHashEntry>(hashRecord(hash)).andThen(okWith((entry) => this.verified(hash, entry)));
+    return toAsync(this.verifyHash(hash));
   }
 
   /**
-   * `verify` at once over the fleet's own memory: the same read of the key's entry, on every request, without a
-   * promise. `hash` is `hashSecret(secret)`. `undefined` over any other store: use `verify` then.
+   * `verify` of the secret whose hash (`hashSecret`) is `hash`, as it ran: at once over the fleet's own memory (the
+   * handler's read on every request, without a promise), else through the store.
    */
-  verifyNow(hash: string): Principal | null | undefined {
-    // Read in place, not copied: `principalOf` copies what it keeps. No hint is noted (`recent`): only the handler's
-    // early admission reads hints, and it runs only over a store that cannot answer at once, where `verify` is used.
-    const entry = this.records.getNow<KeyHashEntry>(hashRecord(hash), true);
-    return entry === NOT_NOW ? undefined : this.principalOf(entry);
+  verifyHash(hash: string): Ran<Principal | null, FleetError> {
+    // Read in place, not copied: `principalOf` copies what it keeps.
+    return chainMap(this.records.get<KeyHashEntry>(hashRecord(hash), true), (entry) => this.verified(hash, entry));
   }
 
   private verified(hash: string, entry: KeyHashEntry | undefined): Principal | null {
@@ -256,7 +252,7 @@ export class ApiKeys {
     const now = this.now();
     if (entry.expires_at != null && Date.parse(entry.expires_at) <= now) return null;
     this.noteUse(entry.id, now);
-    // Arrays copied: the entry may be the stored object itself (`verifyNow`).
+    // Arrays copied: the entry may be the stored object itself (`verifyHash`).
     return {
       account: entry.account,
       tier: entry.tier,
@@ -274,8 +270,7 @@ export class ApiKeys {
     this.lastUseWritten.set(id, now);
     // Its own record, so that this write never races a revoke's write of the key record.
     const minute = new Date(Math.floor(now / LAST_USED_EVERY_MS) * LAST_USED_EVERY_MS).toISOString();
-    const write: Promise<void> = this.records
-      .set(usedRecord(id), minute)
+    const write: Promise<void> = toAsync(this.records.set(usedRecord(id), minute))
       .match(() => {}, this.onBackgroundError)
       .finally(() => this.writing.delete(write));
     this.writing.add(write);
@@ -306,8 +301,7 @@ export class ApiKeys {
     const hash = hashSecret(secret);
     // Record and listing first, the hash (which makes the key usable) last: a crash leaves at worst a listed key
     // that was never handed out.
-    return this.records
-      .set(keyRecord(key.id), key)
+    return toAsync(this.records.set(keyRecord(key.id), key))
       .andThen(() => this.records.set(`apikey-hash-of:${key.id}`, hash))
       .andThen(() =>
         this.index.commit({

@@ -1,10 +1,10 @@
-import { okAsync, type Result, type ResultAsync } from 'neverthrow';
+import { ok } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { EventBus } from './bus.js';
 import type { FleetEventData, FleetEventType } from './catalog.js';
 import type { ChangeCheck, EventOutbox } from './outbox.js';
-import { okWith } from '../util/result.js';
+import { otherwise, type Ran, chain, chainMap } from '../util/result.js';
 
 /** The event a change announces once it has landed. */
 export interface ChangeEvent<T extends FleetEventType> {
@@ -25,7 +25,7 @@ export interface ChangeSteps {
    */
   publish: IndexTransaction | undefined;
   /** For a change that failed having written nothing: forgets the staged event now rather than at recovery. */
-  abandon(): ResultAsync<void, never>;
+  abandon(): Ran<void, never>;
 }
 
 /**
@@ -42,32 +42,25 @@ export class ChangeWriter {
 
   /**
    * Stages `event` durably, runs `writes`, and once they succeed publishes the event and tells this process's
-   * listeners. `event` may be `undefined` when the change announces nothing after all.
+   * listeners. `event` may be `undefined` when the change announces nothing after all. At once when every step is:
+   * nothing to stage (no recipient of the event in the account, known at once over the memory stores) and writes
+   * that answer at once.
    */
-  write<T extends FleetEventType, R>(event: ChangeEvent<T> | undefined, writes: (steps: ChangeSteps) => ResultAsync<R, FleetError>): ResultAsync<R, FleetError> {
-    if (event === undefined) return writes({ publish: undefined, abandon: () => okAsync(undefined) });
-    const staging = this.outbox === undefined ? okAsync(undefined) : this.outbox.stage(event.account, event.type, event.data, event.at, event.check);
-    return staging.andThen((staged) =>
-      writes({
-        publish: staged?.publish,
-        abandon: () => (staged === undefined ? okAsync(undefined) : staged.abandon().orElse(() => okAsync(undefined))),
-      }).andThen(okWith((result) => {
-        staged?.published();
-        this.bus.emit(event.type, { account: event.account, ...event.data });
-        return result;
-      })),
+  write<T extends FleetEventType, R>(event: ChangeEvent<T> | undefined, writes: (steps: ChangeSteps) => Ran<R, FleetError>): Ran<R, FleetError> {
+    if (event === undefined) return writes({ publish: undefined, abandon: () => ok(undefined) });
+    const staging = this.outbox === undefined ? ok(undefined) : this.outbox.stage(event.account, event.type, event.data, event.at, event.check);
+    return chain(staging, (staged) =>
+      chainMap(
+        writes({
+          publish: staged?.publish,
+          abandon: () => (staged === undefined ? ok(undefined) : otherwise(staged.abandon(), () => ok(undefined))),
+        }),
+        (result) => {
+          staged?.published();
+          this.bus.emit(event.type, { account: event.account, ...event.data });
+          return result;
+        },
+      ),
     );
-  }
-
-  /**
-   * `write` at once, for a change with nothing to stage (webhooks off, or no recipient of the event in the account,
-   * known at once over the memory stores) whose `writes` answer at once: they run, and on success this process's
-   * listeners are told, as `write` tells them. `undefined` when staging might be needed: nothing ran; use `write`.
-   */
-  writeNow<T extends FleetEventType, R>(event: ChangeEvent<T>, writes: () => Result<R, FleetError>): Result<R, FleetError> | undefined {
-    if (this.outbox !== undefined && this.outbox.hasRecipientsNow(event.account, event.type) !== false) return undefined;
-    const result = writes();
-    if (result.isOk()) this.bus.emit(event.type, { account: event.account, ...event.data });
-    return result;
   }
 }

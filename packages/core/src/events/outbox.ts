@@ -1,10 +1,10 @@
-import { okAsync, ResultAsync } from 'neverthrow';
+import { ok, okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import { type IndexCalls, mergeTransactions } from '../storage/index-calls.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import type { RecordStore } from '../storage/records.js';
 import { newId } from '../util/ids.js';
-import { okWith } from '../util/result.js';
+import { all, okWith, type Ran, chain, chainMap, toAsync } from '../util/result.js';
 
 /**
  * How recovery tells whether the change behind an event landed: the record at `key` (a RecordStore key, e.g.
@@ -38,7 +38,7 @@ export interface StagedEvent {
   /** Tell the outbox the publish landed: the local worker starts at once instead of at its next poll. */
   published(): void;
   /** The change failed and wrote nothing: forget the event. */
-  abandon(): ResultAsync<void, FleetError>;
+  abandon(): Ran<void, FleetError>;
 }
 
 /**
@@ -46,14 +46,12 @@ export interface StagedEvent {
  * the outbox (and every writer of changes) never imports it.
  */
 export interface EventRecipients {
-  /** Ids of the recipients of `type` in `account`; none: nothing is staged. */
-  of(account: string, type: string): ResultAsync<string[], FleetError>;
-  /** `of` answered at once, over stores held in this process; `undefined` otherwise. Optional. */
-  ofNow?(account: string, type: string): string[] | undefined;
+  /** Ids of the recipients of `type` in `account` (at once over stores held in this process); none: nothing is staged. */
+  of(account: string, type: string): Ran<string[], FleetError>;
   /** The id of the delivery of `eventId` to `recipient`: derived, so a recovering process names it the same. */
   deliveryId(eventId: string, recipient: string): string;
   /** Writes the pending deliveries of a new event, before it is published. */
-  prepare(event: EventRecord): ResultAsync<void, FleetError>;
+  prepare(event: EventRecord): Ran<void, FleetError>;
   /** The index entries that make the event's deliveries due. */
   due(event: EventRecord): IndexTransaction;
   /** Record keys of the event's deliveries, erased with an event whose change never landed. */
@@ -94,34 +92,25 @@ export class EventOutbox {
   constructor(private readonly deps: EventOutboxDeps) {}
 
   /** Stages `type` for the recipients of `account`. `undefined` when there are none (nothing written). */
-  stage(account: string, type: string, data: unknown, createdAt: string, check: ChangeCheck): ResultAsync<StagedEvent | undefined, FleetError> {
-    return this.deps.recipients.of(account, type).andThen((recipients) => {
-      if (recipients.length === 0) return okAsync(undefined);
-      return this.write(account, type, data, createdAt, check, recipients).andThen((staged) =>
-        this.deps.index
-          .commit({ add: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] })
-          .andThen(okWith(() => staged)),
+  stage(account: string, type: string, data: unknown, createdAt: string, check: ChangeCheck): Ran<StagedEvent | undefined, FleetError> {
+    return chain(this.deps.recipients.of(account, type), (recipients) => {
+      if (recipients.length === 0) return ok(undefined);
+      return chain(this.write(account, type, data, createdAt, check, recipients), (staged) =>
+        chainMap(this.deps.index.commit({ add: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] }), () => staged),
       );
     });
   }
 
-  /**
-   * Whether `stage` would stage anything for `type` in `account`, when that is known at once (the memory stores):
-   * `false` when the account has no recipient of it, so a change may be written without staging; `undefined` otherwise.
-   */
-  hasRecipientsNow(account: string, type: string): boolean | undefined {
-    const recipients = this.deps.recipients.ofNow?.(account, type);
-    return recipients === undefined ? undefined : recipients.length > 0;
-  }
-
   /** An event that needs no change (the test ping): written and due at once for these recipients. */
-  emitNow(account: string, type: string, data: unknown, recipients: string[]): ResultAsync<EventRecord, FleetError> {
+  emit(account: string, type: string, data: unknown, recipients: string[]): ResultAsync<EventRecord, FleetError> {
     const createdAt = new Date(this.deps.now()).toISOString();
-    return this.write(account, type, data, createdAt, null, recipients).andThen((staged) =>
-      this.deps.index.commit(staged.publish).andThen(okWith(() => {
-        staged.published();
-        return staged.event;
-      })),
+    return toAsync(
+      chain(this.write(account, type, data, createdAt, null, recipients), (staged) =>
+        chainMap(this.deps.index.commit(staged.publish), () => {
+          staged.published();
+          return staged.event;
+        }),
+      ),
     );
   }
 
@@ -132,19 +121,21 @@ export class EventOutbox {
   recover(limit = 100): ResultAsync<number, FleetError> {
     const { index, records } = this.deps;
     const cutoff = this.deps.now() - this.deps.graceMs;
-    return index.range(INTENT_SET, { offset: 0, limit }).andThen((members) => {
+    return toAsync(index.range(INTENT_SET, { offset: 0, limit })).andThen((members) => {
       const old = members.filter((member) => Number(member.slice(0, member.indexOf(':'))) <= cutoff);
       return ResultAsync.combine(
         old.map((member) => {
           const id = member.slice(member.indexOf(':') + 1);
           const forget: IndexTransaction = { remove: [{ set: INTENT_SET, member }] };
-          return records.get<EventRecord>(eventKey(id)).andThen((event) => {
-            if (event === undefined) return index.commit(forget).andThen(okWith(() => 0));
-            return this.landed(event.check).andThen((landed) => {
-              if (landed) return index.commit(mergeTransactions(forget, this.publishOf(event))).andThen(okWith(() => 1));
-              return this.erase(event).andThen(() => index.commit(forget)).andThen(okWith(() => 0));
-            });
-          });
+          return toAsync(
+            chain(records.get<EventRecord>(eventKey(id)), (event) => {
+              if (event === undefined) return chainMap(index.commit(forget), () => 0);
+              return chain(this.landed(event.check), (landed) => {
+                if (landed) return chainMap(index.commit(mergeTransactions(forget, this.publishOf(event))), () => 1);
+                return chainMap(chain(this.erase(event), () => index.commit(forget)), () => 0);
+              });
+            }),
+          );
         }),
       ).andThen(okWith((published) => {
         const count = published.reduce<number>((sum, n) => sum + n, 0);
@@ -154,13 +145,13 @@ export class EventOutbox {
     });
   }
 
-  private landed(check: ChangeCheck | null): ResultAsync<boolean, FleetError> {
-    if (check === null) return okAsync(true);
-    return this.deps.records.get<Record<string, unknown>>(check.key).andThen(okWith((record) => {
+  private landed(check: ChangeCheck | null): Ran<boolean, FleetError> {
+    if (check === null) return ok(true);
+    return chainMap(this.deps.records.get<Record<string, unknown>>(check.key, true), (record) => {
       if (check.absent === true) return record === undefined;
       if (record === undefined) return false;
       return Object.entries(check.match ?? {}).every(([field, value]) => record[field] === value);
-    }));
+    });
   }
 
   private write(
@@ -170,7 +161,7 @@ export class EventOutbox {
     createdAt: string,
     check: ChangeCheck | null,
     recipients: string[],
-  ): ResultAsync<StagedEvent, FleetError> {
+  ): Ran<StagedEvent, FleetError> {
     const id = newId('event');
     const event: EventRecord = {
       id,
@@ -181,25 +172,20 @@ export class EventOutbox {
       check,
       deliveries: recipients.map((recipient) => ({ id: this.deps.recipients.deliveryId(id, recipient), webhook_id: recipient })),
     };
-    return this.deps.recipients
-      .prepare(event)
-      .andThen(() => this.deps.records.set(eventKey(id), event, this.deps.retentionMs))
-      .andThen(okWith(() => ({
-        event,
-        publish: this.publishOf(event),
-        published: () => this.deps.wake(),
-        abandon: () =>
-          this.deps.index
-            .commit({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), id) }] })
-            .andThen(() => this.erase(event)),
-      })));
+    const written = chain(this.deps.recipients.prepare(event), () => this.deps.records.set(eventKey(id), event, this.deps.retentionMs));
+    return chainMap(written, () => ({
+      event,
+      publish: this.publishOf(event),
+      published: () => this.deps.wake(),
+      abandon: () => chain(this.deps.index.commit({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), id) }] }), () => this.erase(event)),
+    }));
   }
 
   private publishOf(event: EventRecord): IndexTransaction {
     return mergeTransactions({ remove: [{ set: INTENT_SET, member: intentMember(Date.parse(event.created_at), event.id) }] }, this.deps.recipients.due(event));
   }
 
-  private erase(event: EventRecord): ResultAsync<void, FleetError> {
+  private erase(event: EventRecord): Ran<void, FleetError> {
     return this.deps.records.deleteMany([eventKey(event.id), ...this.deps.recipients.keysOf(event)]);
   }
 }

@@ -1,4 +1,5 @@
 import Keyv from 'keyv';
+import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStorage, RecordStore } from '../storage/records.js';
 import { type Attempt, formatPercent, HealthLog } from './health-log.js';
@@ -136,24 +137,28 @@ describe('HealthLog.history', () => {
   });
 });
 
-describe('HealthLog.recordNow', () => {
-  it('counts a call at once over the fleet memory, as record does; never while another count of the server runs, never a probe, never over another store', async () => {
+describe('HealthLog.record at once', () => {
+  it('counts at once over the fleet memory; waits its turn while another change of the server runs; goes through a promise over another store', async () => {
     const at = T0;
     const log = new HealthLog(new RecordStore(createMemoryStorage(), 't:'), () => at);
-    // A probe's count holds the server's lane across its reads and writes: a count at once would be lost by its write.
-    const probing = log.record('srv_a', probe(at, true));
-    expect(log.recordNow('srv_a', call(at, false))).toBe(false);
-    expect(log.recordNow('srv_b', call(at, false))).toBe(true);
-    (await probing)._unsafeUnwrap();
+    const later = (ran: ReturnType<HealthLog['record']>) => ran instanceof ResultAsync;
+    expect(later(log.record('srv_a', probe(at, true)))).toBe(false);
+    expect(later(log.record('srv_a', call(at, false)))).toBe(false);
+    // A change that waits holds the server's lane: a count at once could come between its steps.
+    const forgetting = log.forget('srv_b');
+    const waiting = log.record('srv_b', call(at, false));
+    expect(later(waiting)).toBe(true);
+    (await forgetting)._unsafeUnwrap();
+    (await waiting)._unsafeUnwrap();
     await new Promise((resolve) => setImmediate(resolve));
-    expect(log.recordNow('srv_a', probe(at, true))).toBe(false);
-    expect(log.recordNow('srv_a', call(at, false))).toBe(true);
-    expect(log.recordNow('srv_a', call(at, true))).toBe(true);
+    expect(later(log.record('srv_a', call(at, true)))).toBe(false);
     expect((await log.history('srv_a'))._unsafeUnwrap().buckets).toMatchObject([{ probes: 1, healthy: 1, requests: 3, failures: 1 }]);
     expect((await log.history('srv_b'))._unsafeUnwrap().buckets).toMatchObject([{ probes: 0, requests: 1, failures: 1 }]);
 
     const elsewhere = new HealthLog(new RecordStore(new Keyv({ throwOnErrors: true }), 't:'), () => at);
-    expect(elsewhere.recordNow('srv_a', call(at, true))).toBe(false);
-    expect((await elsewhere.history('srv_a'))._unsafeUnwrap().buckets).toEqual([]);
+    const through = elsewhere.record('srv_a', call(at, true));
+    expect(later(through)).toBe(true);
+    (await through)._unsafeUnwrap();
+    expect((await elsewhere.history('srv_a'))._unsafeUnwrap().buckets).toMatchObject([{ requests: 1, failures: 0 }]);
   });
 });

@@ -1,9 +1,9 @@
-import { okAsync, ResultAsync } from 'neverthrow';
+import { ok, okAsync, type ResultAsync } from 'neverthrow';
 import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
-import { NOT_NOW, type RecordStore } from '../storage/records.js';
+import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chain, chainMap, toAsync } from '../util/result.js';
 
 /** One request the service made to a server: a probe, or (with tool calls) a call. */
 export interface Attempt {
@@ -102,17 +102,19 @@ export class HealthLog {
     private readonly now: () => number,
   ) {}
 
-  /** Counts an attempt; a probe also becomes the server's latest. */
-  record(serverId: string, attempt: Attempt): ResultAsync<void, FleetError> {
-    const run = (): ResultAsync<void, FleetError> => {
+  /**
+   * Counts an attempt; a probe also becomes the server's latest. One count of a server at a time in this process; at
+   * once over the fleet's own memory when no other count of it is under way.
+   */
+  record(serverId: string, attempt: Attempt): Ran<void, FleetError> {
+    return this.mutex.exclusive(serverId, () => {
       const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
-      const counted = this.records.get<Bucket>(key).andThen((found) => this.records.set(key, withAttempt(found, attempt), BUCKET_TTL_MS));
+      // The bucket read is a copy of its own: counted in place and handed over.
+      const counted = chain(this.records.get<Bucket>(key), (found) => this.records.set(key, withAttempt(found, attempt), BUCKET_TTL_MS, true));
       if (attempt.kind !== 'probe') return counted;
       // A probe that failed learns nothing of the era: keep the one that last answered (the only case read back).
-      const era = attempt.era !== undefined ? okAsync(attempt.era) : this.eraOf(serverId);
-      return counted
-        .andThen(() => era)
-        .andThen((knownEra) =>
+      return chain(counted, () =>
+        chain(attempt.era !== undefined ? ok(attempt.era) : this.eraOf(serverId), (knownEra) =>
           this.records.set(lastKey(serverId), {
             ok: attempt.ok,
             era: knownEra,
@@ -120,32 +122,19 @@ export class HealthLog {
             last_check: new Date(attempt.at).toISOString(),
             error: attempt.error,
           } satisfies LastProbe),
-        );
-    };
-    return this.mutex.exclusive(serverId, run);
-  }
-
-  /**
-   * `record` of a tool call at once, over the fleet's own memory and when no other count of this server is under way
-   * in this process (so none could have come between the read and the write); `false` otherwise, having counted
-   * nothing: use `record` then. A probe always goes through `record` (it reads the last era too).
-   */
-  recordNow(serverId: string, attempt: Attempt): boolean {
-    if (attempt.kind !== 'call' || !this.mutex.idle(serverId)) return false;
-    const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
-    const found = this.records.getNow<Bucket>(key);
-    // The bucket read is a copy of its own: counted in place and handed over.
-    return found !== NOT_NOW && this.records.handOverNow(key, withAttempt(found, attempt), BUCKET_TTL_MS);
+        ),
+      );
+    });
   }
 
   /** The protocol era the server last answered with, if any. */
-  eraOf(serverId: string): ResultAsync<string | undefined, FleetError> {
-    return this.records.get<LastProbe>(lastKey(serverId)).andThen(okWith((last) => last?.era));
+  eraOf(serverId: string): Ran<string | undefined, FleetError> {
+    return chainMap(this.records.get<LastProbe>(lastKey(serverId), true), (last) => last?.era);
   }
 
   /** The health record after the latest probe, or `undefined` before the first. */
   read(serverId: string): ResultAsync<HealthRecord | undefined, FleetError> {
-    return this.records.get<LastProbe>(lastKey(serverId)).andThen((last) => {
+    return toAsync(this.records.get<LastProbe>(lastKey(serverId))).andThen((last) => {
       if (last === undefined) return okAsync(undefined);
       return this.history(serverId).andThen(
         okWith(({ uptime, error_rate }) =>
@@ -168,7 +157,7 @@ export class HealthLog {
     const oldest = Math.floor((now - DAY_MS) / BUCKET_MS);
     const keys: string[] = [];
     for (let index = oldest; index <= newest; index++) keys.push(bucketKey(serverId, index));
-    return this.records.getMany<Bucket>(keys).andThen(okWith((found) => {
+    return toAsync(this.records.getMany<Bucket>(keys)).andThen(okWith((found) => {
       const sum = { probes: 0, probesOk: 0, requests: 0, failures: 0 };
       const buckets: HealthBucket[] = [];
       found.forEach((bucket, i) => {
@@ -200,6 +189,6 @@ export class HealthLog {
     const now = this.now();
     const keys = [lastKey(serverId)];
     for (let index = Math.floor((now - BUCKET_TTL_MS) / BUCKET_MS); index <= Math.floor(now / BUCKET_MS); index++) keys.push(bucketKey(serverId, index));
-    return this.mutex.exclusive(serverId, () => this.records.deleteMany(keys));
+    return this.mutex.exclusive(serverId, () => toAsync(this.records.deleteMany(keys)));
   }
 }

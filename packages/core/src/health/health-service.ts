@@ -6,6 +6,7 @@ import type { UpstreamFailure } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthLog, HealthRecord } from './health-log.js';
 import { probeChannel } from '../trace/channels.js';
 import { publishProbe } from '../trace/publish.js';
+import { toAsync } from '../util/result.js';
 
 /** What one probe found. A prober never throws: every failure is an outcome with an upstream error code. */
 export interface ProbeOutcome {
@@ -34,11 +35,10 @@ export class HealthService {
   check(account: string, id: string): ResultAsync<HealthRecord, FleetError> {
     const { registry, log } = this.deps;
     // The probe connects: the one place here that opens the server's secrets.
-    return registry.getRevealed(account, id).andThen((server) =>
-      log.eraOf(id).andThen((era) =>
+    return toAsync(registry.getRevealed(account, id)).andThen((server) =>
+      toAsync(log.eraOf(id)).andThen((era) =>
         this.probe(server, era).andThen((outcome) =>
-          log
-            .record(id, { kind: 'probe', ok: outcome.ok, at: this.deps.now(), responseTimeMs: outcome.responseTimeMs, error: outcome.error, era: outcome.era })
+          toAsync(log.record(id, { kind: 'probe', ok: outcome.ok, at: this.deps.now(), responseTimeMs: outcome.responseTimeMs, error: outcome.error, era: outcome.era }))
             // A change of health is written with its `server.health_changed` event.
             .andThen(() => registry.setHealth(account, id, outcome.ok ? 'healthy' : 'unhealthy', outcome.error))
             .andThen(() => log.read(id))
@@ -52,7 +52,7 @@ export class HealthService {
   /** The server's last 24 hours (`GET /servers/{id}/health/history`), without probing it. */
   history(account: string, id: string): ResultAsync<HealthHistory, FleetError> {
     const { registry, log } = this.deps;
-    return registry.get(account, id).andThen(() => log.history(id));
+    return toAsync(registry.get(account, id)).andThen(() => log.history(id));
   }
 
   private probe(server: ServerRecord, era: string | undefined): ResultAsync<ProbeOutcome, FleetError> {

@@ -363,23 +363,28 @@ function bearerSecret(request: Request): string | undefined {
   return header === null ? undefined : BEARER.exec(header)?.[1];
 }
 
-async function authenticate(request: Request, deps: HandlerDeps): Promise<Principal | null> {
-  if (deps.authenticate !== undefined) {
-    const principal = await deps.authenticate(request);
-    if (principal !== null && !isPrincipal(principal)) {
-      throw new Error('mcp-fleet: the authenticate function returned an invalid principal');
-    }
-    return principal;
-  }
+/** The principal of the request; at once when the built-in keys are read from the fleet's own memory. */
+function authenticate(request: Request, deps: HandlerDeps): Principal | null | Promise<Principal | null> {
+  if (deps.authenticate !== undefined) return custom(request, deps.authenticate);
   const secret = bearerSecret(request);
   if (secret === undefined) return null;
-  const hash = hashSecret(secret);
-  // Over the fleet's own memory the key's entry is read at once (still on every request); else through the store.
-  const now = deps.keys.verifyNow(hash);
-  if (now !== undefined) return now;
-  const verified = await deps.keys.verify(secret, hash);
+  // The key's entry is read on every request: at once over the fleet's own memory, else through the store.
+  const verified = deps.keys.verifyHash(hashSecret(secret));
+  if (verified instanceof ResultAsync) return (async () => principalOrThrow(await verified))();
+  return principalOrThrow(verified);
+}
+
+function principalOrThrow(verified: Result<Principal | null, FleetError>): Principal | null {
   if (verified.isErr()) throw verified.error;
   return verified.value;
+}
+
+async function custom(request: Request, authenticate: NonNullable<HandlerDeps['authenticate']>): Promise<Principal | null> {
+  const principal = await authenticate(request);
+  if (principal !== null && !isPrincipal(principal)) {
+    throw new Error('mcp-fleet: the authenticate function returned an invalid principal');
+  }
+  return principal;
 }
 
 function isPrincipal(value: unknown): value is Principal {

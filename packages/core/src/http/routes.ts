@@ -10,7 +10,7 @@ import type { InvokeOptions } from '../toolcalls/tool-service.js';
 import { type JsonText, JsonList } from '../util/json-text.js';
 import type { Page, Pagination } from '../util/pagination.js';
 import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
-import { okWith } from '../util/result.js';
+import { type Ran, chainMap } from '../util/result.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -68,9 +68,8 @@ interface RouteSpec<A extends unknown[], T> {
   input: (request: OperationInput) => Result<A, FleetError>;
   /** Whether `input` needs the JSON body. @default false */
   body?: boolean;
-  run: (account: string, ...args: A) => ResultAsync<T, FleetError>;
-  /** `run` answered at once when it can be (the memory stores), else `undefined` and `run` goes. @default none */
-  now?: (account: string, ...args: A) => Result<T, FleetError> | undefined;
+  /** The operation: a `Result` when it answered at once (the memory stores), else a `ResultAsync` to wait for. */
+  run: (account: string, ...args: A) => Ran<T, FleetError>;
   /** @default 200 */
   status?: number;
   /** The HTTP view of the operation's value. @default the value itself */
@@ -111,9 +110,9 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     // The HTTP contract lists the seed's eight fields of each server (the operation's `summary` shape), and shows them
     // for a created one: the embedder's `fleet.servers` answers details.
     route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listedJson, input: listServersInput,
-      run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape), now: (account, q) => servers.listNow(account, q) }),
+      run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
     route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
-      now: servers.createNow, status: 201, view: (server) => ({ data: toSummary(server) }) }),
+      status: 201, view: (server) => ({ data: toSummary(server) }) }),
     route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
     route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', body: true, input: idAndBody, run: servers.update }),
     route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
@@ -175,8 +174,7 @@ function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
         const args = spec.input(input);
         if (args.isErr()) return err(args.error);
         const { account } = input.principal;
-        const now = spec.now?.(account, ...args.value);
-        return now !== undefined ? now.map(shown) : spec.run(account, ...args.value).andThen(okWith(shown));
+        return chainMap(spec.run(account, ...args.value), shown);
       },
     },
   };

@@ -2,7 +2,7 @@ import { ok } from 'neverthrow';
 import type { Principal } from '../auth/scopes.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
-import { asAsync, okWith } from '../util/result.js';
+import { toAsync, okWith } from '../util/result.js';
 import type { McpEndpoint } from './endpoint.js';
 
 /** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one server). */
@@ -67,7 +67,7 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
       principal,
       serverId: target.serverId,
       admit: (batch) =>
-        asAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
+        toAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
           okWith((decision) => {
             x.limitHeaders = RateLimiter.headers(decision, deps.now());
             return decision;

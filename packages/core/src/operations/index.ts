@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/client';
-import type { Result, ResultAsync } from 'neverthrow';
+import type { ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
@@ -11,7 +11,7 @@ import type { InvokeOptions, ToolCallOutcome, ToolService } from '../toolcalls/t
 import type { JsonText } from '../util/json-text.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
 import type { WebhookOperations } from '../webhooks/service.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /**
  * The operations of mcp-fleet, once: `fleet.servers`, `fleet.tools`, `fleet.toolCalls`, `fleet.webhooks` are these
@@ -20,7 +20,9 @@ import { okWith } from '../util/result.js';
  * on create and list), the route's view narrows it. See docs/architecture.md "Operations".
  *
  * The doors (HTTP, MCP) see the operations with their inputs as received (`unknown`): every operation validates its
- * input, once. The embedder sees the very same functions typed (`ServersApi`, `ToolsApi`, `WebhooksApi`).
+ * input, once. The embedder sees the very same functions typed (`ServersApi`, `ToolsApi`, `WebhooksApi`), each
+ * answering a `ResultAsync` (`embedderApi`); the doors take what an operation ran (`Ran`): a `Result` when every
+ * step answered at once, so the HTTP handler waits only for what is asynchronous.
  */
 export interface Operations {
   readonly servers: ServerOperations;
@@ -31,19 +33,15 @@ export interface Operations {
 }
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
-  create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
-  /** `create` answered at once over the memory stores when nothing waits; `undefined` otherwise, nothing done (then `create`). */
-  createNow(account: string, input: unknown): Result<ServerDetail, FleetError> | undefined;
+  create(account: string, input: unknown): Ran<ServerDetail, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
   /**
    * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows) as JSON text, made
    * straight from the records rather than narrowed from details, and kept with the stored record over the fleet's own
    * memory (`summaryJson`): a listing is the hottest read there is.
    */
-  list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
-  list(account: string, query: Partial<ListServersQuery>, shape: 'summary'): ResultAsync<Page<JsonText<ServerSummary>>, FleetError>;
-  /** `list(…, 'summary')` answered at once over the memory stores; `undefined` otherwise (then `list`). */
-  listNow(account: string, query: Partial<ListServersQuery>): Result<Page<JsonText<ServerSummary>>, FleetError> | undefined;
+  list(account: string, query?: Partial<ListServersQuery>): Ran<Page<ServerDetail>, FleetError>;
+  list(account: string, query: Partial<ListServersQuery>, shape: 'summary'): Ran<Page<JsonText<ServerSummary>>, FleetError>;
 }
 
 export interface ToolOperations extends ToolsApi {
@@ -94,9 +92,8 @@ export interface OperationServices {
 export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
   return {
     servers: {
-      create: (account, input) => registry.create(account, input).andThen(okWith(toDetail)),
-      createNow: (account, input) => registry.createNow(account, input)?.map(toDetail),
-      get: (account, id) => registry.get(account, id).andThen(okWith(toDetail)),
+      create: (account, input) => chainMap(registry.create(account, input), toDetail),
+      get: (account, id) => toAsync(registry.get(account, id)).andThen(okWith(toDetail)),
       update: (account, id, patch) => registry.update(account, id, patch).andThen(okWith(toDetail)),
       delete: (account, id) => registry.delete(account, id),
       health: (account, id) => health.check(account, id),
@@ -105,8 +102,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
         // The summary is made from each record as read (no copy of the whole record first): it holds strings only.
         shape === 'summary'
           ? registry.list(account, withPageDefaults(query), summaryJson)
-          : registry.list(account, withPageDefaults(query)).andThen(okWith(({ data, pagination }) => ({ data: data.map(toDetail), pagination })))) as ServerOperations['list'],
-      listNow: (account, query) => registry.listNow(account, withPageDefaults(query), summaryJson),
+          : chainMap(registry.list(account, withPageDefaults(query)), ({ data, pagination }) => ({ data: data.map(toDetail), pagination }))) as ServerOperations['list'],
     },
     tools: {
       call: (account, serverId, name, args = {}) => tools.call(account, serverId, name, args),
@@ -118,5 +114,22 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       list: (account, query = {}) => toolCalls.list(account, withPageDefaults(query)),
     },
     webhooks,
+  };
+}
+
+/**
+ * The operations as the embedder's `fleet.*` API: the very same functions, each answering a `ResultAsync` (what the
+ * doors take as it ran, the embedder always awaits).
+ */
+export function embedderApi(operations: Operations): Operations & { servers: ServersApi } {
+  const { servers } = operations;
+  return {
+    ...operations,
+    servers: {
+      ...servers,
+      create: (account: string, input: unknown) => toAsync(servers.create(account, input)),
+      list: ((account: string, query?: Partial<ListServersQuery>, shape?: 'summary') =>
+        shape === 'summary' ? toAsync(servers.list(account, query ?? {}, shape)) : toAsync(servers.list(account, query))) as ServersApi['list'] & ServerOperations['list'],
+    },
   };
 }

@@ -1,9 +1,9 @@
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, ok, okAsync, type ResultAsync } from 'neverthrow';
 import { FleetError } from '../errors/fleet-error.js';
 import type { ServerRegistry } from '../registry/registry.js';
 import type { RecordStore } from '../storage/records.js';
 import { type SecretBox, unreadableSecret } from '../util/secret-box.js';
-import { okWith } from '../util/result.js';
+import { all, okWith, chain, toAsync } from '../util/result.js';
 
 /** What `fleet.secrets.rotate()` wrote: the records whose secrets it sealed again under the current key. */
 export interface RotationCounts {
@@ -43,19 +43,19 @@ function keysMissing(kids: string[], hasKey: boolean): FleetError {
 
 /** The start check: every key the store names opens its check value; the current key gets one if it has none. */
 export function checkStoreKeys(records: RecordStore, box: SecretBox): Promise<FleetError | undefined> {
-  return records
-    .get<CheckRecord>(CHECK_KEY)
+  return toAsync(records.get<CheckRecord>(CHECK_KEY))
     .andThen((stored) => {
       const checks = stored?.checks ?? {};
       const missing = Object.keys(checks).filter((kid) => !box.knows(kid));
       if (missing.length > 0) return errAsync(keysMissing(missing, box.current !== undefined));
       const opened = Object.entries(checks).map(([kid, value]) =>
-        box.openUnchecked(value, CHECK_KEY).andThen((text) => (text === CHECK_TEXT ? okAsync(undefined) : errAsync(unreadableSecret(kid)))),
+        box.openUnchecked(value, CHECK_KEY).andThen((text) => (text === CHECK_TEXT ? ok(undefined) : err(unreadableSecret(kid)))),
       );
-      return ResultAsync.combine(opened).andThen(() => {
+      return toAsync(all(opened)).andThen(() => {
         const current = box.current;
-        if (current === undefined || checks[current.kid] !== undefined) return okAsync(undefined);
-        return records.set(CHECK_KEY, { checks: { ...checks, [current.kid]: box.sealNow(CHECK_TEXT, CHECK_KEY) } } satisfies CheckRecord);
+        if (current === undefined || checks[current.kid] !== undefined) return ok(undefined);
+        // Sealed without the check: this is the check, which the gate waits for.
+        return records.set(CHECK_KEY, { checks: { ...checks, [current.kid]: box.sealUnchecked(CHECK_TEXT, CHECK_KEY) } } satisfies CheckRecord);
       });
     })
     .match(
@@ -84,9 +84,9 @@ export function createSecrets(deps: {
       return registry.rotateSecrets().andThen((servers) =>
         (webhooks?.rotateSecrets() ?? okAsync(0)).andThen((rotatedWebhooks) =>
           // Everything is under the current key now: older keys are no longer needed to start.
-          records
-            .set(CHECK_KEY, { checks: { [current.kid]: box.sealNow(CHECK_TEXT, CHECK_KEY) } } satisfies CheckRecord)
-            .andThen(okWith(() => ({ servers, webhooks: rotatedWebhooks }))),
+          toAsync(chain(box.seal(CHECK_TEXT, CHECK_KEY), (sealed) => records.set(CHECK_KEY, { checks: { [current.kid]: sealed } } satisfies CheckRecord))).andThen(
+            okWith(() => ({ servers, webhooks: rotatedWebhooks })),
+          ),
         ),
       );
     },

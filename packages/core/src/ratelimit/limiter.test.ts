@@ -1,6 +1,6 @@
 import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import { asAsync } from '../util/result.js';
+import { toAsync } from '../util/result.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import { RateLimiter } from './limiter.js';
@@ -51,7 +51,7 @@ describe('RateLimiter, a batch (admit with its costs)', () => {
   it('counts a batch whole against the tier and its calls against the operation, or refuses it whole naming the limit without room', async () => {
     const limiter = new RateLimiter({ tiers: { free: 10 }, operations: { 'tools.call': 4 } }, () => T0);
     const admit = (requests: number, ofOperation: number) =>
-      asAsync(limiter.admit(principal, ofOperation > 0 ? 'tools.call' : undefined, { requests, ofOperation })).then((r) => r._unsafeUnwrap());
+      toAsync(limiter.admit(principal, ofOperation > 0 ? 'tools.call' : undefined, { requests, ofOperation })).then((r) => r._unsafeUnwrap());
     expect(await admit(5, 3)).toMatchObject({ allowed: true, limit: 4, remaining: 1, scope: 'operation' });
     // Two calls where one is left: refused by tools.call, which still has 1, though the tier has 5.
     expect(await admit(2, 2)).toMatchObject({ allowed: false, limit: 4, remaining: 1, scope: 'operation' });

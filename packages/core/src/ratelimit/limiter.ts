@@ -1,9 +1,10 @@
-import { err, ok, type Result, ResultAsync } from 'neverthrow';
+import { ok } from 'neverthrow';
 import type { Principal, Tier } from '../auth/scopes.js';
-import { FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import { FleetError } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 import { checkOption, positiveInteger } from '../util/options.js';
+import { chainMap, otherwise, portCall, type Ran } from '../util/result.js';
 import { rateLimitChannel } from '../trace/channels.js';
 import { storeCall } from '../trace/store-call.js';
 
@@ -229,31 +230,14 @@ export class RateLimiter {
    * when the limiter fails open.
    */
   private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
-    let consumed: ConsumeResult | Promise<ConsumeResult>;
-    try {
-      consumed = storeCall('ratelimit', this.store, 'consume', counters, window.end, cost);
-    } catch (cause) {
-      return this.unavailable(cause);
-    }
-    if (!isPromiseLike(consumed)) return ok(binding(counters, scopes, window, consumed, cost));
-    return new ResultAsync(
-      Promise.resolve(consumed).then(
-        (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, cost)),
-        (cause: unknown) => this.unavailable(cause),
-      ),
-    );
-  }
-
-  private unavailable(cause: unknown): Result<RateLimitDecision | null, FleetError> {
-    return this.failOpen ? ok(null) : err(storageUnavailable(cause));
+    const consumed = portCall(() => storeCall('ratelimit', 'consume', () => this.store.consume(counters, window.end, cost)));
+    const decided = chainMap(consumed, (result): RateLimitDecision | null => binding(counters, scopes, window, result, cost));
+    return this.failOpen ? otherwise(decided, () => ok(null)) : decided;
   }
 }
 
 /** A limiter's decision: a `Result` when the store answered at once, a `ResultAsync` when it answers later. */
-export type Decided = Result<RateLimitDecision | null, FleetError> | ResultAsync<RateLimitDecision | null, FleetError>;
-
-const isPromiseLike = <T>(value: T | PromiseLike<T>): value is PromiseLike<T> =>
-  typeof (value as { then?: unknown } | null)?.then === 'function';
+export type Decided = Ran<RateLimitDecision | null, FleetError>;
 
 const TIER_ONLY: readonly RateLimitScope[] = ['tier'];
 const OPERATION_AND_TIER: readonly RateLimitScope[] = ['operation', 'tier'];

@@ -78,15 +78,15 @@ class FlakyIndex implements IndexStore {
     return this.inner.commit(tx);
   }
 
-  claimOf(key: string): Promise<Claim | undefined> {
+  async claimOf(key: string): Promise<Claim | undefined> {
     return this.inner.claimOf(key);
   }
 
-  range(set: string, options: RangeOptions): Promise<string[]> {
+  async range(set: string, options: RangeOptions): Promise<string[]> {
     return this.inner.range(set, options);
   }
 
-  count(set: string): Promise<number> {
+  async count(set: string): Promise<number> {
     return this.inner.count(set);
   }
 }

@@ -2,7 +2,7 @@ import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow
 import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
 import type { CommitResult, IndexTransaction } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
-import { NOT_NOW, type RecordStore } from '../storage/records.js';
+import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { kept, memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
@@ -11,13 +11,13 @@ import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerConfig, type Serve
 import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import { mergeTransactions } from '../storage/index-calls.js';
-import { type PageRead, readPage, readPageNow, readRange } from '../storage/read-page.js';
+import { type PageRead, readPage, readRange } from '../storage/read-page.js';
 import { SecretBox } from '../util/secret-box.js';
-import { hasStaleSecrets, revealConfig, revealConfigNow, sealConfig, sealConfigNow } from './secrets.js';
+import { hasStaleSecrets, revealConfig, sealConfig } from './secrets.js';
 import { type ServerRecord, toDetail } from './views.js';
 import { isoTimeOf } from '../util/iso-time.js';
 import { namesItsPrefix, prefixesAbove } from '../toolcalls/tool-names.js';
-import { okWith, recover } from '../util/result.js';
+import { okWith, otherwise, type Ran, chain, chainMap, toAsync } from '../util/result.js';
 
 /**
  * How `list` shows each record: it must only read it. `stored`: the record is the stored object itself, never
@@ -50,13 +50,15 @@ export interface RegistryDeps {
    * A check of a stdio configuration that needs the account and the host (its user can reach the files), after the
    * validator's and before anything is written, at create and update. @default none
    */
-  checkStdio?: (account: string, config: StdioServerConfig) => ResultAsync<void, FleetError>;
+  checkStdio?: (account: string, config: StdioServerConfig) => Ran<void, FleetError>;
 }
 
 /** Servers per account unless `quotas.serversPerAccount` says otherwise. */
 export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 
-const recordKey = memoKeys((id) => `server:${id}`);
+/** The record key of a server: made here only (`recordKey` keeps those read again and again). */
+const serverKey = (id: string) => `server:${id}`;
+const recordKey = memoKeys(serverKey);
 /** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
 const nameKey = (account: string, name: string) => ['name:', encodeURIComponent(account), ':', name].join('');
 
@@ -67,8 +69,11 @@ function setKey(account: string, filter: { type?: ServerType | undefined; health
   return key;
 }
 
-/** Items of the pages `listNow` keeps, at most, over all pages (about 5 MB of summaries' texts): then it starts again. */
+/** Items of the pages `list` keeps, at most, over all pages (about 5 MB of summaries' texts): then it starts again. */
 const MAX_PAGE_ITEMS_KEPT = 20_000;
+
+/** The listing that holds the account's quota: every server of the account, the first of `listingsOf`. */
+const quotaSetOf = (record: ServerRecord): string => listingsOf(record)[0] as string;
 
 /** Every server of every account, for the background monitor. Account keys start `servers:`, so no clash. */
 const ALL_SERVERS = 'servers-all';
@@ -231,7 +236,7 @@ const carriesName = (holder: ServerRecord | undefined, record: ServerRecord) =>
  */
 export class ServerRegistry {
   private readonly mutex = new KeyedMutex();
-  /** The last page read at once for each listing, page and size, with the change counts it was read at (`listNow`). */
+  /** The last page read at once for each listing, page and size, with the change counts it was read at (`list`). */
   private readonly pages = new Map<string, { changes: number; commits: number; view: ListView<unknown>; page: Page<unknown> }>();
   private pagesItems = 0;
   /** `created_at`'s text of creates at once, made once per millisecond of the clock (`isoTimeOf`). */
@@ -242,102 +247,67 @@ export class ServerRegistry {
     this.deps = { ...deps, secrets: deps.secrets ?? new SecretBox() };
   }
 
-  create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
+  /**
+   * Over the memory stores every step answers at once, and so does this (a `Result`): nothing waits, unless a stdio
+   * server's host check, a key check still running, or a webhook store elsewhere hands it a promise. The record
+   * answered is the one stored, not a copy, over the fleet's own memory: read it (`toDetail`, which shares nothing
+   * with it), never change or keep it.
+   */
+  create(account: string, input: unknown): Ran<ServerRecord, FleetError> {
     const validated = this.deps.validator.config(input);
-    if (validated.isErr()) return errAsync(validated.error);
-    const now = new Date(this.deps.now()).toISOString();
+    if (validated.isErr()) return err(validated.error);
+    const ms = this.deps.now();
+    const at = this.isoAt(ms);
     const id = newId('server');
-    return this.checkHost(account, validated.value)
-      .andThen(() => sealConfig(this.deps.secrets, id, validated.value))
-      .andThen((config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: now, updated_at: now }));
+    const sealed = chain(this.checkHost(account, validated.value), () => sealConfig(this.deps.secrets, id, validated.value));
+    return chain(sealed, (config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: at, updated_at: at }, ms));
+  }
+
+  private checkHost(account: string, config: ServerConfig): Ran<void, FleetError> {
+    const { checkStdio } = this.deps;
+    return config.type === 'stdio' && checkStdio !== undefined ? checkStdio(account, config) : ok(undefined);
   }
 
   /**
-   * `create` at once, when the records and the listings are held in this process (the memory stores, whose index
-   * applies a commit at once) and nothing waits: no secret to seal before the key check has settled, no webhook to
-   * stage the event for. The same checks in the same order and the same writes in the same order as `create`, in one
-   * synchronous step, so no other change can come between them. `undefined` otherwise, having written nothing: use
-   * `create` then. The record answered is the one stored, not a copy: read it (`toDetail`, which shares nothing with
-   * it), never change or keep it.
+   * Writes a new record, then lists and names it in one commit that also holds the quota and the account's tool
+   * namespace (`namespaceClaims`). A full account is refused before anything is written or staged; the limit in the
+   * commit holds the quota against creates racing in other processes. A refused or failed commit removes the record,
+   * so nothing half-made remains. `ms`: the record's `created_at`, its score in the listings.
    */
-  createNow(account: string, input: unknown): Result<ServerRecord, FleetError> | undefined {
-    const { records, index, changes, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
-    if (!records.sharesStoredObjects || !index.commitsAtOnce) return undefined;
-    const validated = this.deps.validator.config(input);
-    if (validated.isErr()) return err(validated.error);
-    // The host check of a stdio server waits for the store (the account's user): `create` does it.
-    if (validated.value.type === 'stdio' && this.deps.checkStdio !== undefined) return undefined;
-    const ms = this.deps.now();
-    const now = this.isoAt(ms);
-    const id = newId('server');
-    const config = sealConfigNow(this.deps.secrets, id, validated.value);
-    if (config === undefined) return undefined;
-    if (config.isErr()) return err(config.error);
-    const record: ServerRecord = { id, account, config: config.value, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+  private insert(record: ServerRecord, ms: number): Ran<ServerRecord, FleetError> {
+    const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
+    const { account, id } = record;
+    const key = serverKey(id);
     const sets = listingsOf(record);
-    const all = sets[0] as string;
-    const count = index.countNow(all);
-    if (count === undefined) return undefined;
-    // A full account is refused before anything is written; the limit in the commit holds the quota all the same.
-    if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
-    // Not through `recordKey`: an id made now was never read, and keeping its key would only push out keys that are.
-    const key = `server:${id}`;
-    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key } };
-    return changes.writeNow(event, () => {
-      // Written before it is listed and named, as `insert` does, and removed when the commit is refused. The score is
-      // `created_at`'s own millisecond (`score` would parse it back). Handed over, not copied: the record and its
-      // configuration were made here (the validator's output shares nothing with the input).
-      records.handOverNow(key, record);
-      const namespace = namespaceClaims(record, ms);
-      const claimed = this.claimNameNow(record, {
-        claims: namespace.claims,
-        add: [...sets.map((set) => ({ set, member: id, score: ms })), ...namespace.add],
-        limits: [{ set: all, max: maxPerAccount }, ...namespace.limits],
+    const quota = quotaSetOf(record);
+    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: record.created_at, check: { key } };
+    const namespace = namespaceClaims(record, ms);
+    const tx: IndexTransaction = {
+      claims: namespace.claims,
+      add: [...sets.map((set) => ({ set, member: id, score: ms })), ...namespace.add],
+      limits: [{ set: quota, max: maxPerAccount }, ...namespace.limits],
+    };
+    return chain(index.count(quota), (count) => {
+      if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
+      return this.deps.changes.write(event, ({ publish, abandon }) => {
+        // Handed over, not copied: the record and its configuration were made here (the validator's output shares
+        // nothing with the input).
+        const written = chain(records.set(key, record, undefined, true), () => this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish)));
+        const undone = otherwise(written, (error) => chain(chain(records.delete(key), abandon), () => err(error)));
+        return chainMap(undone, () => record);
       });
-      if (claimed.isErr()) records.deleteNow(key);
-      return claimed.map(() => record);
     });
   }
 
-  private checkHost(account: string, config: ServerConfig): ResultAsync<void, FleetError> {
-    const { checkStdio } = this.deps;
-    return config.type === 'stdio' && checkStdio !== undefined ? checkStdio(account, config) : okAsync(undefined);
-  }
-
-  private insert(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
-    const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
-    const { account, created_at: now } = record;
-    const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: now, check: { key: recordKey(record.id) } };
-    // The quota, and the account's tool namespace kept unambiguous (`namespaceClaims`), in the commit that lists the server.
-    const namespace = namespaceClaims(record, this.deps.now());
-    const limit = { ...namespace, limits: [{ set: setKey(account, {}), max: maxPerAccount }, ...namespace.limits] };
-    // A full account is refused before anything is written or staged; the limit in the listing commit holds the
-    // quota against creates racing in other processes.
-    return index
-      .count(setKey(account, {}))
-      .andThen((count) => (count >= maxPerAccount ? errAsync(quotaExceeded('servers', maxPerAccount)) : okAsync(undefined)))
-      .andThen(() => this.deps.changes.write(event, ({ publish, abandon }) =>
-      recover(
-        records.set(recordKey(record.id), record).andThen(() => this.claimName(record, mergeTransactions(indexChanges(undefined, record), publish, limit))),
-        (error) =>
-          // The record was written but never listed or named: remove it so nothing half-made remains.
-          records
-            .delete(recordKey(record.id))
-            .andThen(abandon)
-            .andThen(() => errAsync(error)),
-      ).andThen(okWith(() => record)),
-    ));
-  }
-
-  get(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
+  get(account: string, id: string): Ran<ServerRecord, FleetError> {
     // An id of the wrong form is simply unknown: no lookup, the same 404.
-    if (!isId('server', id)) return errAsync(serverNotFound(id));
-    return this.deps.records.get<ServerRecord>(recordKey(id)).andThen((record) => ownServer(record, account, id));
+    if (!isId('server', id)) return err(serverNotFound(id));
+    return chain(this.deps.records.get<ServerRecord>(recordKey(id)), (record) => ownServer(record, account, id));
   }
 
   /** The server with its secrets opened, to connect to it: only where a secret is used (probes, tool calls). */
-  getRevealed(account: string, id: string): ResultAsync<ServerRecord, FleetError> {
-    return this.get(account, id).andThen((record) => this.reveal(record));
+  getRevealed(account: string, id: string): Ran<ServerRecord, FleetError> {
+    return chain(this.get(account, id), (record) => this.reveal(record));
   }
 
   /**
@@ -346,44 +316,29 @@ export class ServerRegistry {
    * longer carries the name (a rename or delete in flight) is no answer.
    */
   getByName(account: string, name: string): ResultAsync<ServerRecord | undefined, FleetError> {
-    return this.deps.index.claimOf(nameKey(account, name)).andThen((claim) => {
-      if (claim === undefined || !isId('server', claim.owner)) return okAsync(undefined);
-      return this.deps.records
-        .get<ServerRecord>(recordKey(claim.owner))
-        .andThen(okWith((record) => (record !== undefined && record.account === account && record.config.name === name ? record : undefined)));
-    });
-  }
-
-  /**
-   * `getRevealed` at once, over the fleet's own memory once the key check has settled: the same lookup, the same 404,
-   * the secrets opened. `undefined` otherwise, having read nothing that matters: use `getRevealed` then.
-   */
-  getRevealedNow(account: string, id: string): Result<ServerRecord, FleetError> | undefined {
-    if (!isId('server', id)) return err(serverNotFound(id));
-    const record = this.deps.records.getNow<ServerRecord>(recordKey(id));
-    if (record === NOT_NOW) return undefined;
-    const owned = ownServer(record, account, id);
-    return owned.isErr() ? owned : this.revealNow(owned.value);
-  }
-
-  /** `reveal` at once (`revealConfigNow`); `undefined` while the key check runs: use `reveal` then. */
-  revealNow(record: ServerRecord): Result<ServerRecord, FleetError> | undefined {
-    return revealConfigNow(this.deps.secrets, record.id, record.config)?.map((config) => ({ ...record, config }));
+    return toAsync(
+      chain(this.deps.index.claimOf(nameKey(account, name)), (claim) => {
+        if (claim === undefined || !isId('server', claim.owner)) return ok(undefined);
+        return chainMap(this.deps.records.get<ServerRecord>(recordKey(claim.owner)), (record) =>
+          record !== undefined && record.account === account && record.config.name === name ? record : undefined,
+        );
+      }),
+    );
   }
 
   /** A record just read from this registry (`get`, `list`) with its secrets opened, without reading it again. */
-  reveal(record: ServerRecord): ResultAsync<ServerRecord, FleetError> {
-    return revealConfig(this.deps.secrets, record.id, record.config).andThen(okWith((config) => ({ ...record, config })));
+  reveal(record: ServerRecord): Ran<ServerRecord, FleetError> {
+    return chainMap(revealConfig(this.deps.secrets, record.id, record.config), (config) => ({ ...record, config }));
   }
 
   update(account: string, id: string, patch: unknown): ResultAsync<ServerRecord, FleetError> {
     const { secrets } = this.deps;
     return this.mutex.exclusive(id, () =>
-      this.get(account, id).andThen((current) =>
+      toAsync(this.get(account, id)).andThen((current) =>
         // The patch is judged against the plaintext configuration (a sealed value would break the length limits).
-        revealConfig(secrets, id, current.config)
+        toAsync(revealConfig(secrets, id, current.config))
           .andThen((plain) => this.deps.validator.update(plain, patch))
-          .andThen((config) => this.checkHost(account, config).map(() => config))
+          .andThen((config) => chainMap(this.checkHost(account, config), () => config))
           .andThen((config) => sealConfig(secrets, id, config))
           .andThen((config) => {
             const next: ServerRecord = { ...current, config, updated_at: this.nextTimestamp(current.updated_at) };
@@ -394,7 +349,7 @@ export class ServerRegistry {
               at: next.updated_at,
               check: { key: recordKey(id), match: { updated_at: next.updated_at } },
             };
-            return this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)).andThen(okWith(() => next));
+            return chainMap(this.deps.changes.write(event, (steps) => this.writeUpdate(current, next, steps)), () => next);
           }),
       ),
     );
@@ -412,14 +367,14 @@ export class ServerRegistry {
     const newName = next.config.name;
     const { records } = this.deps;
     if (newName === oldName) {
-      return records.set(recordKey(id), next).andThen(() => this.commitQuietly(mergeTransactions(changes, publish)));
+      return toAsync(chain(records.set(recordKey(id), next), () => this.commitQuietly(mergeTransactions(changes, publish))));
     }
     const left = belowRemoves(current, next);
-    return this.claimName(next, namespaceClaims(next, this.deps.now(), current))
-      .orElse((error) => abandon().andThen(() => errAsync(error)))
+    return toAsync(this.claimName(next, namespaceClaims(next, this.deps.now(), current)))
+      .orElse((error) => toAsync(abandon()).andThen(() => errAsync(error)))
       .andThen(() =>
-        records.set(recordKey(id), next).orElse((error) =>
-          this.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] }).andThen(() => errAsync(error)),
+        toAsync(records.set(recordKey(id), next)).orElse((error) =>
+          toAsync(this.commitQuietly({ releases: [{ key: nameKey(account, newName), owner: id }] })).andThen(() => errAsync(error)),
         ),
       )
       .andThen(() => this.commitQuietly(mergeTransactions({ ...changes, releases: [{ key: nameKey(account, oldName), owner: id }] }, publish, { remove: left })))
@@ -440,13 +395,12 @@ export class ServerRegistry {
 
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
     return this.mutex.exclusive(id, () =>
-      this.get(account, id).andThen((record) => {
+      toAsync(this.get(account, id)).andThen((record) => {
         const at = new Date(this.deps.now()).toISOString();
         const event = { account, type: 'server.deleted' as const, data: { server: toDetail(record) }, at, check: { key: recordKey(id), absent: true } };
         const left = belowRemoves(record);
         return this.deps.changes.write(event, ({ publish }) =>
-          this.deps.records
-            .delete(recordKey(id))
+          toAsync(this.deps.records.delete(recordKey(id)))
             .andThen(() =>
               this.commitQuietly(
                 mergeTransactions(
@@ -469,48 +423,44 @@ export class ServerRegistry {
    * numbers (`toSummary`), since over the fleet's own memory it is given the stored object. The view's second
    * argument says so (`RecordStore.sharesStoredObjects`): then the record is the stored object, which never changes.
    */
-  list(account: string, query: ListServersQuery): ResultAsync<Page<ServerRecord>, FleetError>;
-  list<V>(account: string, query: ListServersQuery, view: ListView<V>): ResultAsync<Page<V>, FleetError>;
-  list<V>(account: string, query: ListServersQuery, view?: ListView<V>): ResultAsync<Page<V | ServerRecord>, FleetError> {
+  list(account: string, query: ListServersQuery): Ran<Page<ServerRecord>, FleetError>;
+  list<V>(account: string, query: ListServersQuery, view: ListView<V>): Ran<Page<V>, FleetError>;
+  list<V>(account: string, query: ListServersQuery, view?: ListView<V>): Ran<Page<V | ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    return readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined }).andThen((read) => {
-      const { page, repairs } = this.shown(account, set, query, read, view);
-      if (repairs.length === 0) return okAsync(page);
-      return this.commitQuietly(mergeTransactions(...repairs)).andThen(okWith(() => page));
-    });
-  }
-
-  /**
-   * `list` with a view, answered at once when the listings and records are held in this process (the memory stores)
-   * and the page needs no repair; `undefined` otherwise: use `list` then, which repairs.
-   */
-  listNow<V>(account: string, query: ListServersQuery, view: ListView<V>): Result<Page<V>, FleetError> | undefined {
-    const set = setKey(account, query);
-    // The same page as last time while neither the records nor the listings have changed since, by anyone: both
-    // memories count every change made to them (`changesNow`, `commitsNow`). Server records carry no expiry.
-    const changes = this.deps.records.changesNow;
-    const commits = this.deps.index.commitsNow();
-    const cacheKey = `${set}\n${query.page}\n${query.limit}`;
-    const known = changes === undefined || commits === undefined ? undefined : this.pages.get(cacheKey);
+    // Over the memory stores, the same page as last time while neither the records nor the listings have changed
+    // since, by anyone: both memories count every change made to them. Server records carry no expiry.
+    const changes = this.deps.records.memoryChanges;
+    const commits = this.deps.index.appliedCommits();
+    const counted = view !== undefined && changes !== undefined && commits !== undefined;
+    const cacheKey = counted ? `${set}\n${query.page}\n${query.limit}` : '';
+    const known = counted ? this.pages.get(cacheKey) : undefined;
     if (known !== undefined && known.changes === changes && known.commits === commits && known.view === view) {
       // A page of its own, as the one kept is (the items are the view's values: the summaries' texts are strings), so
       // that whoever holds one cannot change what the next request is given.
       return ok({ data: known.page.data.slice() as V[], pagination: { ...known.page.pagination } });
     }
-    const read = readPageNow<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: true });
-    if (read === undefined) return undefined;
-    const { page, repairs } = this.shown(account, set, query, read, view);
-    if (repairs.length > 0) return undefined;
-    if (changes !== undefined && commits !== undefined) {
-      if (this.pagesItems + page.data.length > MAX_PAGE_ITEMS_KEPT) {
-        this.pages.clear();
-        this.pagesItems = 0;
+    const read = readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined });
+    // Kept only when read at once, so that nothing changed between the counts and the read.
+    const keep = counted && !(read instanceof ResultAsync);
+    return chain(read, (page) => {
+      const shown = this.shown(account, set, query, page, view);
+      if (shown.repairs.length === 0) {
+        if (keep) this.keepPage(cacheKey, changes as number, commits as number, view as ListView<unknown>, shown.page);
+        return ok(shown.page);
       }
-      this.pages.set(cacheKey, { changes, commits, view, page: { data: page.data.slice(), pagination: { ...page.pagination } } });
-      this.pagesItems += page.data.length;
+      return chainMap(this.commitQuietly(mergeTransactions(...shown.repairs)), () => shown.page);
+    });
+  }
+
+  /** Keeps a page of the view's values when they are texts (`summaryJson`): no one who is given one can change it. */
+  private keepPage(cacheKey: string, changes: number, commits: number, view: ListView<unknown>, page: Page<unknown>): void {
+    if (!page.data.every((item) => typeof item === 'string')) return;
+    if (this.pagesItems + page.data.length > MAX_PAGE_ITEMS_KEPT) {
+      this.pages.clear();
+      this.pagesItems = 0;
     }
-    // Given a view, every item is the view's.
-    return ok(page as Page<V>);
+    this.pages.set(cacheKey, { changes, commits, view, page: { data: page.data.slice(), pagination: { ...page.pagination } } });
+    this.pagesItems += page.data.length;
   }
 
   /** A page as listed: the records that belong, through the view; the repairs of listing entries that do not. */
@@ -537,7 +487,7 @@ export class ServerRegistry {
    * whose record is gone are skipped; the account listings repair them.
    */
   everyServer(offset: number, limit: number): ResultAsync<ServerRecord[], FleetError> {
-    return readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey).andThen(okWith(({ found }) =>
+    return toAsync(readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey)).andThen(okWith(({ found }) =>
       found.filter((record): record is ServerRecord => record !== undefined)),
     );
   }
@@ -552,16 +502,16 @@ export class ServerRegistry {
     const PAGE = 100;
     const rotateOne = (id: string): ResultAsync<boolean, FleetError> =>
       this.mutex.exclusive(id, () =>
-        records.get<ServerRecord>(recordKey(id)).andThen((current) => {
+        toAsync(records.get<ServerRecord>(recordKey(id))).andThen((current) => {
           if (current === undefined || !hasStaleSecrets(secrets, current.config)) return okAsync(false);
-          return revealConfig(secrets, id, current.config)
+          return toAsync(revealConfig(secrets, id, current.config))
             .andThen((plain) => sealConfig(secrets, id, plain))
             .andThen((config) => records.set(recordKey(id), { ...current, config }))
             .andThen(okWith(() => true));
         }),
       );
     const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
-      readRange<ServerRecord>(this.deps.index, records, ALL_SERVERS, { offset, limit: PAGE }, recordKey).andThen(({ ids, found }) => {
+      toAsync(readRange<ServerRecord>(this.deps.index, records, ALL_SERVERS, { offset, limit: PAGE }, recordKey)).andThen(({ ids, found }) => {
         const stale = found.filter((server): server is ServerRecord => server !== undefined && hasStaleSecrets(secrets, server.config));
         // One at a time: rotation is an operator's batch, not a burst on the store.
         const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, server) => sum.andThen((n) => rotateOne(server.id).andThen(okWith((did) => n + (did ? 1 : 0)))), okAsync(0));
@@ -576,7 +526,7 @@ export class ServerRegistry {
    */
   setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null): ResultAsync<ServerRecord, FleetError> {
     return this.mutex.exclusive(id, () =>
-      this.get(account, id).andThen((current) => {
+      toAsync(this.get(account, id)).andThen((current) => {
         if (current.health === health) return okAsync(current);
         const next = { ...current, health };
         const event = {
@@ -587,10 +537,7 @@ export class ServerRegistry {
           check: { key: recordKey(id), match: { health } },
         };
         return this.deps.changes.write(event, ({ publish }) =>
-          this.deps.records
-            .set(recordKey(id), next)
-            .andThen(() => this.commitQuietly(mergeTransactions(indexChanges(current, next), publish)))
-            .andThen(okWith(() => next)),
+          chainMap(chain(this.deps.records.set(recordKey(id), next), () => this.commitQuietly(mergeTransactions(indexChanges(current, next), publish))), () => next),
         );
       }),
     );
@@ -603,85 +550,54 @@ export class ServerRegistry {
    * stand there (a server gone, or renamed, whose last commit did not run) are taken out once and the commit tried
    * again. A commit refused by the claim of a name above names the server that carries it.
    */
-  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1): ResultAsync<void, FleetError> {
+  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1): Ran<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
+    const { index, records } = this.deps;
     const attempt = (replacing: string, above?: AboveTaken) =>
-      this.deps.index.commit({
+      index.commit({
         ...tx,
         claims: [{ key, owner: record.id, replacing }, ...(tx.claims ?? []).map((claim) => (claim.key === above?.key ? { ...claim, replacing: above.holder } : claim))],
       });
-    const settle = (outcome: ClaimOutcome, tookOver: boolean): ResultAsync<void, FleetError> => {
-      if (outcome === undefined) return okAsync(undefined);
+    const settle = (outcome: ClaimOutcome, tookOver: boolean): Ran<void, FleetError> => {
+      if (outcome === undefined) return ok(undefined);
       if (isPrefixTaken(outcome)) {
-        return this.prefixHolders(record, outcome.prefixSet).andThen(({ holder, stale }) => {
-          if (holder !== undefined || stale.length === 0 || repairs === 0) return errAsync(nameClash(record, holder));
+        return chain(this.prefixHolders(record, outcome.prefixSet), ({ holder, stale }) => {
+          if (holder !== undefined || stale.length === 0 || repairs === 0) return err(nameClash(record, holder));
           const remove = stale.map((member) => ({ set: outcome.prefixSet, member }));
-          return this.commitQuietly({ remove }).andThen(() => this.claimName(record, tx, repairs - 1));
+          return chain(this.commitQuietly({ remove }), () => this.claimName(record, tx, repairs - 1));
         });
       }
       if (isAboveTaken(outcome)) {
         const name = outcome.key.slice(nameKey(record.account, '').length);
-        return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
-          if (holder !== undefined && holder.account === record.account && holder.config.name === name) return errAsync(nameClash(record, holder));
-          if (tookOver || outcome.since > this.deps.now() - this.deps.claimGraceMs) return errAsync(nameClash(record, undefined));
-          return attempt(BELOW, outcome).andThen((retry) => settle(this.claimOutcome(retry, record, true), true));
+        return chain(records.get<ServerRecord>(recordKey(outcome.holder), true), (holder) => {
+          if (holder !== undefined && holder.account === record.account && holder.config.name === name) return err(nameClash(record, holder));
+          if (tookOver || outcome.since > this.deps.now() - this.deps.claimGraceMs) return err(nameClash(record, undefined));
+          return chain(attempt(BELOW, outcome), (retry) => settle(this.claimOutcome(retry, record, true), true));
         });
       }
-      if (!isStale(outcome)) return errAsync(outcome);
-      return this.deps.records.get<ServerRecord>(recordKey(outcome.holder)).andThen((holder) => {
-        if (carriesName(holder, record)) return errAsync(nameExists(record.config.name));
+      if (!isStale(outcome)) return err(outcome);
+      return chain(records.get<ServerRecord>(recordKey(outcome.holder), true), (holder) => {
+        if (carriesName(holder, record)) return err(nameExists(record.config.name));
         // After a takeover the outcome is never another stale claim (`tookOver`).
-        return attempt(outcome.holder).andThen((retry) => settle(this.claimOutcome(retry, record, true), true));
+        return chain(attempt(outcome.holder), (retry) => settle(this.claimOutcome(retry, record, true), true));
       });
     };
-    return attempt(BELOW).andThen((first) => settle(this.claimOutcome(first, record, false), false));
+    return chain(attempt(BELOW), (first) => settle(this.claimOutcome(first, record, false), false));
   }
 
   /** Who holds the full `prefix-below` `set` against `record`: the first member that stands there, and the ids that do not. */
-  private prefixHolders(record: ServerRecord, set: string): ResultAsync<{ holder: ServerRecord | undefined; stale: string[] }, FleetError> {
-    return this.deps.index.range(set, { offset: 0, limit: CLASH_READ }).andThen((ids) => {
+  private prefixHolders(record: ServerRecord, set: string): Ran<{ holder: ServerRecord | undefined; stale: string[] }, FleetError> {
+    return chain(this.deps.index.range(set, { offset: 0, limit: CLASH_READ }), (ids) => {
       const others = ids.filter((id) => id !== record.id);
-      return this.deps.records.getMany<ServerRecord>(others.map((id) => recordKey(id))).andThen(okWith((found) => {
+      return chainMap(this.deps.records.getMany<ServerRecord>(others.map((id) => recordKey(id)), true), (found) => {
         const stale = others.filter((_, i) => !standsBelow(set, found[i], record.account));
         return { holder: found.find((holder): holder is ServerRecord => standsBelow(set, holder, record.account)), stale };
-      }));
+      });
     });
   }
 
   /**
-   * `claimName` over an index that commits at once (`createNow`): the same claims, the same takeover of a stale one.
-   * A namespace refusal names the other server as read at once; no repair here: over memory no commit is left undone.
-   */
-  private claimNameNow(record: ServerRecord, { claims, add, limits }: Pick<IndexTransaction, 'claims' | 'add' | 'limits'>): Result<void, FleetError> {
-    const key = nameKey(record.account, record.config.name);
-    const owner = record.id;
-    const { index, records } = this.deps;
-    const attempt = (replacing: string) => index.commitNow({ add, limits, claims: [{ key, owner, replacing }, ...(claims ?? [])] }) as CommitResult;
-    const read = (id: string) => {
-      const found = records.getNow<ServerRecord>(recordKey(id), true);
-      return found === NOT_NOW ? undefined : found;
-    };
-    const settle = (outcome: ClaimOutcome): Result<void, FleetError> => {
-      if (outcome === undefined) return ok(undefined);
-      if (isPrefixTaken(outcome)) {
-        const ids = (index.rangeNow(outcome.prefixSet, { offset: 0, limit: CLASH_READ }) ?? []).filter((id) => id !== owner);
-        return err(nameClash(record, ids.map(read).find((found): found is ServerRecord => standsBelow(outcome.prefixSet, found, record.account))));
-      }
-      if (isAboveTaken(outcome)) {
-        const holder = read(outcome.holder);
-        const name = outcome.key.slice(nameKey(record.account, '').length);
-        return err(nameClash(record, holder !== undefined && holder.account === record.account && holder.config.name === name ? holder : undefined));
-      }
-      if (!isStale(outcome)) return err(outcome);
-      const holder = records.getNow<ServerRecord>(recordKey(outcome.holder), true);
-      if (holder !== NOT_NOW && carriesName(holder, record)) return err(nameExists(record.config.name));
-      return settle(this.claimOutcome(attempt(outcome.holder), record, true));
-    };
-    return settle(this.claimOutcome(attempt(BELOW), record, false));
-  }
-
-  /**
-   * What a commit claiming `record`'s name answered, for `claimName` and `claimNameNow` alike: `undefined` when the
+   * What a commit claiming `record`'s name answered: `undefined` when the
    * name is claimed; the error when refused for good (a full account, or the name held within the grace, or held
    * still after a takeover); the set or the claim that says the name would make tool names ambiguous; else the holder
    * of a claim older than the grace, to take over unless that server still carries the name.
@@ -699,13 +615,13 @@ export class ServerRegistry {
   }
 
   /** Index bookkeeping after the record write: the record is already the truth, so the change is done either way. */
-  private commitQuietly(tx: IndexTransaction): ResultAsync<void, FleetError> {
+  private commitQuietly(tx: IndexTransaction): Ran<void, FleetError> {
     const empty = !tx.add?.length && !tx.remove?.length && !tx.claims?.length && !tx.releases?.length;
-    if (empty) return okAsync(undefined);
-    return this.deps.index.commit(tx).andThen(okWith(() => undefined)).orElse(() => okAsync(undefined));
+    if (empty) return ok(undefined);
+    return otherwise(chainMap(this.deps.index.commit(tx), () => undefined), () => ok(undefined));
   }
 
-  /** Now, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */
+  /** The current time, but strictly after `previous`: `updated_at` always moves, even within one millisecond. */
   private nextTimestamp(previous: string): string {
     return new Date(Math.max(this.deps.now(), Date.parse(previous) + 1)).toISOString();
   }

@@ -69,8 +69,8 @@ export async function endGroup(leader: GroupLeader, options: EndGroupOptions): P
   await waitUntil(() => leader.drained, DRAIN_MS);
 }
 
-/** SIGKILL to the whole group at once: for a host that is exiting and has no time to wait. */
-export function killGroupNow(leader: GroupLeader): void {
+/** SIGKILL to the whole group, without waiting for it to go: what the process 'exit' hook can still do. */
+export function sigkillGroup(leader: GroupLeader): void {
   if (leader.pid <= 0) return;
   try {
     if (WINDOWS) leader.child.kill('SIGKILL');

@@ -7,6 +7,7 @@ import { FleetError, invalidRequest, isFleetError, toFleetError } from '../error
 import { accessIssue, pathIssue } from './access.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
+import type { Ran } from '../util/result.js';
 
 /** Who an account's stdio children run as, and their private home (0700, theirs). */
 export interface StdioUser {
@@ -176,7 +177,7 @@ function ensureFolder(folder: string, mode: number, option: string): void {
 }
 
 /** A ResultAsync's value, or its FleetError thrown: the supervisor works in promises. */
-async function unwrap<T>(result: ResultAsync<T, FleetError>): Promise<T> {
+async function unwrap<T>(result: Ran<T, FleetError>): Promise<T> {
   const settled = await result;
   if (settled.isErr()) throw settled.error;
   return settled.value;

@@ -10,7 +10,7 @@ import { ManagedProcess, type StdioChannel, type StdioExitReason, type StdioProc
 import { childEnv, DEFAULT_STDIO_PATH, isAllowedCommand, type StdioCommandRule } from '../registry/stdio-policy.js';
 import { accessIssue } from './access.js';
 import { Containment, type ContainmentKind, killUid, sweepUid } from './containment.js';
-import { endGroup, killGroupNow, spawnGroupLeader } from './process-group.js';
+import { endGroup, sigkillGroup, spawnGroupLeader } from './process-group.js';
 import type { StdioUser } from './stdio-users.js';
 
 export type { CrashBackoffOptions } from './crash-backoff.js';
@@ -333,7 +333,7 @@ class Supervisor implements StdioSupervisor {
     proc.release();
     if (this.processes.get(proc.serverId) === proc) this.processes.delete(proc.serverId);
     if (this.processes.size === 0 && this.exitHookInstalled) {
-      process.removeListener('exit', this.killAllNow);
+      process.removeListener('exit', this.killAllOnExit);
       this.exitHookInstalled = false;
     }
     proc.notifyExitIfDone();
@@ -364,13 +364,13 @@ class Supervisor implements StdioSupervisor {
 
   private installExitHook(): void {
     if (this.exitHookInstalled) return;
-    process.on('exit', this.killAllNow);
+    process.on('exit', this.killAllOnExit);
     this.exitHookInstalled = true;
   }
 
-  /** When the host exits without `close()`: no time to wait, so SIGKILL every group at once. */
-  private readonly killAllNow = (): void => {
-    for (const proc of this.processes.values()) killGroupNow(proc);
+  /** The process 'exit' hook, when the host exits without `close()`: no time to wait, so SIGKILL every group at once. */
+  private readonly killAllOnExit = (): void => {
+    for (const proc of this.processes.values()) sigkillGroup(proc);
     if (this.chosenCells?.kind === 'process-group') for (const uid of this.ownUids) killUid(uid);
   };
 

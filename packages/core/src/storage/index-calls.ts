@@ -1,51 +1,35 @@
-import { ResultAsync } from 'neverthrow';
-import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
-import type { CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
+import type { FleetError } from '../errors/fleet-error.js';
 import { storeCall } from '../trace/store-call.js';
+import { portCall, type Ran } from '../util/result.js';
+import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
 
-/** The IndexStore seen through ResultAsync: a failing or unreachable store is STORAGE_UNAVAILABLE. */
+/**
+ * The IndexStore seen through results: a failing or unreachable store, whether it throws or rejects, is
+ * STORAGE_UNAVAILABLE. A store that answers at once is answered at once (a `Result`), one that answers with a promise
+ * through a `ResultAsync`.
+ */
 export class IndexCalls {
   constructor(readonly store: IndexStore) {}
 
-  commit(tx: IndexTransaction): ResultAsync<CommitResult, FleetError> {
-    return ResultAsync.fromPromise(storeCall('index', this.store, 'commit', tx), storageUnavailable);
+  commit(tx: IndexTransaction): Ran<CommitResult, FleetError> {
+    return portCall(() => storeCall('index', 'commit', () => this.store.commit(tx)));
   }
 
-  claimOf(key: string) {
-    return ResultAsync.fromPromise(storeCall('index', this.store, 'claimOf', key), storageUnavailable);
+  claimOf(key: string): Ran<Claim | undefined, FleetError> {
+    return portCall(() => storeCall('index', 'claimOf', () => this.store.claimOf(key)));
   }
 
-  range(set: string, options: RangeOptions): ResultAsync<string[], FleetError> {
-    return ResultAsync.fromPromise(storeCall('index', this.store, 'range', set, options), storageUnavailable);
+  range(set: string, options: RangeOptions): Ran<string[], FleetError> {
+    return portCall(() => storeCall('index', 'range', () => this.store.range(set, options)));
   }
 
-  count(set: string): ResultAsync<number, FleetError> {
-    return ResultAsync.fromPromise(storeCall('index', this.store, 'count', set), storageUnavailable);
+  count(set: string): Ran<number, FleetError> {
+    return portCall(() => storeCall('index', 'count', () => this.store.count(set)));
   }
 
-  /** Whether the store applies a commit at once (`commitNow`). */
-  get commitsAtOnce(): boolean {
-    return typeof this.store.commitNow === 'function';
-  }
-
-  /** `commit` at once over a store that applies it in this process (`IndexStore.commitNow`); `undefined` otherwise. */
-  commitNow(tx: IndexTransaction): CommitResult | undefined {
-    return this.store.commitNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'commitNow', tx);
-  }
-
-  /** `range` at once over a store that answers in this process (`IndexStore.rangeNow`); `undefined` otherwise. */
-  rangeNow(set: string, options: RangeOptions): string[] | undefined {
-    return this.store.rangeNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'rangeNow', set, options);
-  }
-
-  /** The store's count of applied commits (`IndexStore.commitsNow`); `undefined` when it keeps none. */
-  commitsNow(): number | undefined {
-    return this.store.commitsNow?.();
-  }
-
-  /** `count` at once over a store that answers in this process; `undefined` otherwise. */
-  countNow(set: string): number | undefined {
-    return this.store.countNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'countNow', set);
+  /** The store's count of applied commits (`IndexStore.appliedCommits`); `undefined` when it keeps none. */
+  appliedCommits(): number | undefined {
+    return this.store.appliedCommits?.();
   }
 }
 

@@ -10,32 +10,23 @@
  * `replacing`), else nothing is written and the first conflict is returned; then every limit must have room (its set
  * holds fewer than `max` members), else nothing is written and the first full set is returned. Implementations: `MemoryIndexStore`
  * here, SQLite in `@mcp-fleet/sqlite`; each must pass `indexStoreContract` (`@mcp-fleet/core/testing`).
+ *
+ * A method may answer a value or a promise: a store held in this process answers at once (the fleet then goes on
+ * without waiting), a shared one with a promise. A throw and a rejection are alike STORAGE_UNAVAILABLE (`IndexCalls`).
  */
 export interface IndexStore {
-  commit(transaction: IndexTransaction): Promise<CommitResult>;
+  commit(transaction: IndexTransaction): CommitResult | Promise<CommitResult>;
   /** The current owner of a claim and when (Unix ms) it was claimed, or `undefined` when free. */
-  claimOf(key: string): Promise<Claim | undefined>;
+  claimOf(key: string): Claim | undefined | Promise<Claim | undefined>;
   /** Members of a set, ordered by score then member; `order: 'desc'` reverses both. */
-  range(set: string, options: RangeOptions): Promise<string[]>;
-  count(set: string): Promise<number>;
+  range(set: string, options: RangeOptions): string[] | Promise<string[]>;
+  count(set: string): number | Promise<number>;
   /**
-   * `range` answered at once, by a store that holds its index in this process (`MemoryIndexStore`). Optional: the
-   * fleet then reads a listing without waiting for a promise; a store over the network leaves it out.
+   * How many commits the store has applied, for a store that holds its index in this process (`MemoryIndexStore`):
+   * what was read from it is still what it holds while this has not moved. Optional: a store shared by other
+   * processes leaves it out.
    */
-  rangeNow?(set: string, options: RangeOptions): string[];
-  /** `count` answered at once; present exactly when `rangeNow` is. */
-  countNow?(set: string): number;
-  /**
-   * `commit` answered at once, by a store that holds its index in this process (`MemoryIndexStore`): the same batch,
-   * all-or-nothing, applied before it returns. Optional: the fleet then writes a change without waiting for a promise
-   * (a create over the memory stores); a store over the network leaves it out.
-   */
-  commitNow?(transaction: IndexTransaction): CommitResult;
-  /**
-   * How many commits the store has applied, for a store that answers `rangeNow`: what was read from it is still what
-   * it holds while this has not moved. Optional.
-   */
-  commitsNow?(): number;
+  appliedCommits?(): number;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }

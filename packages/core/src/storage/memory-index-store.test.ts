@@ -104,13 +104,13 @@ describe('MemoryIndexStore', () => {
       [...model.entries()].sort(([ma, sa], [mb, sb]) => sa - sb || (ma < mb ? -1 : ma > mb ? 1 : 0)).map(([member]) => member);
     const check = () => {
       const all = expected();
-      expect(store.countNow('s')).toBe(all.length);
-      expect(store.rangeNow('s', { offset: 0, limit: 100_000 })).toEqual(all);
+      expect(store.count('s')).toBe(all.length);
+      expect(store.range('s', { offset: 0, limit: 100_000 })).toEqual(all);
       for (let k = 0; k < 20; k++) {
         const offset = rand(all.length + 10);
         const limit = 1 + rand(1500);
-        expect(store.rangeNow('s', { offset, limit })).toEqual(all.slice(offset, offset + limit));
-        expect(store.rangeNow('s', { offset, limit, order: 'desc' })).toEqual([...all].reverse().slice(offset, offset + limit));
+        expect(store.range('s', { offset, limit })).toEqual(all.slice(offset, offset + limit));
+        expect(store.range('s', { offset, limit, order: 'desc' })).toEqual([...all].reverse().slice(offset, offset + limit));
       }
     };
     // Creates in time order, several a millisecond (a tie is ordered by member, which comes in random order).
@@ -118,7 +118,7 @@ describe('MemoryIndexStore', () => {
       const member = `m${rand(1_000_000)}`;
       if (model.has(member)) continue;
       model.set(member, Math.floor(i / 7));
-      store.commitNow({ add: [{ set: 's', member, score: Math.floor(i / 7) }] });
+      store.commit({ add: [{ set: 's', member, score: Math.floor(i / 7) }] });
     }
     check();
     // Then old members re-scored to the front, the middle and the end, and removed anywhere, whole blocks included.
@@ -127,17 +127,17 @@ describe('MemoryIndexStore', () => {
       const member = members[rand(members.length)] as string;
       if (rand(2) === 0) {
         model.delete(member);
-        store.commitNow({ remove: [{ set: 's', member }] });
+        store.commit({ remove: [{ set: 's', member }] });
       } else {
         const score = rand(3) === 0 ? -1 : rand(900);
         model.set(member, score);
-        store.commitNow({ add: [{ set: 's', member, score }] });
+        store.commit({ add: [{ set: 's', member, score }] });
       }
       if (i % 1000 === 999) check();
     }
     for (const member of expected().slice(100, 1300)) {
       model.delete(member);
-      store.commitNow({ remove: [{ set: 's', member }] });
+      store.commit({ remove: [{ set: 's', member }] });
     }
     check();
   });

@@ -203,12 +203,8 @@ export class MemoryIndexStore implements IndexStore {
     this.now = options.now ?? Date.now;
   }
 
-  async commit(tx: IndexTransaction): Promise<CommitResult> {
-    return this.commitNow(tx);
-  }
-
-  /** `commit` at once: the same batch, all-or-nothing, applied before it returns. */
-  commitNow(tx: IndexTransaction): CommitResult {
+  /** Applied before it returns: the batch, all-or-nothing (answered at once, as every method of this store). */
+  commit(tx: IndexTransaction): CommitResult {
     for (const { key, owner, replacing } of tx.claims ?? []) {
       const held = this.claims.get(key);
       if (held !== undefined && held.owner !== owner && held.owner !== replacing) {
@@ -303,28 +299,20 @@ export class MemoryIndexStore implements IndexStore {
     return kept;
   }
 
-  async claimOf(key: string): Promise<Claim | undefined> {
+  claimOf(key: string): Claim | undefined {
     const claim = this.claims.get(key);
     return claim && { ...claim };
   }
 
-  async range(set: string, options: RangeOptions): Promise<string[]> {
-    return this.rangeNow(set, options);
-  }
-
-  async count(set: string): Promise<number> {
-    return this.countNow(set);
-  }
-
-  rangeNow(set: string, options: RangeOptions): string[] {
+  range(set: string, options: RangeOptions): string[] {
     return this.sets.get(set)?.range(options) ?? [];
   }
 
-  countNow(set: string): number {
+  count(set: string): number {
     return this.sets.get(set)?.size ?? 0;
   }
 
-  commitsNow(): number {
+  appliedCommits(): number {
     return this.applied;
   }
 

@@ -1,11 +1,9 @@
-import { okAsync, ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { PageQuery } from '../util/pagination.js';
 import type { IndexCalls } from './index-calls.js';
 import type { RangeOptions } from './index-store.js';
-import { NOT_NOW, type RecordStore } from './records.js';
-import { okWith } from '../util/result.js';
-
+import type { RecordStore } from './records.js';
+import { both, chain, chainMap, type Ran } from '../util/result.js';
 /** Records read through a listing: ids and records side by side. */
 export interface ListedRecords<T> {
   /** The listed ids, in the listing's order. */
@@ -27,8 +25,12 @@ export function readRange<T>(
   range: RangeOptions,
   keyOf: (id: string) => string,
   shared = false,
-): ResultAsync<ListedRecords<T>, FleetError> {
-  return index.range(set, range).andThen((ids) => records.getMany<T>(ids.map(keyOf), shared).andThen(okWith((found) => ({ ids, found }))));
+): Ran<ListedRecords<T>, FleetError> {
+  return chain(index.range(set, range), (ids) => {
+    const keys = new Array<string>(ids.length);
+    for (let i = 0; i < ids.length; i++) keys[i] = keyOf(ids[i] as string);
+    return chainMap(records.getMany<T>(keys, shared), (found) => ({ ids, found }));
+  });
 }
 
 /** What reads a page: the stores, the listing, the page asked for, the record key of an id, and how to read it. */
@@ -42,29 +44,12 @@ type PageArgs = [
 ];
 
 /**
- * One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read. Over
- * the memory stores it is read at once (`readPageNow`); otherwise from the stores, count and range side by side.
+ * One page of a listing (`page` 1-based): its records and the listing's total, counted while the page is read, side
+ * by side. Over the memory stores every step answers at once, and so does this.
  */
-export function readPage<T>(...args: PageArgs): ResultAsync<PageRead<T>, FleetError> {
-  const now = readPageNow<T>(...args);
-  if (now !== undefined) return okAsync(now);
-  const [index, records, set, query, keyOf, options = {}] = args;
+export function readPage<T>(...[index, records, set, query, keyOf, options = {}]: PageArgs): Ran<PageRead<T>, FleetError> {
   const range = rangeOf(query, options.order);
-  return ResultAsync.combine([index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)]).andThen(okWith(([total, { ids, found }]) => ({ ids, found, total })));
-}
-
-/**
- * `readPage` at once, when the listing and the records are both held in this process (the memory stores): the same
- * page, read without a promise. `undefined` when either store answers in its own time: use `readPage` then.
- */
-export function readPageNow<T>(...[index, records, set, query, keyOf, options = {}]: PageArgs): PageRead<T> | undefined {
-  const total = index.countNow(set);
-  const ids = total === undefined ? undefined : index.rangeNow(set, rangeOf(query, options.order));
-  if (total === undefined || ids === undefined) return undefined;
-  const keys = new Array<string>(ids.length);
-  for (let i = 0; i < ids.length; i++) keys[i] = keyOf(ids[i] as string);
-  const found = records.getManyNow<T>(keys, options.shared === true);
-  return found === NOT_NOW ? undefined : { ids, found, total };
+  return chainMap(both(index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)), ([total, { ids, found }]) => ({ ids, found, total }));
 }
 
 function rangeOf(query: PageQuery, order: 'asc' | 'desc' | undefined): RangeOptions {

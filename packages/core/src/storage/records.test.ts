@@ -48,12 +48,12 @@ describe('createMemoryStorage through Keyv', () => {
     expect(await keyv.get('mcp-fleet:server:srv_1')).toEqual({ name: 'ours', tags: ['a'] });
 
     await keyv.set('mcp-fleet:server:srv_2', { name: 'written by Keyv' });
-    expect(records.getNow('server:srv_2')).toEqual({ name: 'written by Keyv' });
+    expect((await records.get('server:srv_2'))._unsafeUnwrap()).toEqual({ name: 'written by Keyv' });
     await keyv.set('mcp-fleet:server:srv_3', { name: 'brief' }, 1);
     (await records.set('server:srv_4', { name: 'brief too' }, 1))._unsafeUnwrap();
     expect(await keyv.get('mcp-fleet:server:srv_4')).toEqual({ name: 'brief too' });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(records.getNow('server:srv_3')).toBeUndefined();
+    expect((await records.get('server:srv_3'))._unsafeUnwrap()).toBeUndefined();
     expect(await keyv.get('mcp-fleet:server:srv_4')).toBeUndefined();
 
     // Keyv's iterator (its keys as it gives them back, its values) sees the values, the expired ones gone.

@@ -1,9 +1,10 @@
 import Keyv from 'keyv';
-import { okAsync, ResultAsync } from 'neverthrow';
-import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import { ok } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
 import { memoKeys } from '../util/key-memo.js';
-import { copy, installDecodeCache } from './decode-cache.js';
 import { storeCall } from '../trace/store-call.js';
+import { portCall, type Ran } from '../util/result.js';
+import { copy, installDecodeCache } from './decode-cache.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
 const STORE_PREFIXED = Symbol.for('mcp-fleet.storePrefixed');
@@ -22,18 +23,6 @@ export function markStorePrefixed<K extends Keyv>(storage: K): K {
 
 function isStorePrefixed(storage: Keyv): boolean {
   return (storage as unknown as Record<symbol, unknown>)[STORE_PREFIXED] === true;
-}
-
-/** `RecordStore.getNow` over a store that cannot answer at once. */
-export const NOT_NOW: unique symbol = Symbol('not now');
-
-/** The Keyv methods the fleet calls, one signature each (Keyv's own are overloaded), for `storeCall`. */
-interface KeyvPort {
-  get(key: string): Promise<unknown>;
-  getMany(keys: string[]): Promise<unknown[]>;
-  set(key: string, value: unknown, ttl?: number): Promise<boolean>;
-  delete(key: string): Promise<boolean>;
-  deleteMany(keys: string[]): Promise<boolean>;
 }
 
 /** A value the object memory keeps with a time to live (see `ObjectMemory`). */
@@ -136,7 +125,7 @@ function objectMemoryOf(keyv: Keyv): ObjectMemory | undefined {
 export class RecordStore {
   private readonly keyPrefix: string;
   private readonly memory: ObjectMemory | undefined;
-  /** The prefixed keys of pages read again and again (`getManyNow`), made once each (`memoKeys`). */
+  /** The prefixed keys of pages read again and again (`getMany`), made once each (`memoKeys`). */
   private readonly prefixed: (key: string) => string;
 
   constructor(
@@ -152,18 +141,13 @@ export class RecordStore {
     if (this.memory === undefined) installDecodeCache(keyv);
   }
 
-  get<T>(key: string): ResultAsync<T | undefined, FleetError> {
-    if (this.memory !== undefined) return okAsync(this.readMemory(this.memory, this.keyPrefix + key) as T | undefined);
-    return ResultAsync.fromPromise(storeCall('records', this.keyv as unknown as KeyvPort, 'get', this.keyPrefix + key) as Promise<T | undefined>, storageUnavailable);
-  }
-
   /**
-   * `get` at once, over the fleet's own memory (a copy, as `get` gives; with `shared` the stored value itself, as
-   * `getMany` hands it out); `NOT_NOW` over any other store, which answers in its own time: use `get` then.
+   * The record under `key`, the caller's own copy (with `shared`, over the fleet's own memory, the stored value itself,
+   * as `getMany` hands it out). Over the fleet's own memory a `Result` at once; over any other Keyv a `ResultAsync`.
    */
-  getNow<T>(key: string, shared = false): T | undefined | typeof NOT_NOW {
-    if (this.memory === undefined) return NOT_NOW;
-    return this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined;
+  get<T>(key: string, shared = false): Ran<T | undefined, FleetError> {
+    if (this.memory !== undefined) return ok(this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined);
+    return portCall(() => storeCall('records', 'get', () => this.keyv.get<T>(this.keyPrefix + key)));
   }
 
   /**
@@ -171,28 +155,20 @@ export class RecordStore {
    * objects themselves, not copies: only for a caller that reads them at once, changes nothing and keeps nothing of
    * them but strings and numbers (a view such as a server's summary). Any other store decodes a fresh value anyway.
    */
-  getMany<T>(keys: readonly string[], shared = false): ResultAsync<(T | undefined)[], FleetError> {
-    if (keys.length === 0) return okAsync([]);
-    const now = this.getManyNow<T>(keys, shared);
-    if (now !== NOT_NOW) return okAsync(now);
+  getMany<T>(keys: readonly string[], shared = false): Ran<(T | undefined)[], FleetError> {
+    const { memory } = this;
+    if (memory !== undefined) {
+      const values = new Array<T | undefined>(keys.length);
+      for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.prefixed(keys[i] as string), shared) as T | undefined;
+      return ok(values);
+    }
+    if (keys.length === 0) return ok([]);
     const prefixed = keys.map((key) => this.keyPrefix + key);
     // Keyv.getMany over a store without a getMany of its own settles each read separately and turns a failed one
     // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
     // repair its listings away). Read one by one then, so that any failure fails the call.
     const batched = typeof (this.keyv.store as { getMany?: unknown }).getMany === 'function';
-    return ResultAsync.fromPromise(
-      (batched ? storeCall('records', this.keyv as unknown as KeyvPort, 'getMany', prefixed) : Promise.all(prefixed.map((key) => storeCall('records', this.keyv as unknown as KeyvPort, 'get', key)))) as Promise<(T | undefined)[]>,
-      storageUnavailable,
-    );
-  }
-
-  /** `getMany` at once over the fleet's own memory (as `getMany` gives, `shared` included); `NOT_NOW` over any other store. */
-  getManyNow<T>(keys: readonly string[], shared = false): (T | undefined)[] | typeof NOT_NOW {
-    const { memory } = this;
-    if (memory === undefined) return NOT_NOW;
-    const values = new Array<T | undefined>(keys.length);
-    for (let i = 0; i < keys.length; i++) values[i] = this.readMemory(memory, this.prefixed(keys[i] as string), shared) as T | undefined;
-    return values;
+    return portCall(() => storeCall('records', 'getMany', () => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))))));
   }
 
   /**
@@ -208,64 +184,44 @@ export class RecordStore {
    * How many changes the object memory has seen, by any fleet or through Keyv itself: what was read from it is
    * still what it holds while this has not moved. `undefined` over any other store.
    */
-  get changesNow(): number | undefined {
+  get memoryChanges(): number | undefined {
     return this.memory?.changes;
   }
 
-  /** Writes a record; with `ttlMs` the store lets it expire. */
-  set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
-    if (this.setNow(key, value, ttlMs)) return okAsync(undefined);
-    return ResultAsync.fromPromise(
-      storeCall('records', this.keyv as unknown as KeyvPort, 'set', this.keyPrefix + key, value, ttlMs).then((written) => {
+  /**
+   * Writes a record; with `ttlMs` the store lets it expire. The object memory stores a copy, or, `handedOver`, the
+   * value itself: a value made for this write, of which the caller keeps no reference to it or any part of it (nor
+   * did it come from anyone who could change it), so that what is stored changes only by another write.
+   */
+  set(key: string, value: unknown, ttlMs?: number, handedOver = false): Ran<void, FleetError> {
+    const { memory } = this;
+    if (memory !== undefined) {
+      if (handedOver && value !== undefined) memory.hold(this.keptKey(key), this.heldForm(value, ttlMs));
+      else this.writeMemory(memory, key, value, ttlMs);
+      return ok(undefined);
+    }
+    return portCall(() =>
+      storeCall('records', 'set', () => this.keyv.set(this.keyPrefix + key, value, ttlMs)).then((written) => {
         if (written === false) throw new Error(`keyv refused to write ${key}`);
       }),
-      storageUnavailable,
     );
   }
 
-  /**
-   * `set` at once over the fleet's own memory (a copy is stored, as `set` stores); `false` over any other store, which
-   * then wrote nothing: use `set`.
-   */
-  setNow(key: string, value: unknown, ttlMs?: number): boolean {
-    if (this.memory === undefined) return false;
-    this.writeMemory(this.memory, key, value, ttlMs);
-    return true;
+  delete(key: string): Ran<void, FleetError> {
+    if (this.memory !== undefined) {
+      this.memory.delete(this.keyPrefix + key);
+      return ok(undefined);
+    }
+    return portCall(() => storeCall('records', 'delete', () => this.keyv.delete(this.keyPrefix + key)).then(() => undefined));
   }
 
-  /**
-   * `setNow` of a value made for this write and handed over: the object memory keeps it as it is, without the copy
-   * `setNow` makes. The caller keeps no reference to it or to any part of it (nor did it come from anyone who could
-   * change it), so that what is stored changes only by another write. `false` over any other store, as `setNow`.
-   */
-  handOverNow(key: string, value: unknown, ttlMs?: number): boolean {
-    if (this.memory === undefined) return false;
-    this.memory.hold(this.keptKey(key), this.heldForm(value, ttlMs));
-    return true;
-  }
-
-  /** `delete` at once over the fleet's own memory; `false` over any other store, which then deleted nothing. */
-  deleteNow(key: string): boolean {
-    if (this.memory === undefined) return false;
-    this.memory.delete(this.keyPrefix + key);
-    return true;
-  }
-
-  delete(key: string): ResultAsync<void, FleetError> {
-    if (this.deleteNow(key)) return okAsync(undefined);
-    return ResultAsync.fromPromise(storeCall('records', this.keyv as unknown as KeyvPort, 'delete', this.keyPrefix + key).then(() => undefined), storageUnavailable);
-  }
-
-  deleteMany(keys: readonly string[]): ResultAsync<void, FleetError> {
-    if (keys.length === 0) return okAsync(undefined);
+  deleteMany(keys: readonly string[]): Ran<void, FleetError> {
+    if (keys.length === 0) return ok(undefined);
     if (this.memory !== undefined) {
       for (const key of keys) this.memory.delete(this.keyPrefix + key);
-      return okAsync(undefined);
+      return ok(undefined);
     }
-    return ResultAsync.fromPromise(
-      storeCall('records', this.keyv as unknown as KeyvPort, 'deleteMany', keys.map((key) => this.keyPrefix + key)).then(() => undefined),
-      storageUnavailable,
-    );
+    return portCall(() => storeCall('records', 'deleteMany', () => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key))).then(() => undefined));
   }
 
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */

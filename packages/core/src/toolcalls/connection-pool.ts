@@ -114,9 +114,22 @@ export class ConnectionPool {
     return () => this.listWatchers.delete(watcher);
   }
 
-  /** A connection to `server`, opened within `timeoutMs` when there is none. Throws an upstream `FleetError`. */
-  async acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
+  /**
+   * A connection to `server`, opened within `timeoutMs` when there is none. The kept connection, when it is open and
+   * ready for this configuration, is leased at once, without a promise; otherwise a promise of it. Throws (or
+   * rejects with) an upstream `FleetError`.
+   */
+  acquire(server: ServerRecord, timeoutMs: number): Lease | Promise<Lease> {
     if (this.closing) throw new FleetError('UPSTREAM_UNREACHABLE', { message: 'The service is shutting down.' });
+    const entry = this.entries.get(server.id);
+    if (entry?.connected !== undefined && !entry.closed && entry.key === keyOf(server)) {
+      entry.busy += 1;
+      return this.leaseOf(entry, entry.connected, server);
+    }
+    return this.connect(server, timeoutMs);
+  }
+
+  private async connect(server: ServerRecord, timeoutMs: number): Promise<Lease> {
     let entry = this.entries.get(server.id);
     if (entry !== undefined && (entry.key !== keyOf(server) || entry.closed)) {
       await this.drop(server.id);
@@ -133,17 +146,6 @@ export class ConnectionPool {
       throw error;
     }
     return this.leaseOf(current, connected, server);
-  }
-
-  /**
-   * `acquire` at once: the kept connection of `server` when it is open and ready for this configuration, without a
-   * promise to wait for. `undefined` otherwise, having taken nothing: use `acquire` then.
-   */
-  acquireNow(server: ServerRecord): Lease | undefined {
-    const entry = this.closing ? undefined : this.entries.get(server.id);
-    if (entry?.connected === undefined || entry.closed || entry.key !== keyOf(server)) return undefined;
-    entry.busy += 1;
-    return this.leaseOf(entry, entry.connected, server);
   }
 
   /** A lease of `current` (its `busy` already counted), given back by `release` or `discard`. */

@@ -1,4 +1,5 @@
 import Keyv from 'keyv';
+import { ResultAsync } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
 import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
@@ -105,7 +106,7 @@ describe('ToolCallLog expiry', () => {
   });
 });
 
-describe('ToolCallLog.appendNow', () => {
+describe('ToolCallLog.append at once', () => {
   const made = (status: ToolCallRecord['status']): ToolCallRecord => ({
     id: newId('toolCall'),
     server_id: 'srv_a',
@@ -128,11 +129,13 @@ describe('ToolCallLog.appendNow', () => {
       ...(mask & 4 ? { tool: call.tool } : {}),
     }));
 
-  it('writes a successful call at once over the fleet memory: the same record and listings as append, and its sweep', async () => {
+  it('writes a successful call at once over the fleet memory: the same record and listings as over another store, and its sweep', async () => {
     const now = logOver(createMemoryStorage());
     const async = logOver(new Keyv({ throwOnErrors: true }));
     const call = made('success');
-    expect(now.appendNow('acme', call, { arguments: { a: 1 } })).toBe(true);
+    const atOnce = now.append('acme', call, { arguments: { a: 1 } });
+    expect(atOnce).not.toBeInstanceOf(ResultAsync);
+    expect((await atOnce)._unsafeUnwrap()).toEqual(call);
     (await async.append('acme', call, { arguments: { a: 1 } }))._unsafeUnwrap();
     for (const filter of filters(call)) {
       expect((await now.list('acme', filter))._unsafeUnwrap()).toEqual((await async.list('acme', filter))._unsafeUnwrap());
@@ -148,16 +151,22 @@ describe('ToolCallLog.appendNow', () => {
     clock = T0;
   });
 
-  it('leaves a failed call (its event is staged first) and any store that answers later to append, writing nothing', async () => {
+  it('every append goes through the change writer, a success as a failure (one road for the event mechanism)', async () => {
     const memory = createMemoryStorage();
-    const index = new MemoryIndexStore();
-    const now = logOver(memory, index);
-    expect(now.appendNow('acme', made('error'))).toBe(false);
-    expect(now.appendNow('acme', made('timeout'))).toBe(false);
-    expect([...(memory.store as Map<string, unknown>).keys()]).toEqual([]);
-    expect((await now.list('acme', query))._unsafeUnwrap().data).toEqual([]);
-    const elsewhere = logOver(new Keyv({ throwOnErrors: true }));
-    expect(elsewhere.appendNow('acme', made('success'))).toBe(false);
-    expect((await elsewhere.list('acme', query))._unsafeUnwrap().data).toEqual([]);
+    const bus = new EventBus(() => {});
+    const told: string[] = [];
+    bus.on('tool_call.failed', ({ tool_call }) => void told.push(tool_call.status));
+    const changes = new ChangeWriter(bus, undefined);
+    const written: (string | undefined)[] = [];
+    const write = changes.write.bind(changes);
+    changes.write = ((event, writes) => {
+      written.push(event?.type);
+      return write(event, writes);
+    }) as ChangeWriter['write'];
+    const log = new ToolCallLog(new RecordStore(memory, 'test:'), new IndexCalls(new MemoryIndexStore()), changes, { retentionMs: HOUR, now: () => clock });
+    for (const status of ['success', 'error', 'timeout'] as const) (await log.append('acme', made(status)))._unsafeUnwrap();
+    expect(written).toEqual([undefined, 'tool_call.failed', 'tool_call.failed']);
+    expect(told).toEqual(['error', 'timeout']);
+    expect((await log.list('acme', query))._unsafeUnwrap().pagination.total).toBe(3);
   });
 });

@@ -8,7 +8,7 @@ import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { ChangeWriter } from '../events/change-writer.js';
 import { mergeTransactions } from '../storage/index-calls.js';
 import { kept } from '../util/key-memo.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chain, chainMap, toAsync } from '../util/result.js';
 
 export const TOOL_CALL_STATUSES = ['success', 'error', 'timeout'] as const;
 export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
@@ -150,7 +150,7 @@ export class ToolCallLog {
   sweep(batch: number): ResultAsync<number, FleetError> {
     if (this.retention === undefined) return okAsync(0);
     const cutoff = this.retention.now() - this.retention.retentionMs;
-    return this.index.range(EXPIRY_SET, { offset: 0, limit: batch }).andThen((members) => {
+    return toAsync(this.index.range(EXPIRY_SET, { offset: 0, limit: batch })).andThen((members) => {
       const due: { member: string; entry: ExpiryEntry | undefined }[] = [];
       for (const member of members) {
         const entry = parseExpiry(member);
@@ -165,10 +165,7 @@ export class ToolCallLog {
         return [own, ...listingsOf(account, { server_id, status, tool }).map((set) => ({ set, member: id }))];
       });
       const keys = due.flatMap(({ entry }) => (entry === undefined ? [] : [recordKey(entry[2])]));
-      return this.index
-        .commit({ remove })
-        .andThen(() => this.records.deleteMany(keys))
-        .andThen(okWith(() => due.length));
+      return toAsync(chain(this.index.commit({ remove }), () => this.records.deleteMany(keys))).andThen(okWith(() => due.length));
     });
   }
 
@@ -181,36 +178,21 @@ export class ToolCallLog {
    * leaves the intent to recovery, which publishes the event if the record landed and drops it if not). Its data is
    * the record alone, never the arguments or result.
    */
-  append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): ResultAsync<ToolCallRecord, FleetError> {
+  append(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): Ran<ToolCallRecord, FleetError> {
     const { stored, ttlMs, add } = this.writesOf(account, call, payload);
     const event =
       call.status === 'success'
         ? undefined
         : { account, type: 'tool_call.failed' as const, data: { tool_call: call }, at: call.created_at, check: toolCallCheck(call.id) };
+    // Without arguments or result (nor an error object, as a success has none) the record is strings and numbers made
+    // for this write: handed over as it is rather than copied.
+    const bare = call.error === null && payload.arguments === undefined && payload.result === undefined;
     return this.changes.write(event, ({ publish }) =>
-      this.records
-        .set(recordKey(call.id), stored, ttlMs)
-        .andThen(() => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish)))
-        .andThen(okWith(() => call)),
+      chainMap(
+        chain(this.records.set(recordKey(call.id), stored, ttlMs, bare), () => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish))),
+        () => call,
+      ),
     );
-  }
-
-  /**
-   * `append` at once, for a call that succeeded (no event to stage) over stores that answer in this process (the
-   * fleet's memory and an index with `commitNow`): the same record, then the same listing commit, before it returns.
-   * `false` otherwise, having written nothing: use `append` then.
-   */
-  appendNow(account: string, call: ToolCallRecord, payload: ToolCallPayload = {}): boolean {
-    if (call.status !== 'success' || !this.index.commitsAtOnce) return false;
-    const { stored, ttlMs, add } = this.writesOf(account, call, payload);
-    // Without arguments or result the record is strings and numbers made for this write (a success has no error
-    // object): handed over as it is rather than copied.
-    const key = recordKey(call.id);
-    const bare = payload.arguments === undefined && payload.result === undefined;
-    if (!(bare ? this.records.handOverNow(key, stored, ttlMs) : this.records.setNow(key, stored, ttlMs))) return false;
-    // An index that commits at once has `commitNow` (checked above); a commit of additions alone is never refused.
-    this.index.commitNow({ add });
-    return true;
   }
 
   /** What a call's append writes: the stored record, its expiry, and its entries in the 8 listings and the expiry set. */
@@ -225,14 +207,14 @@ export class ToolCallLog {
 
   get(account: string, id: string): ResultAsync<ToolCallDetail, FleetError> {
     if (!isId('toolCall', id)) return errAsync(toolCallNotFound(id));
-    return this.records.get<StoredToolCall>(recordKey(id)).andThen((stored) =>
+    return toAsync(this.records.get<StoredToolCall>(recordKey(id))).andThen((stored) =>
       stored === undefined || stored.account !== account ? errAsync(toolCallNotFound(id)) : okAsync(detail(stored)),
     );
   }
 
   /** Newest first; filters narrow to the listing of their combination. Records carry no payload here. */
   list(account: string, query: ListToolCallsQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
-    return readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' }).andThen(okWith(({ found, total }) => ({
+    return toAsync(readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' })).andThen(okWith(({ found, total }) => ({
       data: found.filter((call): call is StoredToolCall => call !== undefined && call.account === account).map(strip),
       pagination: pagination(query, total),
     })));

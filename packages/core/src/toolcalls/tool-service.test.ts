@@ -5,7 +5,7 @@ import { createFleet, type Fleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { FleetEventMap } from '../events/catalog.js';
 import type { ServerInput } from '../registry/schema.js';
-import type { IndexStore } from '../storage/index-store.js';
+import type { CommitResult, IndexStore, IndexTransaction } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { closedAfterEach, refusedPort } from '../mcp/fixtures/listen.js';
 import { startAuthServer } from '../mcp/fixtures/misc-servers.js';
@@ -90,6 +90,28 @@ describe.each([
     failCommits = true;
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'lost' }))._unsafeUnwrapErr()).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
     failCommits = false;
+    // With one lane per account, a lane kept by the failed write would make this a 429.
+    expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'again' }))._unsafeUnwrap().status).toBe('success');
+  });
+
+  it('a successful call over the memory index writes its listing through the index commit as every append does: a commit that throws fails the call', async () => {
+    const server = await started(start());
+    /** The memory index, whose commits throw (at once) while `failing`. */
+    class FailingIndex extends MemoryIndexStore {
+      failing = false;
+      override commit(tx: IndexTransaction): CommitResult {
+        if (this.failing) throw new Error('index down');
+        return super.commit(tx);
+      }
+    }
+    const index = new FailingIndex();
+    const f = fleet({ store: { ...createMemoryStore(), index }, toolCalls: { maxConcurrentPerAccount: 1 } });
+    const id = await serverOf(f, { type: 'http', endpoint: server.url });
+    index.failing = true;
+    const lost = await f.tools.call(ACCOUNT, id, 'echo', { text: 'lost' });
+    index.failing = false;
+    expect(lost._unsafeUnwrapErr()).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    expect((await f.toolCalls.list(ACCOUNT, { page: 1, limit: 10, status: 'success' }))._unsafeUnwrap().data).toEqual([]);
     // With one lane per account, a lane kept by the failed write would make this a 429.
     expect((await f.tools.call(ACCOUNT, id, 'echo', { text: 'again' }))._unsafeUnwrap().status).toBe('success');
   });

@@ -1,5 +1,6 @@
 import { type CallToolResult, type Client, type Progress, ProtocolError, type Tool } from '@modelcontextprotocol/client';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
+import { toAsync } from '../util/result.js';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { HealthLog } from '../health/health-log.js';
@@ -139,10 +140,7 @@ export class ToolService {
     const given = options.server;
     const { registry } = this.deps;
     // Over the fleet's own memory the record is read and opened at once; otherwise through the store.
-    const server =
-      given !== undefined && given.id === serverId && given.account === account
-        ? (registry.revealNow(given) ?? registry.reveal(given))
-        : (registry.getRevealedNow(account, serverId) ?? registry.getRevealed(account, serverId));
+    const server = given !== undefined && given.id === serverId && given.account === account ? registry.reveal(given) : registry.getRevealed(account, serverId);
     // One async step from the server's record to the answer, rather than a chain of ResultAsync steps: the same
     // checks in the same order, a few promise hops less on every call.
     return new ResultAsync(this.invokeOn(account, server, input.value.name, input.value.arguments ?? {}, options));
@@ -173,16 +171,12 @@ export class ToolService {
       ...(this.deps.record?.results === true && result !== null ? { result } : {}),
     };
     const attempt = { kind: 'call', ok: record.status === 'success', at: this.deps.now(), responseTimeMs: record.duration_ms, error: record.error } as const;
-    // Over the memory stores both writes are made at once, without a promise (a successful call stages no event).
-    const appended = this.deps.log.appendNow(account, record, payload);
-    const countedNow = this.deps.health.recordNow(server.id, attempt);
-    if (appended && countedNow) return ok({ ...record, result });
-    // The record and the health counters are independent writes: both land before the answer, side by side
-    // rather than one after the other (a storage round trip chain less per call on a shared store).
-    const [logged, counted] = await Promise.all([
-      appended ? okAsync(record) : this.deps.log.append(account, record, payload),
-      countedNow ? okAsync(undefined) : this.deps.health.record(server.id, attempt),
-    ]);
+    // The record and the health counters are independent writes: both land before the answer, side by side rather
+    // than one after the other (a storage round trip chain less per call on a shared store); over the memory stores
+    // both are made at once, without a promise (a successful call stages no event).
+    const appended = this.deps.log.append(account, record, payload);
+    const recorded = this.deps.health.record(server.id, attempt);
+    const [logged, counted] = appended instanceof ResultAsync || recorded instanceof ResultAsync ? await Promise.all([appended, recorded]) : [appended, recorded];
     if (logged.isErr()) return err(logged.error);
     if (counted.isErr()) return err(counted.error);
     return ok({ ...record, result });
@@ -194,7 +188,7 @@ export class ToolService {
    * their code; a listing past its bounds, 502 `UPSTREAM_RESPONSE_TOO_LARGE`.
    */
   list(account: string, serverId: string, allowlist?: readonly string[] | null): ResultAsync<Tool[], FleetError> {
-    return this.deps.registry.getRevealed(account, serverId).andThen((server) =>
+    return toAsync(this.deps.registry.getRevealed(account, serverId)).andThen((server) =>
       // An upstream failure is the answer itself (502/504 with its code): a listing writes no record.
       ResultAsync.fromPromise(this.listTools(server), (error) => (isFleetError(error) ? error : toUpstreamError(error, server.config.timeout))).map((tools) =>
         allowlist === null || allowlist === undefined
@@ -375,7 +369,8 @@ export class ToolService {
       let lease: Lease;
       try {
         // A kept connection that is ready is taken at once; a new one (or one still opening) is waited for.
-        lease = this.deps.pool.acquireNow(server) ?? (await this.acquire(server, timeoutMs));
+        const acquired = this.acquire(server, timeoutMs);
+        lease = acquired instanceof Promise ? await acquired : acquired;
       } catch (error) {
         const failure = toUpstreamError(error, timeoutMs);
         return { ok: false, rejected: false, failure: { error: failure, status: httpStatusOf(error), reached: false } };
@@ -428,7 +423,7 @@ export class ToolService {
     }
   }
 
-  private acquire(server: ServerRecord, timeoutMs: number): Promise<Lease> {
+  private acquire(server: ServerRecord, timeoutMs: number): Lease | Promise<Lease> {
     return this.deps.pool.acquire(server, timeoutMs);
   }
 }

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError } from '../errors/fleet-error.js';
-import { okWith } from './result.js';
+import { type Ran, chain, chainMap } from './result.js';
 
 /** A 32-byte key as an option takes it: bytes, or their base64 (standard or url-safe). */
 export type EncryptionKey = Uint8Array | string;
@@ -78,7 +78,7 @@ export class SecretBox {
   /** The start check every use waits for; run again after a storage failure, so an outage at start heals. */
   private check: (() => Promise<FleetError | undefined>) | undefined;
   private pending: Promise<FleetError | undefined> | undefined;
-  /** The verdict of `pending` once it settled for good: `null` passed, else its error (`gateNow`). */
+  /** The verdict of `pending` once it settled for good: `null` passed, else its error (`gate` answers it at once). */
   private verdict: FleetError | null | undefined;
   /**
    * Plaintexts of sealed values opened lately, by place and sealed value: every tool call opens its server's token,
@@ -119,17 +119,12 @@ export class SecretBox {
   }
 
   /**
-   * What `gate` would answer, when that is known at once: no start check, or one that has settled (an outage, which
-   * runs the check again on the next use, is not a verdict). `undefined` while it runs: wait through `seal` then.
+   * The start check every use goes through: at once when there is none or when it has settled (an outage, which runs
+   * the check again on the next use, is not a verdict); while it runs, a `ResultAsync` that waits for it.
    */
-  gateNow(): Result<void, FleetError> | undefined {
+  private gate(): Ran<void, FleetError> {
     if (this.check === undefined) return ok(undefined);
-    if (this.verdict === undefined || this.pending === undefined) return undefined;
-    return this.verdict === null ? ok(undefined) : err(this.verdict);
-  }
-
-  private gate(): ResultAsync<void, FleetError> {
-    if (this.check === undefined) return okAsync(undefined);
+    if (this.pending !== undefined && this.verdict !== undefined) return this.verdict === null ? ok(undefined) : err(this.verdict);
     const pending = this.pending ?? this.runCheck(this.check);
     return new ResultAsync(pending.then((error) => (error === undefined ? ok(undefined) : err(error))));
   }
@@ -143,18 +138,24 @@ export class SecretBox {
     return this.keys.has(kid);
   }
 
-  /** `value` sealed under the current key, or as it is without one. `place` binds the ciphertext to where it is stored. */
-  seal(value: string, place: string): ResultAsync<string, FleetError> {
-    return this.gate().andThen(okWith(() => this.sealNow(value, place)));
+  /**
+   * `value` sealed under the current key, or as it is without one. `place` binds the ciphertext to where it is stored.
+   * Through the start check, as `open` is: at once once it has settled.
+   */
+  seal(value: string, place: string): Ran<string, FleetError> {
+    return chainMap(this.gate(), () => this.sealUnchecked(value, place));
   }
 
-  /** The plaintext of a stored value (plaintext stays as it is). */
-  open(value: string, place: string): ResultAsync<string, FleetError> {
-    return this.gate().andThen(() => this.openUnchecked(value, place));
+  /**
+   * The plaintext of a stored value (plaintext stays as it is), through the start check: at once once it has settled
+   * (a plaintext, a value opened lately, or one AES-GCM decryption).
+   */
+  open(value: string, place: string): Ran<string, FleetError> {
+    return chain(this.gate(), () => this.openAtOnce(value, place));
   }
 
-  /** For the start check itself, which the gate waits for. */
-  sealNow(value: string, place: string): string {
+  /** `seal` without the start check: for the check itself, which the gate waits for. */
+  sealUnchecked(value: string, place: string): string {
     const key = this.current;
     if (key === undefined) return value;
     const iv = randomBytes(IV_BYTES);
@@ -164,20 +165,9 @@ export class SecretBox {
     return `${PREFIX}${key.kid}:${iv.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}:${data.toString('base64url')}`;
   }
 
-  /** `open` without waiting for the start check: for the check itself, which the gate waits for. */
-  openUnchecked(value: string, place: string): ResultAsync<string, FleetError> {
-    const opened = this.openAtOnce(value, place);
-    return opened.isOk() ? okAsync(opened.value) : errAsync(opened.error);
-  }
-
-  /**
-   * `open` at once, once the start check has settled (`gateNow`): opening is synchronous (a plaintext, a value opened
-   * lately, or one AES-GCM decryption). `undefined` while the check runs: use `open` then.
-   */
-  openNow(value: string, place: string): Result<string, FleetError> | undefined {
-    const gate = this.gateNow();
-    if (gate === undefined) return undefined;
-    return gate.isErr() ? err(gate.error) : this.openAtOnce(value, place);
+  /** `open` without the start check: for the check itself, which the gate waits for. */
+  openUnchecked(value: string, place: string): Result<string, FleetError> {
+    return this.openAtOnce(value, place);
   }
 
   private openAtOnce(value: string, place: string): Result<string, FleetError> {

@@ -6,7 +6,7 @@ import { readPage } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { ID_PREFIXES } from '../util/ids.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /** One try at sending a delivery. Response bodies are never read into it. */
 export interface DeliveryAttempt {
@@ -83,28 +83,27 @@ export class DeliveryLog {
   ) {}
 
   get(id: string): ResultAsync<DeliveryRecord | undefined, FleetError> {
-    return this.records.get<DeliveryRecord>(deliveryKey(id));
+    return toAsync(this.records.get<DeliveryRecord>(deliveryKey(id)));
   }
 
   getMany(ids: readonly string[]): ResultAsync<(DeliveryRecord | undefined)[], FleetError> {
-    return this.records.getMany<DeliveryRecord>(ids.map(deliveryKey));
+    return toAsync(this.records.getMany<DeliveryRecord>(ids.map(deliveryKey)));
   }
 
   /** Writes a delivery; a settled one gets the retention as its time to live. */
-  save(record: DeliveryRecord): ResultAsync<void, FleetError> {
+  save(record: DeliveryRecord): Ran<void, FleetError> {
     return this.records.set(deliveryKey(record.id), record, record.status === 'pending' ? undefined : this.retentionMs);
   }
 
   list(webhookId: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError> {
     const set = deliveriesSet(webhookId);
-    return readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc' }).andThen(({ ids, found, total }) => {
+    return toAsync(readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc' })).andThen(({ ids, found, total }) => {
       const data = found.filter((d): d is DeliveryRecord => d !== undefined).map(toDeliveryView);
       // Records past their retention are gone: drop their listing entries so totals stay true.
       const expired = ids.filter((_, i) => found[i] === undefined);
       const page = { data, pagination: pagination(query, total - expired.length) };
       if (expired.length === 0) return okAsync(page);
-      return this.index
-        .commit({ remove: expired.map((member) => ({ set, member })) })
+      return toAsync(this.index.commit({ remove: expired.map((member) => ({ set, member })) }))
         .andThen(okWith(() => page))
         .orElse(() => okAsync(page));
     });

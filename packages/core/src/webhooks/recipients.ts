@@ -1,18 +1,17 @@
-import { ResultAsync } from 'neverthrow';
 import type { EventRecipients } from '../events/outbox.js';
 import { type DeliveryLog, type DeliveryRecord, DUE_SET, deliveriesSet, deliveryId, deliveryKey, dueMember } from './deliveries.js';
 import type { WebhookEventType } from './schema.js';
 import type { WebhookStore } from './subscriptions.js';
-import { okWith } from '../util/result.js';
+import { all, chainMap } from '../util/result.js';
 
 /** The webhooks as the outbox's recipients: the enabled webhooks of the account that subscribe to the event. */
 export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLog): EventRecipients {
   return {
-    of: (account, type) => webhooks.subscribers(account, type as WebhookEventType).andThen(okWith((subscribed) => subscribed.map((webhook) => webhook.id))),
-    ofNow: (account, type) => webhooks.subscriberIdsNow(account, type as WebhookEventType),
+    of: (account, type) => webhooks.subscriberIds(account, type as WebhookEventType),
     deliveryId,
     prepare: (event) =>
-      ResultAsync.combine(
+      chainMap(
+        all(
         event.deliveries.map((d) => {
           const pending: DeliveryRecord = {
             id: d.id,
@@ -27,7 +26,9 @@ export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLo
           };
           return deliveries.save(pending);
         }),
-      ).andThen(okWith(() => undefined)),
+        ),
+        () => undefined,
+      ),
     due: (event) => {
       const at = Date.parse(event.created_at);
       return {

@@ -127,7 +127,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     test: (account, id) =>
       webhooks.get(account, id).andThen((webhook) =>
         outbox
-          .emitNow(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, [webhook.id])
+          .emit(account, TEST_EVENT, { webhook_id: webhook.id, message: 'A test delivery from mcp-fleet.' }, [webhook.id])
           .andThen(okWith((event) => ({ event_id: event.id, delivery_id: event.deliveries[0]?.id ?? '' }))),
       ),
     deliveries: (account, id, query = {}) => webhooks.get(account, id).andThen(() => deliveries.list(id, withPageDefaults(query))),

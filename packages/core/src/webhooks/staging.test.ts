@@ -15,7 +15,7 @@ import { RecordStore } from '../storage/records.js';
 class SpyIndex extends MemoryIndexStore {
   readonly commits: IndexTransaction[] = [];
   failing = false;
-  override async commit(tx: IndexTransaction) {
+  override commit(tx: IndexTransaction) {
     if (this.failing) throw new Error('index down');
     this.commits.push(tx);
     return super.commit(tx);
@@ -56,7 +56,7 @@ describe('registry changes stage their webhook events', () => {
     // The intent commit succeeds, then the index goes down: the record is written, its commit is lost.
     const original = index.commit.bind(index);
     let calls = 0;
-    index.commit = async (tx) => {
+    index.commit = (tx) => {
       calls += 1;
       if (calls === 2) throw new Error('index down');
       return original(tx);

@@ -2,14 +2,14 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded } from '../errors/fleet-error.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import { readPage, readRange } from '../storage/read-page.js';
-import { NOT_NOW, type RecordStore } from '../storage/records.js';
+import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { SecretBox } from '../util/secret-box.js';
 import type { WebhookEventType, WebhookValidator } from './schema.js';
 import { newWebhookSecret } from './signature.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /** A webhook as stored: the secret included. */
 export interface WebhookRecord {
@@ -91,8 +91,7 @@ export class WebhookStore {
     const set = accountSet(account);
     // A full account is refused before anything is written; the limit in the listing commit holds the quota against
     // creates racing in this or another process. A refused commit leaves a record nobody lists: it is deleted.
-    return index
-      .count(set)
+    return toAsync(index.count(set))
       .andThen((count) => (count >= max ? errAsync(quotaExceeded('webhooks', max)) : okAsync(undefined)))
       // Stored sealed; the caller gets the plaintext once, to show it.
       .andThen(() => this.deps.secrets.seal(record.secret, secretPlace(record.id)))
@@ -109,20 +108,19 @@ export class WebhookStore {
       .andThen((result) =>
         result.ok
           ? okAsync(record)
-          : records.delete(webhookKey(record.id)).andThen(() => errAsync(quotaExceeded('webhooks', max))),
+          : toAsync(records.delete(webhookKey(record.id))).andThen(() => errAsync(quotaExceeded('webhooks', max))),
       );
   }
 
   get(account: string, id: string): ResultAsync<WebhookRecord, FleetError> {
     if (!isId('webhook', id)) return errAsync(webhookNotFound(id));
-    return this.deps.records
-      .get<WebhookRecord>(webhookKey(id))
+    return toAsync(this.deps.records.get<WebhookRecord>(webhookKey(id)))
       .andThen((record) => (record !== undefined && record.account === account ? okAsync(record) : errAsync(webhookNotFound(id))));
   }
 
   /** The webhook's signing secret, opened: only to sign a delivery. */
   secretOf(webhook: WebhookRecord): ResultAsync<string, FleetError> {
-    return this.deps.secrets.open(webhook.secret, secretPlace(webhook.id));
+    return toAsync(this.deps.secrets.open(webhook.secret, secretPlace(webhook.id)));
   }
 
   /**
@@ -136,15 +134,14 @@ export class WebhookStore {
       this.mutex.exclusive(id, () =>
         this.find(id).andThen((current) => {
           if (current === undefined || !secrets.isStale(current.secret)) return okAsync(false);
-          return secrets
-            .open(current.secret, secretPlace(id))
+          return toAsync(secrets.open(current.secret, secretPlace(id)))
             .andThen((plain) => secrets.seal(plain, secretPlace(id)))
             .andThen((secret) => records.set(webhookKey(id), { ...current, secret }))
             .andThen(okWith(() => true));
         }),
       );
     const page = (offset: number, done: number): ResultAsync<number, FleetError> =>
-      readRange<WebhookRecord>(this.deps.index, records, ALL_WEBHOOKS, { offset, limit: PAGE }, webhookKey).andThen(({ ids, found }) => {
+      toAsync(readRange<WebhookRecord>(this.deps.index, records, ALL_WEBHOOKS, { offset, limit: PAGE }, webhookKey)).andThen(({ ids, found }) => {
         const stale = found.filter((w): w is WebhookRecord => w !== undefined && secrets.isStale(w.secret));
         const rotated = stale.reduce<ResultAsync<number, FleetError>>((sum, w) => sum.andThen((n) => rotateOne(w.id).andThen(okWith((did) => n + (did ? 1 : 0)))), okAsync(0));
         return rotated.andThen((n) => (ids.length < PAGE ? okAsync(done + n) : page(offset + PAGE, done + n)));
@@ -154,7 +151,7 @@ export class WebhookStore {
 
   /** The record whatever its account, for the delivery worker; `undefined` once deleted. */
   find(id: string): ResultAsync<WebhookRecord | undefined, FleetError> {
-    return this.deps.records.get<WebhookRecord>(webhookKey(id));
+    return toAsync(this.deps.records.get<WebhookRecord>(webhookKey(id)));
   }
 
   update(account: string, id: string, body: unknown): ResultAsync<WebhookRecord, FleetError> {
@@ -171,7 +168,7 @@ export class WebhookStore {
           ...(patch.enabled !== undefined && { enabled: patch.enabled, disabled_reason: null }),
           updated_at: new Date(Math.max(this.deps.now(), Date.parse(current.updated_at) + 1)).toISOString(),
         };
-        return this.deps.records.set(webhookKey(id), next).andThen(okWith(() => next));
+        return chainMap(this.deps.records.set(webhookKey(id), next), () => next);
       }),
     );
   }
@@ -190,12 +187,9 @@ export class WebhookStore {
   delete(account: string, id: string): ResultAsync<{ id: string; deleted: true }, FleetError> {
     return this.mutex.exclusive(id, () =>
       this.get(account, id).andThen(() =>
-        this.deps.records
-          .delete(webhookKey(id))
+        toAsync(this.deps.records.delete(webhookKey(id)))
           .andThen(() =>
-            this.deps.index
-              .commit({ remove: [{ set: accountSet(account), member: id }, { set: ALL_WEBHOOKS, member: id }] })
-              .orElse(() => okAsync(undefined)),
+            toAsync(this.deps.index.commit({ remove: [{ set: accountSet(account), member: id }, { set: ALL_WEBHOOKS, member: id }] })).orElse(() => okAsync(undefined)),
           )
           .andThen(okWith(() => ({ id, deleted: true as const }))),
       ),
@@ -203,34 +197,23 @@ export class WebhookStore {
   }
 
   list(account: string, query: PageQuery): ResultAsync<Page<WebhookRecord>, FleetError> {
-    return readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey).andThen(okWith(({ found, total }) => {
+    return toAsync(readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey)).andThen(okWith(({ found, total }) => {
       const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
       return { data, pagination: pagination(query, total - (found.length - data.length)) };
     }));
   }
 
   /**
-   * The enabled webhooks of the account that subscribe to `type`: at most the quota's number of reads (an account
-   * left above a lowered quota is served its oldest webhooks up to the quota).
+   * The ids of the enabled webhooks of the account that subscribe to `type`: at most the quota's number of reads (an
+   * account left above a lowered quota is served its oldest webhooks up to the quota). Each webhook is read in place,
+   * only its id kept; at once over the memory stores.
    */
-  subscribers(account: string, type: WebhookEventType): ResultAsync<WebhookRecord[], FleetError> {
-    return readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey)
-      .andThen(okWith(({ found }) => found.filter((w): w is WebhookRecord => subscribes(w, account, type))));
-  }
-
-  /**
-   * The ids of `subscribers`, read at once over the memory stores (each webhook read in place: only its id is kept);
-   * `undefined` over a store that answers in its own time: use `subscribers` then.
-   */
-  subscriberIdsNow(account: string, type: WebhookEventType): string[] | undefined {
-    const ids = this.deps.index.rangeNow(accountSet(account), { offset: 0, limit: this.maxPerAccount });
-    if (ids === undefined) return undefined;
-    if (ids.length === 0) return ids;
-    const found = this.deps.records.getManyNow<WebhookRecord>(ids.map(webhookKey), true);
-    if (found === NOT_NOW) return undefined;
-    const subscribed: string[] = [];
-    for (const w of found) if (subscribes(w, account, type)) subscribed.push(w.id);
-    return subscribed;
+  subscriberIds(account: string, type: WebhookEventType): Ran<string[], FleetError> {
+    return chainMap(readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey, true), ({ found }) => {
+      const subscribed: string[] = [];
+      for (const w of found) if (subscribes(w, account, type)) subscribed.push(w.id);
+      return subscribed;
+    });
   }
 }
 

@@ -10,7 +10,7 @@ import { parseRetryAfter, retryDelay, type RetryPolicy } from './retry.js';
 import type { Sender, SendOutcome } from './sender.js';
 import { sign } from './signature.js';
 import type { WebhookStore } from './subscriptions.js';
-import { okWith } from '../util/result.js';
+import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 import { webhookDeliveryChannel } from '../trace/channels.js';
 import { publishDelivery } from '../trace/publish.js';
 
@@ -234,18 +234,18 @@ export class DeliveryWorker {
   private attempt(member: string): ResultAsync<boolean, FleetError> {
     const parsed = parseDueMember(member);
     const { index } = this.deps;
-    if (parsed === undefined) return index.commit({ remove: [{ set: DUE_SET, member }] }).andThen(okWith(() => true));
+    if (parsed === undefined) return toAsync(index.commit({ remove: [{ set: DUE_SET, member }] })).andThen(okWith(() => true));
     const lease = leaseKey(parsed.id);
     // One owner per attempt, not per process: two rounds of this worker never share a lease either.
     const owner = `${this.id}:${randomToken(8)}`;
     return this.lease(lease, owner).andThen((held) => {
       if (!held) return okAsync(false);
       const release = { releases: [{ key: lease, owner }] };
-      const drop = () => index.commit({ ...release, remove: [{ set: DUE_SET, member }] }).andThen(okWith(() => true));
+      const drop = () => toAsync(index.commit({ ...release, remove: [{ set: DUE_SET, member }] })).andThen(okWith(() => true));
       return this.deps.deliveries.get(parsed.id).andThen((delivery) => {
         // Already attempted (by this member's time) or settled: the member is stale.
         if (delivery === undefined || delivery.status !== 'pending' || Date.parse(delivery.next_attempt_at ?? '') !== parsed.dueMs) return drop();
-        return ResultAsync.combine([this.deps.webhooks.find(delivery.webhook_id), this.deps.records.get<EventRecord>(eventKey(delivery.event_id))] as const).andThen(
+        return ResultAsync.combine([this.deps.webhooks.find(delivery.webhook_id), toAsync(this.deps.records.get<EventRecord>(eventKey(delivery.event_id)))] as const).andThen(
           ([webhook, event]) => {
             // The webhook was deleted or turned off (or the event outlived its retention): nothing to send.
             if (webhook === undefined || !webhook.enabled || event === undefined) {
@@ -305,8 +305,7 @@ export class DeliveryWorker {
       next.status === 'pending' && next.next_attempt_at !== null
         ? [{ set: DUE_SET, member: dueMember(Date.parse(next.next_attempt_at), next.id), score: Date.parse(next.next_attempt_at) }]
         : [];
-    return this.deps.deliveries
-      .save(next)
+    return toAsync(this.deps.deliveries.save(next))
       .andThen(() => this.deps.index.commit({ ...release, remove: [{ set: DUE_SET, member }], add }))
       .andThen(okWith(() => undefined));
   }
@@ -314,10 +313,10 @@ export class DeliveryWorker {
   /** Takes the lease, or takes it over from a holder that has kept it longer than `leaseMs`. */
   private lease(key: string, owner: string): ResultAsync<boolean, FleetError> {
     const { index } = this.deps;
-    return index.commit({ claims: [{ key, owner }] }).andThen((result) => {
+    return toAsync(index.commit({ claims: [{ key, owner }] })).andThen((result) => {
       if (result.ok) return okAsync(true);
       if (result.conflict === undefined || result.conflict.since > this.deps.now() - this.deps.leaseMs) return okAsync(false);
-      return index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }).andThen(okWith((retry) => retry.ok));
+      return chainMap(index.commit({ claims: [{ key, owner, replacing: result.conflict.owner }] }), (retry) => retry.ok);
     });
   }
 }

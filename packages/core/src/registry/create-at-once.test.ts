@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { type Result, ResultAsync } from 'neverthrow';
+import type { FleetError } from '../errors/fleet-error.js';
+import type { Ran } from '../util/result.js';
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../auth/scopes.js';
@@ -21,7 +24,7 @@ import { type ServerRecord, toDetail } from './views.js';
 
 /**
  * docs/performance.md "POST /v1/servers: the create path": over the memory stores a create is written in one
- * synchronous step (`ServerRegistry.createNow`). What it must keep: the name claimed atomically, the record an
+ * synchronous step: `ServerRegistry.create` answers a `Result`, every store having answered at once. What it must keep: the name claimed atomically, the record an
  * independent copy, every listing committed, the quota, the event staged whenever a webhook subscribes.
  */
 
@@ -61,34 +64,40 @@ function parts(options: { keyv?: Keyv; maxPerAccount?: number; box?: SecretBox }
   return { registry, records, index, webhooks, told, stored, advance: (ms: number) => (clock += ms) };
 }
 
-function createdNow(registry: ServerRegistry, account: string, input: unknown): ServerRecord {
-  const result = registry.createNow(account, input);
-  if (result === undefined) throw new Error('createNow did not answer at once');
+/** What ran at once, or `undefined` when it answered through a promise. */
+const atOnce = <T>(ran: Ran<T>): Result<T, FleetError> | undefined => (ran instanceof ResultAsync ? undefined : ran);
+
+function createdAtOnce(registry: ServerRegistry, account: string, input: unknown): ServerRecord {
+  const result = atOnce(registry.create(account, input));
+  if (result === undefined) throw new Error('create did not answer at once');
   return result._unsafeUnwrap();
 }
 
-describe('ServerRegistry.createNow', () => {
-  it('answers at once over the memory stores, and not at all (nothing written) over any other Keyv', async () => {
+describe('ServerRegistry.create at once', () => {
+  it('answers at once over the memory stores, and through a promise over any other Keyv', async () => {
     const { registry, told } = parts();
-    const server = createdNow(registry, 'acme', http('weather'));
+    const server = createdAtOnce(registry, 'acme', http('weather'));
     expect(server).toMatchObject({ account: 'acme', status: 'active', health: 'unknown', config: { name: 'weather', type: 'http', timeout: 30_000 } });
     expect((await registry.get('acme', server.id))._unsafeUnwrap()).toEqual(server);
     expect(told).toMatchObject([{ account: 'acme', server: { id: server.id, name: 'weather' } }]);
 
     const keyv = new Keyv({ throwOnErrors: true });
     const other = parts({ keyv });
-    expect(other.registry.createNow('acme', http('weather'))).toBeUndefined();
+    const later = other.registry.create('acme', http('weather'));
+    expect(atOnce(later)).toBeUndefined();
     expect(other.told).toEqual([]);
-    expect((await other.registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(0);
+    (await later)._unsafeUnwrap();
+    expect(other.told).toHaveLength(1);
+    expect((await other.registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(1);
   });
 
   it('refuses what create refuses, with the same errors, and writes nothing', () => {
     const { registry, told, stored } = parts({ maxPerAccount: 2 });
-    expect(registry.createNow('acme', { name: 'x', type: 'http' })?._unsafeUnwrapErr().code).toBe('INVALID_REQUEST');
-    createdNow(registry, 'acme', http('a'));
-    expect(registry.createNow('acme', http('a'))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
-    createdNow(registry, 'acme', http('b'));
-    expect(registry.createNow('acme', http('c'))?._unsafeUnwrapErr().code).toBe('QUOTA_EXCEEDED');
+    expect(atOnce(registry.create('acme', { name: 'x', type: 'http' }))?._unsafeUnwrapErr().code).toBe('INVALID_REQUEST');
+    createdAtOnce(registry, 'acme', http('a'));
+    expect(atOnce(registry.create('acme', http('a')))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
+    createdAtOnce(registry, 'acme', http('b'));
+    expect(atOnce(registry.create('acme', http('c')))?._unsafeUnwrapErr().code).toBe('QUOTA_EXCEEDED');
     expect(told).toHaveLength(2);
     expect(stored()).toBe(2);
   });
@@ -99,7 +108,7 @@ describe('ServerRegistry.createNow', () => {
     const websocket = { name: 'ws', type: 'websocket', endpoint: 'wss://mcp.example.com/ws', retry: { enabled: true }, heartbeat: { enabled: true, interval: 30_000 } };
     const stdio = { name: 'local', type: 'stdio', command: 'node', args: ['server.js', '--port', '1'], env: { TOKEN: 'x' } };
     for (const input of [websocket, stdio]) {
-      const record = createdNow(registry, 'acme', input);
+      const record = createdAtOnce(registry, 'acme', input);
       const kept = structuredClone(record);
       const detail = toDetail(record) as unknown as { retry: { enabled: boolean } | null; heartbeat: { interval: number } | null; args: string[] | null };
       if (detail.retry !== null) detail.retry.enabled = false;
@@ -115,7 +124,7 @@ describe('ServerRegistry.createNow', () => {
 
   it('lists the server in every listing it belongs to: all, by type, by health, by both, and everyServer', async () => {
     const { registry } = parts();
-    const server = createdNow(registry, 'acme', http('listed'));
+    const server = createdAtOnce(registry, 'acme', http('listed'));
     for (const filter of [{}, { type: 'http' as const }, { health: 'unknown' as const }, { type: 'http' as const, health: 'unknown' as const }]) {
       const page = (await registry.list('acme', { page: 1, limit: 10, ...filter }))._unsafeUnwrap();
       expect(page.data.map((r) => r.id)).toEqual([server.id]);
@@ -127,8 +136,8 @@ describe('ServerRegistry.createNow', () => {
   it('claims a name once among creates at once and creates waited for, started together', async () => {
     const { registry } = parts();
     const waited = Array.from({ length: 5 }, () => registry.create('acme', http('contested')));
-    const atOnce = Array.from({ length: 5 }, () => registry.createNow('acme', http('contested')));
-    const results = [...atOnce, ...(await Promise.all(waited))];
+    const immediate = Array.from({ length: 5 }, () => atOnce(registry.create('acme', http('contested'))));
+    const results = [...immediate, ...(await Promise.all(waited))];
     expect(results.filter((r) => r?.isOk())).toHaveLength(1);
     expect(results.filter((r) => r?.isErr() && r.error.code === 'SERVER_NAME_EXISTS')).toHaveLength(9);
     expect((await registry.list('acme', { page: 1, limit: 50 }))._unsafeUnwrap().pagination.total).toBe(1);
@@ -137,24 +146,23 @@ describe('ServerRegistry.createNow', () => {
   it('takes over a stale claim whose server is gone, and only after the grace', async () => {
     const { registry, index, advance } = parts();
     (await index.commit({ claims: [{ key: 'name:acme:weather', owner: 'srv_000000000000000000000000' }] }))._unsafeUnwrap();
-    expect(registry.createNow('acme', http('weather'))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
+    expect(atOnce(registry.create('acme', http('weather')))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
     advance(GRACE + 1);
-    const server = createdNow(registry, 'acme', http('weather'));
+    const server = createdAtOnce(registry, 'acme', http('weather'));
     expect((await index.claimOf('name:acme:weather'))._unsafeUnwrap()?.owner).toBe(server.id);
     advance(10 * GRACE);
-    expect(registry.createNow('acme', http('weather'))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
+    expect(atOnce(registry.create('acme', http('weather')))?._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
   });
 
-  it('leaves a create whose event a webhook subscribes to to the staging path, which stages and publishes it', async () => {
+  it('stages and publishes the event of a create a webhook subscribes to, at once too', async () => {
     const { registry, webhooks, index } = parts();
     (await webhooks.create('acme', { url: 'https://h.example.com/', events: ['server.created'] }))._unsafeUnwrap();
     (await webhooks.create('other', { url: 'https://h.example.com/', events: ['server.deleted'] }))._unsafeUnwrap();
-    expect(registry.createNow('acme', http('hooked'))).toBeUndefined();
-    expect((await registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(0);
-    // Another account's webhook, or one to another event, stages nothing: that create is written at once.
-    createdNow(registry, 'other', http('quiet'));
+    // Another account's webhook, or one to another event, stages nothing.
+    createdAtOnce(registry, 'other', http('quiet'));
     expect((await index.count(DUE_SET))._unsafeUnwrap()).toBe(0);
-    (await registry.create('acme', http('hooked')))._unsafeUnwrap();
+    createdAtOnce(registry, 'acme', http('hooked'));
+    expect((await registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(1);
     expect((await index.count(DUE_SET))._unsafeUnwrap()).toBe(1);
     expect((await index.count(INTENT_SET))._unsafeUnwrap()).toBe(0);
   });
@@ -165,14 +173,32 @@ describe('ServerRegistry.createNow', () => {
     void box.startCheck(() => new Promise((resolve) => (pass = resolve)));
     const { registry, records } = parts({ box });
     const secret = http('sealed', { authentication: { type: 'bearer', token: 'TOKEN-XYZ' } });
-    expect(registry.createNow('acme', secret)).toBeUndefined();
-    expect(createdNow(registry, 'acme', http('no-secret')).config.name).toBe('no-secret');
+    const waiting = registry.create('acme', secret);
+    expect(atOnce(waiting)).toBeUndefined();
+    expect(createdAtOnce(registry, 'acme', http('no-secret')).config.name).toBe('no-secret');
     pass(undefined);
     await new Promise((resolve) => setImmediate(resolve));
-    const server = createdNow(registry, 'acme', secret);
+    expect((await waiting)._unsafeUnwrap().config.name).toBe('sealed');
+    const server = createdAtOnce(registry, 'acme', { ...secret, name: 'sealed-at-once' });
     const stored = (await records.get<ServerRecord>(`server:${server.id}`))._unsafeUnwrap();
     expect(JSON.stringify(stored)).not.toContain('TOKEN-XYZ');
     expect((await registry.getRevealed('acme', server.id))._unsafeUnwrap().config).toMatchObject({ authentication: { token: 'TOKEN-XYZ' } });
+  });
+});
+
+describe('the record key and the quota set of a create', () => {
+  it('are the ones every other path reads, whether the create ran at once or through a promise', async () => {
+    for (const keyv of [createMemoryStorage(), new Keyv({ throwOnErrors: true })]) {
+      const { registry, records, index } = parts({ keyv, maxPerAccount: 1 });
+      const server = (await registry.create('acme', http('one')))._unsafeUnwrap();
+      // The key `get` reads and the recovery check names.
+      expect((await records.get<ServerRecord>(`server:${server.id}`))._unsafeUnwrap()?.id).toBe(server.id);
+      expect((await registry.get('acme', server.id))._unsafeUnwrap().id).toBe(server.id);
+      // The set the quota counts is the account's listing, which `list` reads.
+      expect((await index.count('servers:acme'))._unsafeUnwrap()).toBe(1);
+      expect((await registry.list('acme', { page: 1, limit: 10 }))._unsafeUnwrap().pagination.total).toBe(1);
+      expect((await registry.create('acme', http('two')))._unsafeUnwrapErr().code).toBe('QUOTA_EXCEEDED');
+    }
   });
 });
 
@@ -219,24 +245,26 @@ describe('POST /v1/servers over the memory stores', () => {
   });
 });
 
-describe('ServerRegistry.getRevealedNow', () => {
-  it('answers what getRevealed answers, at once over the memory stores, and not at all over any other Keyv', async () => {
+describe('ServerRegistry.getRevealed at once', () => {
+  it('answers at once over the memory stores what it answers through a promise, and through a promise over any other Keyv', async () => {
     const box = new SecretBox({ current: randomBytes(32) });
     const { registry } = parts({ box });
-    const server = createdNow(registry, 'acme', http('sealed', { authentication: { type: 'bearer', token: 'TOKEN-XYZ' } }));
-    const now = registry.getRevealedNow('acme', server.id);
+    const server = createdAtOnce(registry, 'acme', http('sealed', { authentication: { type: 'bearer', token: 'TOKEN-XYZ' } }));
+    const now = atOnce(registry.getRevealed('acme', server.id));
     expect(now?._unsafeUnwrap()).toEqual((await registry.getRevealed('acme', server.id))._unsafeUnwrap());
     expect(now?._unsafeUnwrap().config).toMatchObject({ authentication: { token: 'TOKEN-XYZ' } });
     for (const [account, id] of [['other', server.id], ['acme', 'srv_000000000000000000000000'], ['acme', 'not-an-id']]) {
       const waited = (await registry.getRevealed(account as string, id as string))._unsafeUnwrapErr();
-      expect(registry.getRevealedNow(account as string, id as string)?._unsafeUnwrapErr()).toMatchObject({ code: waited.code, message: waited.message });
+      expect(atOnce(registry.getRevealed(account as string, id as string))?._unsafeUnwrapErr()).toMatchObject({ code: waited.code, message: waited.message });
     }
     // What it answers is a copy: changing it changes nothing stored.
     (now?._unsafeUnwrap().config as { name: string }).name = 'changed';
-    expect(registry.getRevealedNow('acme', server.id)?._unsafeUnwrap().config.name).toBe('sealed');
+    expect(atOnce(registry.getRevealed('acme', server.id))?._unsafeUnwrap().config.name).toBe('sealed');
 
     const other = parts({ keyv: new Keyv({ throwOnErrors: true }) });
     const stored = (await other.registry.create('acme', http('elsewhere')))._unsafeUnwrap();
-    expect(other.registry.getRevealedNow('acme', stored.id)).toBeUndefined();
+    const later = other.registry.getRevealed('acme', stored.id);
+    expect(atOnce(later)).toBeUndefined();
+    expect((await later)._unsafeUnwrap().id).toBe(stored.id);
   });
 });
