@@ -179,14 +179,19 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const keyless = keylessAnswer(x, routed, path);
       if (keyless !== undefined) return keyless;
       const principal = await identify(x, routed);
+      if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal);
       if (principal === null) return await unidentified(x, routed);
       seen.account = principal.account;
       if (mcpDoor !== undefined && routed.mcp !== undefined) {
         seen.route = mcpRouteOf(routed.mcp);
         return await answerMcp(mcpDoor, x, principal, routed.mcp);
       }
-      const refused = limiter === undefined ? undefined : await admit(x, limiter, principal, routed.operationName);
-      if (refused !== undefined) return refused;
+      if (limiter !== undefined) {
+        const admitted = admit(x, limiter, principal, routed.operationName);
+        const decision = admitted instanceof ResultAsync ? await admitted : admitted;
+        const refused = decision.isErr() ? x.fail(decision.error) : x.limited(decision.value);
+        if (refused !== undefined) return refused;
+      }
       if (routed.segments.isErr()) return x.fail(routed.segments.error);
       if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
       const { operation, params } = routed.match;
@@ -235,18 +240,15 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * the built-in keys, the key's read and (for a key this process verified before) its admission are asked for at
    * once: one round trip, not two. A limiter deciding in this process has no round trip to save: then one after the other, as that is cheaper.
    */
-  async function identify(x: Exchange, routed: Routed): Promise<Principal | null> {
-    x.early =
-      limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
-        ? await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined)
-        : undefined;
-    let principal: Principal | null;
-    if (x.early !== undefined) {
-      if (x.early.verified.isErr()) throw x.early.verified.error;
-      principal = x.early.verified.value;
-    } else principal = await authenticate(x.request, deps);
-    if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(x.requestId, deps.authenticate !== undefined, principal);
-    return principal;
+  function identify(x: Exchange, routed: Routed): Promise<Principal | null> {
+    if (limiter === undefined || deps.authenticate !== undefined || limiter.decidesInProcess) return authenticate(x.request, deps);
+    return identifyAndAdmit(x, limiter, routed);
+  }
+
+  async function identifyAndAdmit(x: Exchange, limiter: RateLimiter, routed: Routed): Promise<Principal | null> {
+    x.early = await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined);
+    if (x.early.verified.isErr()) throw x.early.verified.error;
+    return x.early.verified.value;
   }
 
   /**
@@ -267,15 +269,12 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * Admit: every authenticated request counts against its tier, and against its operation's limit when it has one.
    * The early decision stands when it was made for the account and tier the key verified as now.
    */
-  async function admit(x: Exchange, limiter: RateLimiter, principal: Principal, operationName: string | undefined): Promise<Response | undefined> {
+  function admit(x: Exchange, limiter: RateLimiter, principal: Principal, operationName: string | undefined): Admission | ResultAsync<RateLimitDecision | null, FleetError> {
     const { early } = x;
     const hinted = early?.hint;
-    const decision =
-      early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
-        ? early.admitted
-        : (limiter.admitNow(principal, operationName) ?? (await limiter.admit(principal, operationName)));
-    if (decision.isErr()) return x.fail(decision.error);
-    return x.limited(decision.value);
+    return early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
+      ? early.admitted
+      : (limiter.admitNow(principal, operationName) ?? limiter.admit(principal, operationName));
   }
 
   /** Respond: the envelope of the operation's outcome. */
@@ -291,6 +290,8 @@ interface Seen {
 }
 
 const NO_BODY: Result<unknown, FleetError> = ok(undefined);
+
+type Admission = Result<RateLimitDecision | null, FleetError>;
 
 /** Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. */
 function run(operation: Operation, input: OperationInput): ReturnType<Operation['run']> {
