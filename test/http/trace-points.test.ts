@@ -233,6 +233,24 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     expect(calls.map(({ message }) => message)).toEqual([{ method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok' }]);
   });
 
+  it('a /v1/mcp tools/call refused (an unknown tool): error, with its JSON-RPC code', async () => {
+    const mcp = new Client({ name: 'trace-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } }));
+    seen.length = 0;
+    const code = await mcp.callTool({ name: 'nowhere__echo', arguments: { text: ARGUMENT } }).then(
+      () => undefined,
+      (error: { code: number }) => error.code,
+    );
+    expect(code).toBe(-32602);
+    await mcp.close();
+    expect(actions('mcp-fleet:mcp.server')).toEqual([
+      {
+        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: 'nowhere__echo', outcome: 'error', jsonrpc_error_code: -32602, error: expect.anything() },
+        events: ['start', 'end', 'error', 'asyncStart', 'asyncEnd'],
+      },
+    ]);
+  });
+
   it('a 2025 session at /v1/mcp: its era and session id on each JSON-RPC request', async () => {
     const v1 = new V1Client({ name: 'trace-test-v1', version: '1.0.0' });
     const transport = new V1Transport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } });
