@@ -5,6 +5,7 @@ import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 import { checkOption, positiveInteger } from '../util/options.js';
 import { rateLimitChannel } from '../trace/channels.js';
+import { storeCall } from '../trace/store-call.js';
 
 /** Requests per minute of each tier (docs/rate-limits.md). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
@@ -243,7 +244,7 @@ export class RateLimiter {
       return decided.isOk() ? okAsync(decided.value) : errAsync(decided.error);
     }
     return new ResultAsync(
-      this.store.consume(counters, window.end, cost).then(
+      storeCall('ratelimit', this.store, 'consume', counters, window.end, cost).then(
         (result): Result<RateLimitDecision | null, FleetError> => ok(binding(counters, scopes, window, result, cost)),
         (cause: unknown): Result<RateLimitDecision | null, FleetError> => (this.failOpen ? ok(null) : err(storageUnavailable(cause))),
       ),
@@ -261,7 +262,7 @@ export class RateLimiter {
     let result: ConsumeResult;
     try {
       // A store the limiter made runs on the limiter's clock: the time just read serves both.
-      result = consumeNow(counters, window.end, cost, this.ownsStore ? window.now : undefined);
+      result = storeCall('ratelimit', this.store as Required<RateLimitStore>, 'consumeNow', counters, window.end, cost, this.ownsStore ? window.now : undefined);
     } catch (cause) {
       return this.failOpen ? ok(null) : err(storageUnavailable(cause));
     }

@@ -1,25 +1,26 @@
 import { ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import type { CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
+import { storeCall } from '../trace/store-call.js';
 
 /** The IndexStore seen through ResultAsync: a failing or unreachable store is STORAGE_UNAVAILABLE. */
 export class IndexCalls {
   constructor(readonly store: IndexStore) {}
 
   commit(tx: IndexTransaction): ResultAsync<CommitResult, FleetError> {
-    return ResultAsync.fromPromise(this.store.commit(tx), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('index', this.store, 'commit', tx), storageUnavailable);
   }
 
   claimOf(key: string) {
-    return ResultAsync.fromPromise(this.store.claimOf(key), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('index', this.store, 'claimOf', key), storageUnavailable);
   }
 
   range(set: string, options: RangeOptions): ResultAsync<string[], FleetError> {
-    return ResultAsync.fromPromise(this.store.range(set, options), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('index', this.store, 'range', set, options), storageUnavailable);
   }
 
   count(set: string): ResultAsync<number, FleetError> {
-    return ResultAsync.fromPromise(this.store.count(set), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('index', this.store, 'count', set), storageUnavailable);
   }
 
   /** Whether the store applies a commit at once (`commitNow`). */
@@ -29,12 +30,12 @@ export class IndexCalls {
 
   /** `commit` at once over a store that applies it in this process (`IndexStore.commitNow`); `undefined` otherwise. */
   commitNow(tx: IndexTransaction): CommitResult | undefined {
-    return this.store.commitNow?.(tx);
+    return this.store.commitNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'commitNow', tx);
   }
 
   /** `range` at once over a store that answers in this process (`IndexStore.rangeNow`); `undefined` otherwise. */
   rangeNow(set: string, options: RangeOptions): string[] | undefined {
-    return this.store.rangeNow?.(set, options);
+    return this.store.rangeNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'rangeNow', set, options);
   }
 
   /** The store's count of applied commits (`IndexStore.commitsNow`); `undefined` when it keeps none. */
@@ -44,7 +45,7 @@ export class IndexCalls {
 
   /** `count` at once over a store that answers in this process; `undefined` otherwise. */
   countNow(set: string): number | undefined {
-    return this.store.countNow?.(set);
+    return this.store.countNow === undefined ? undefined : storeCall('index', this.store as Required<IndexStore>, 'countNow', set);
   }
 }
 

@@ -3,6 +3,7 @@ import { okAsync, ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { memoKeys } from '../util/key-memo.js';
 import { copy, installDecodeCache } from './decode-cache.js';
+import { storeCall } from '../trace/store-call.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
 const STORE_PREFIXED = Symbol.for('mcp-fleet.storePrefixed');
@@ -25,6 +26,15 @@ function isStorePrefixed(storage: Keyv): boolean {
 
 /** `RecordStore.getNow` over a store that cannot answer at once. */
 export const NOT_NOW: unique symbol = Symbol('not now');
+
+/** The Keyv methods the fleet calls, one signature each (Keyv's own are overloaded), for `storeCall`. */
+interface KeyvPort {
+  get(key: string): Promise<unknown>;
+  getMany(keys: string[]): Promise<unknown[]>;
+  set(key: string, value: unknown, ttl?: number): Promise<boolean>;
+  delete(key: string): Promise<boolean>;
+  deleteMany(keys: string[]): Promise<boolean>;
+}
 
 /** A value the object memory keeps with a time to live (see `ObjectMemory`). */
 class Expiring {
@@ -144,7 +154,7 @@ export class RecordStore {
 
   get<T>(key: string): ResultAsync<T | undefined, FleetError> {
     if (this.memory !== undefined) return okAsync(this.readMemory(this.memory, this.keyPrefix + key) as T | undefined);
-    return ResultAsync.fromPromise(this.keyv.get<T>(this.keyPrefix + key), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('records', this.keyv as unknown as KeyvPort, 'get', this.keyPrefix + key) as Promise<T | undefined>, storageUnavailable);
   }
 
   /**
@@ -171,7 +181,7 @@ export class RecordStore {
     // repair its listings away). Read one by one then, so that any failure fails the call.
     const batched = typeof (this.keyv.store as { getMany?: unknown }).getMany === 'function';
     return ResultAsync.fromPromise(
-      batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))),
+      (batched ? storeCall('records', this.keyv as unknown as KeyvPort, 'getMany', prefixed) : Promise.all(prefixed.map((key) => storeCall('records', this.keyv as unknown as KeyvPort, 'get', key)))) as Promise<(T | undefined)[]>,
       storageUnavailable,
     );
   }
@@ -206,7 +216,7 @@ export class RecordStore {
   set(key: string, value: unknown, ttlMs?: number): ResultAsync<void, FleetError> {
     if (this.setNow(key, value, ttlMs)) return okAsync(undefined);
     return ResultAsync.fromPromise(
-      this.keyv.set(this.keyPrefix + key, value, ttlMs).then((written) => {
+      storeCall('records', this.keyv as unknown as KeyvPort, 'set', this.keyPrefix + key, value, ttlMs).then((written) => {
         if (written === false) throw new Error(`keyv refused to write ${key}`);
       }),
       storageUnavailable,
@@ -243,7 +253,7 @@ export class RecordStore {
 
   delete(key: string): ResultAsync<void, FleetError> {
     if (this.deleteNow(key)) return okAsync(undefined);
-    return ResultAsync.fromPromise(this.keyv.delete(this.keyPrefix + key).then(() => undefined), storageUnavailable);
+    return ResultAsync.fromPromise(storeCall('records', this.keyv as unknown as KeyvPort, 'delete', this.keyPrefix + key).then(() => undefined), storageUnavailable);
   }
 
   deleteMany(keys: readonly string[]): ResultAsync<void, FleetError> {
@@ -253,7 +263,7 @@ export class RecordStore {
       return okAsync(undefined);
     }
     return ResultAsync.fromPromise(
-      this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)).then(() => undefined),
+      storeCall('records', this.keyv as unknown as KeyvPort, 'deleteMany', keys.map((key) => this.keyPrefix + key)).then(() => undefined),
       storageUnavailable,
     );
   }
