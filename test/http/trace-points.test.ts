@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { channel, tracingChannel } from 'node:diagnostics_channel';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
+import { startReceiver } from '../../packages/core/src/webhooks/fixtures/receiver.js';
 import { ADAPTERS } from '../support/adapters.js';
 import { type ApiClient, createServer, expectSuccess, freshClient, type Json, serveForSuite, uniqueName } from '../support/http-client.js';
 
@@ -135,7 +138,9 @@ it('docs/observability.md documents the nine channels', () => {
 });
 
 describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
-  const suite = serveForSuite(adapter, { allowPrivateNetworks: true, onError: () => {}, rateLimit: {} });
+  const suite = serveForSuite(adapter, { allowPrivateNetworks: true, onError: () => {}, rateLimit: {}, webhooks: { pollIntervalMs: 20 } });
+  /** Secrets a test made besides the key and the upstream's token. */
+  const secrets: string[] = [];
   let client: ApiClient & { account: string };
   let serverId: string;
   let serverName: string;
@@ -155,7 +160,7 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     seen.length = 0;
   });
   afterEach(() => {
-    expectDocumentedAndClean([client.key as string, UPSTREAM_TOKEN, ARGUMENT]);
+    expectDocumentedAndClean([client.key as string, UPSTREAM_TOKEN, ARGUMENT, ...secrets]);
   });
 
   function expectRequest(method: string, route: string, status: number): void {
@@ -226,6 +231,66 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     expectOperation({ operation: 'tools.call', via: 'mcp', server_id: serverId, tool_name: 'echo' });
     const calls = actions('mcp-fleet:mcp.client').filter(({ message }) => message.method === 'tools/call');
     expect(calls.map(({ message }) => message)).toEqual([{ method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok' }]);
+  });
+
+  it('a /v1/mcp tools/call refused (an unknown tool): error, with its JSON-RPC code', async () => {
+    const mcp = new Client({ name: 'trace-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } }));
+    seen.length = 0;
+    const code = await mcp.callTool({ name: 'nowhere__echo', arguments: { text: ARGUMENT } }).then(
+      () => undefined,
+      (error: { code: number }) => error.code,
+    );
+    expect(code).toBe(-32602);
+    await mcp.close();
+    expect(actions('mcp-fleet:mcp.server')).toEqual([
+      {
+        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: 'nowhere__echo', outcome: 'error', jsonrpc_error_code: -32602, error: expect.anything() },
+        events: ['start', 'end', 'error', 'asyncStart', 'asyncEnd'],
+      },
+    ]);
+  });
+
+  it('a 2025 session at /v1/mcp: its era and session id on each JSON-RPC request', async () => {
+    const v1 = new V1Client({ name: 'trace-test-v1', version: '1.0.0' });
+    const transport = new V1Transport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } });
+    await v1.connect(transport);
+    seen.length = 0;
+    const { tools } = await v1.listTools();
+    expect(tools.map((tool) => tool.name)).toContain(`${serverName}__echo`);
+    expect(actions('mcp-fleet:mcp.server').map(({ message }) => message)).toEqual([
+      { method: 'tools/list', jsonrpc_id: expect.anything(), era: '2025', transport: 'streamable-http', account: client.account, session_id: transport.sessionId, outcome: 'ok' },
+    ]);
+    await transport.terminateSession();
+    await v1.close();
+  });
+
+  it('a probe and a webhook delivery attempt, each published once done', async () => {
+    const receiver = await startReceiver();
+    try {
+      const hook = expectSuccess(await client.post('/webhooks', { url: receiver.url, events: ['server.created'] }), 201);
+      secrets.push(hook.secret);
+      expectSuccess(await client.get(`/servers/${serverId}/health`), 200);
+      const probes = seen.filter((entry) => entry.channel === 'mcp-fleet:probe').map((entry) => entry.snapshot);
+      expect(probes).toEqual([{ server_id: serverId, account: client.account, transport: 'http', outcome: 'ok', era: '2026-07-28', duration_ms: expect.any(Number) }]);
+
+      expectSuccess(await client.post(`/webhooks/${hook.id}/test`), 202);
+      await receiver.waitFor(1);
+      await expect.poll(() => seen.filter((entry) => entry.channel === 'mcp-fleet:webhook.delivery').length).toBe(1);
+      const [delivery] = seen.filter((entry) => entry.channel === 'mcp-fleet:webhook.delivery');
+      expect(delivery?.snapshot).toEqual({
+        account: client.account,
+        webhook_id: hook.id,
+        delivery_id: expect.stringMatching(/^dlv_/),
+        event_type: 'webhook.test',
+        attempt: 1,
+        outcome: 'ok',
+        status_code: 200,
+        duration_ms: expect.any(Number),
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it("the embedder's fleet.* API: its operations are traced too (via: api), an Err answer on `error`", async () => {

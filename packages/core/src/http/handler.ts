@@ -2,7 +2,7 @@ import { err, ok, type Result, ResultAsync } from 'neverthrow';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
-import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
+import { type Decided, type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import type { McpEndpoint } from '../mcp-endpoint/endpoint.js';
 import { answerMcp, MCP_METHODS, type McpDoorDeps, type McpDoorExchange, mcpRouteOf, type McpTarget, mcpTargetOf } from '../mcp-endpoint/http-door.js';
 import { type AuthMessage, authChannel, type HttpRequestMessage, httpRequestChannel, type OperationMessage, operationChannel } from '../trace/channels.js';
@@ -178,15 +178,22 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const routed = route(request, path);
       const keyless = keylessAnswer(x, routed, path);
       if (keyless !== undefined) return keyless;
-      const principal = await identify(x, routed);
+      const identified = identify(x, routed);
+      // Over the fleet's own memory the key is read at once: nothing to wait for.
+      const principal = identified instanceof Promise ? await identified : identified;
+      if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal);
       if (principal === null) return await unidentified(x, routed);
       seen.account = principal.account;
       if (mcpDoor !== undefined && routed.mcp !== undefined) {
         seen.route = mcpRouteOf(routed.mcp);
         return await answerMcp(mcpDoor, x, principal, routed.mcp);
       }
-      const refused = limiter === undefined ? undefined : await admit(x, limiter, principal, routed.operationName);
-      if (refused !== undefined) return refused;
+      if (limiter !== undefined) {
+        const admitted = admit(x, limiter, principal, routed.operationName);
+        const decision = admitted instanceof ResultAsync ? await admitted : admitted;
+        const refused = decision.isErr() ? x.fail(decision.error) : x.limited(decision.value);
+        if (refused !== undefined) return refused;
+      }
       if (routed.segments.isErr()) return x.fail(routed.segments.error);
       if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
       const { operation, params } = routed.match;
@@ -235,18 +242,15 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * the built-in keys, the key's read and (for a key this process verified before) its admission are asked for at
    * once: one round trip, not two. A limiter deciding in this process has no round trip to save: then one after the other, as that is cheaper.
    */
-  async function identify(x: Exchange, routed: Routed): Promise<Principal | null> {
-    x.early =
-      limiter !== undefined && deps.authenticate === undefined && !limiter.decidesInProcess
-        ? await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined)
-        : undefined;
-    let principal: Principal | null;
-    if (x.early !== undefined) {
-      if (x.early.verified.isErr()) throw x.early.verified.error;
-      principal = x.early.verified.value;
-    } else principal = await authenticate(x.request, deps);
-    if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(x.requestId, deps.authenticate !== undefined, principal);
-    return principal;
+  function identify(x: Exchange, routed: Routed): Principal | null | Promise<Principal | null> {
+    if (limiter === undefined || deps.authenticate !== undefined || limiter.decidesInProcess) return authenticate(x.request, deps);
+    return identifyAndAdmit(x, limiter, routed);
+  }
+
+  async function identifyAndAdmit(x: Exchange, limiter: RateLimiter, routed: Routed): Promise<Principal | null> {
+    x.early = await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined);
+    if (x.early.verified.isErr()) throw x.early.verified.error;
+    return x.early.verified.value;
   }
 
   /**
@@ -267,17 +271,12 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * Admit: every authenticated request counts against its tier, and against its operation's limit when it has one.
    * The early decision stands when it was made for the account and tier the key verified as now.
    */
-  async function admit(x: Exchange, limiter: RateLimiter, principal: Principal, operationName: string | undefined): Promise<Response | undefined> {
+  function admit(x: Exchange, limiter: RateLimiter, principal: Principal, operationName: string | undefined): Decided {
     const { early } = x;
     const hinted = early?.hint;
-    const admitted =
-      early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
-        ? early.admitted
-        : limiter.admit(principal, operationName);
-    // In memory the decision is made at once: nothing to wait for.
-    const decision = admitted instanceof ResultAsync ? await admitted : admitted;
-    if (decision.isErr()) return x.fail(decision.error);
-    return x.limited(decision.value);
+    return early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
+      ? early.admitted
+      : limiter.admit(principal, operationName);
   }
 
   /** Respond: the envelope of the operation's outcome. */

@@ -236,7 +236,7 @@ function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeM
   };
   if (scope?.serverId !== undefined) message.server_id = scope.serverId;
   if (ctx.sessionId !== undefined) message.session_id = ctx.sessionId;
-  const name = (request as { params?: { name?: unknown } }).params?.name;
+  const name = method === 'tools/call' ? (request as { params?: { name?: unknown } }).params?.name : undefined;
   if (typeof name === 'string') message.tool_name = name;
   return traced(
     mcpServerChannel,

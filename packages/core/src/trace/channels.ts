@@ -77,7 +77,7 @@ export interface McpServerMessage extends Settled {
   server_id?: string;
   /** 2025 sessions only. */
   session_id?: string;
-  /** `tools/call`, `prompts/get`: the name the client asked for (`server__tool` on `/mcp`). */
+  /** `tools/call`: the name the client asked for (`server__tool` on `/mcp`). */
   tool_name?: string;
   /** `tools/call`: the tool answered with `isError: true` (the outcome stays `ok`). */
   is_error?: boolean;
