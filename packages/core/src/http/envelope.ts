@@ -1,7 +1,18 @@
 import { newId } from '../util/ids.js';
 import { joinJson, JsonList } from '../util/json-text.js';
 import { delegate } from '../util/stand-in.js';
-import type { Pagination } from '../util/pagination.js';
+import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
+import { isoTimeSchema } from '../util/iso-time.js';
+import { type Pagination, type paginationSchema } from '../util/pagination.js';
+
+/** Every answer's `meta`. */
+export const metaSchema = z.strictObject({
+  timestamp: isoTimeSchema,
+  request_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+});
+
+export type Meta = z.output<typeof metaSchema>;
 
 export interface SuccessBody<T> {
   success: true;
@@ -10,15 +21,34 @@ export interface SuccessBody<T> {
   meta: Meta;
 }
 
+/** What a route declares of one success status: the envelope's `data`, and `pagination` for a listing. */
+export interface AnswerSchema {
+  data: z.ZodType;
+  pagination?: typeof paginationSchema;
+}
+
+/** The whole success envelope of an answer declared as `answer`. */
+export function successBodySchema({ data, pagination }: AnswerSchema) {
+  return z.strictObject({ success: z.literal(true), data, ...(pagination !== undefined && { pagination }), meta: metaSchema });
+}
+
+/** The error envelope: `error.code` is a code of the one table (docs/errors.md). */
+export const errorBodySchema = z.strictObject({
+  success: z.literal(false),
+  error: z.strictObject({
+    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+    message: z.string().min(1),
+    details: z
+      .record(z.string(), z.unknown())
+      .describe('What the code says more precisely; INVALID_REQUEST: `field` and `issue` of the first problem, and `issues` (each `{ field, issue }`) when there are several.'),
+  }),
+  meta: metaSchema,
+});
+
 export interface ErrorBody {
   success: false;
   error: { code: string; message: string; details: Record<string, unknown> };
   meta: Meta;
-}
-
-export interface Meta {
-  timestamp: string;
-  request_id: string;
 }
 
 /** What an error answer is made of: a `FleetError`, and the webhook receiver's `WebhookVerificationError` alike. */

@@ -31,6 +31,8 @@ export interface Operations {
 }
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
+  /** The schemas `create` and `update` judge their bodies with, for the route table (`http/routes.ts`). */
+  readonly bodies: ServerRegistry['bodies'];
   create(account: string, input: unknown): ResultAsync<ServerDetail, FleetError>;
   /** `create` answered at once over the memory stores when nothing waits; `undefined` otherwise, nothing done (then `create`). */
   createNow(account: string, input: unknown): Result<ServerDetail, FleetError> | undefined;
@@ -94,6 +96,7 @@ export interface OperationServices {
 export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
   return {
     servers: {
+      bodies: registry.bodies,
       create: (account, input) => registry.create(account, input).andThen(okWith(toDetail)),
       createNow: (account, input) => registry.createNow(account, input)?.map(toDetail),
       get: (account, id) => registry.get(account, id).andThen(okWith(toDetail)),

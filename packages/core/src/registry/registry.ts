@@ -242,6 +242,11 @@ export class ServerRegistry {
     this.deps = { ...deps, secrets: deps.secrets ?? new SecretBox() };
   }
 
+  /** The schemas of the create and update bodies, as the route table declares them. */
+  get bodies(): { create: ServerValidator['createBody']; update: ServerValidator['updateBody'] } {
+    return { create: this.deps.validator.createBody, update: this.deps.validator.updateBody };
+  }
+
   create(account: string, input: unknown): ResultAsync<ServerRecord, FleetError> {
     const validated = this.deps.validator.config(input);
     if (validated.isErr()) return errAsync(validated.error);
