@@ -45,15 +45,11 @@ export const errorBodySchema = z.strictObject({
   meta: metaSchema,
 });
 
-export interface ErrorBody {
-  success: false;
-  error: { code: string; message: string; details: Record<string, unknown> };
-  meta: Meta;
-}
+export type ErrorBody = z.output<typeof errorBodySchema>;
 
 /** What an error answer is made of: a `FleetError`, and the webhook receiver's `WebhookVerificationError` alike. */
 export interface AnsweredError {
-  code: string;
+  code: ErrorCode;
   status: number;
   message: string;
   details: Record<string, unknown>;

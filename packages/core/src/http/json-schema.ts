@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { type ErrorBody, errorBodySchema, successBodySchema } from './envelope.js';
+import type { ErrorCode } from '../errors/codes.js';
+import { errorBodySchema, successBodySchema } from './envelope.js';
 import type { Operation } from './routes.js';
 
 export type JsonSchema = z.core.JSONSchema.BaseSchema;
@@ -13,7 +14,7 @@ export interface RouteJsonSchemas {
   responses: Record<number, JsonSchema>;
   /** The error envelope; `error.code` is one of `errors`. */
   error: JsonSchema;
-  errors: readonly ErrorBody['error']['code'][];
+  errors: readonly ErrorCode[];
 }
 
 /**
