@@ -1,4 +1,4 @@
-import type { Fleet } from '@mcp-fleet/core';
+import { createFleet, type Fleet } from '@mcp-fleet/core';
 import { mountPath } from '@mcp-fleet/core/node';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
@@ -117,4 +117,26 @@ export function checkedFleet(fleet: Fleet, routes: readonly Route[] = buildRoute
     return response;
   };
   return { ...fleet, handle };
+}
+
+let table: readonly Route[] | undefined;
+
+/** The route table every fleet builds (webhooks on), for answers of a fleet in another process. */
+function defaultRoutes(): readonly Route[] {
+  if (table === undefined) {
+    const fleet = createFleet({ rateLimit: false, webhooks: { worker: false } });
+    table = buildRoutes(fleet as never);
+    // Only the declarations are read: the fleet itself is not needed past this.
+    void fleet.close();
+  }
+  return table;
+}
+
+/**
+ * Checks an answer a client got from a fleet it cannot wrap (the reference server, in a process of its own), as
+ * `checkedFleet` does: `path` below the prefix, its query ignored.
+ */
+export function checkAnswer(method: string, path: string, status: number, text: string): void {
+  const query = path.indexOf('?');
+  mismatches.push(...answerProblems(defaultRoutes(), method, query === -1 ? path : path.slice(0, query), status, text));
 }
