@@ -32,16 +32,31 @@ export function successBodySchema({ data, pagination }: AnswerSchema) {
   return z.strictObject({ success: z.literal(true), data, ...(pagination !== undefined && { pagination }), meta: metaSchema });
 }
 
-/** The error envelope: `error.code` is a code of the one table (docs/errors.md). */
+const fieldIssueSchema = z.strictObject({ field: z.string(), issue: z.string() });
+
+/**
+ * `details` of `INVALID_REQUEST` (docs/errors.md): the first problem's `field` and `issue`, `issues` when there are
+ * several (the first among them), and `hint` when the refusal is the service's configuration; empty when the request
+ * is not even HTTP.
+ */
+const invalidRequestDetailsSchema = z.union([
+  z.strictObject({ field: z.string(), issue: z.string(), issues: z.array(fieldIssueSchema).min(2).optional(), hint: z.string().optional() }),
+  z.strictObject({}),
+]);
+
+const ERROR_CODE_LIST = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]];
+
+/** The error envelope: `error.code` is a code of the one table (docs/errors.md), told apart where `details` has a fixed form. */
 export const errorBodySchema = z.strictObject({
   success: z.literal(false),
-  error: z.strictObject({
-    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
-    message: z.string().min(1),
-    details: z
-      .record(z.string(), z.unknown())
-      .describe('What the code says more precisely; INVALID_REQUEST: `field` and `issue` of the first problem, and `issues` (each `{ field, issue }`) when there are several.'),
-  }),
+  error: z.discriminatedUnion('code', [
+    z.strictObject({ code: z.literal('INVALID_REQUEST'), message: z.string().min(1), details: invalidRequestDetailsSchema }),
+    z.strictObject({
+      code: z.enum(ERROR_CODE_LIST.filter((code) => code !== 'INVALID_REQUEST') as [ErrorCode, ...ErrorCode[]]),
+      message: z.string().min(1),
+      details: z.record(z.string(), z.unknown()).describe('What the code says more precisely (docs/errors.md).'),
+    }),
+  ]),
   meta: metaSchema,
 });
 
@@ -174,7 +189,8 @@ export function successResponse<T>(status: number, data: T, meta: Meta, page?: P
 }
 
 export function errorBody(error: AnsweredError, meta: Meta): ErrorBody {
-  return { success: false, error: { code: error.code, message: error.message, details: error.details }, meta };
+  // An INVALID_REQUEST's details are `invalidRequest`'s; the HTTP suite checks every answer against the schema.
+  return { success: false, error: { code: error.code, message: error.message, details: error.details } as ErrorBody['error'], meta };
 }
 
 export function errorResponse(error: AnsweredError, meta: Meta, headers?: Record<string, string>, light = false): Response {
