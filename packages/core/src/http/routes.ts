@@ -176,7 +176,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
     route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', params: serverId, args: id, run: servers.healthHistory,
       data: healthHistorySchema, errors: ['SERVER_NOT_FOUND'] }),
     // A REST tool listing: only the tools the key's allowlist lets it call, as on `/mcp`.
-    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', params: serverId, data: z.array(toolSchema), errors: ['SERVER_NOT_FOUND', 'STDIO_CAPACITY', ...UPSTREAM_ERRORS],
+    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', params: serverId, data: z.array(toolSchema), errors: ['SERVER_NOT_FOUND', ...UPSTREAM_ERRORS],
       args: ({ params, principal }): [string, readonly string[] | null] => [params.id, principal.tools ?? null], run: tools.list }),
     // A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist, cancelled upstream when the client
     // goes away before the answer (the request's `signal`: the adapters abort it when the connection closes first).
