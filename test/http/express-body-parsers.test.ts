@@ -10,6 +10,7 @@ import { createFleet, type Fleet } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import express, { type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkedFleet } from '../support/answer-check.js';
 import { expectError, expectInvalid, expectSuccess, httpServer, send } from '../support/http-client.js';
 
 interface App {
@@ -23,7 +24,7 @@ interface App {
 async function start(parser: RequestHandler | undefined, fleet: Fleet = createFleet({ rateLimit: false })): Promise<App> {
   const app = express();
   if (parser !== undefined) app.use(parser);
-  app.use('/api', fleetMiddleware(fleet));
+  app.use('/api', fleetMiddleware(checkedFleet(fleet)));
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

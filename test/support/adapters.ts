@@ -6,8 +6,12 @@ import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
 import express from 'express';
 import { Hono } from 'hono';
+import { checkedFleet } from './answer-check.js';
 
-/** A fleet served over real HTTP on a random loopback port by one adapter. */
+/**
+ * A fleet served over real HTTP on a random loopback port by one adapter. Every answer is checked against its route's
+ * declared schemas (`answer-check.ts`).
+ */
 export interface Served {
   fleet: Fleet;
   /** Base URL including the mount point and prefix, e.g. `http://127.0.0.1:40123/v1`. */
@@ -35,7 +39,7 @@ export const ADAPTERS: Adapter[] = [
     async serve(fleet, mount) {
       const app = new Hono();
       app.get('/host-route', (c) => c.text('host'));
-      app.route(mount === '' ? '/' : mount, createFleetApp(fleet));
+      app.route(mount === '' ? '/' : mount, createFleetApp(checkedFleet(fleet)));
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer }) as Server;
       await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
       return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
@@ -48,8 +52,9 @@ export const ADAPTERS: Adapter[] = [
       app.get('/host-route', (_req, res) => {
         res.type('text').send('host');
       });
-      if (mount === '') app.use(fleetMiddleware(fleet));
-      else app.use(mount, fleetMiddleware(fleet));
+      const checked = checkedFleet(fleet);
+      if (mount === '') app.use(fleetMiddleware(checked));
+      else app.use(mount, fleetMiddleware(checked));
       const server = createServer(app);
       return { origin: await listening(server), server };
     },

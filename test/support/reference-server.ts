@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkAnswer } from './answer-check.js';
 
 /** The built reference server, exactly what `npm start` runs (global setup builds it). */
 export const REFERENCE_SERVER = fileURLToPath(new URL('../../examples/reference-server/dist/main.js', import.meta.url));
@@ -218,5 +219,7 @@ export async function api(base: string, key: string | null, method: string, path
   } catch {
     throw new Error(`${method} ${path}: ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
   }
+  // Every answer is held to its route's declared schemas, as in the in-process suites (answer-check.ts).
+  checkAnswer(method, path, response.status, text);
   return { status: response.status, headers: response.headers, body: parsed };
 }

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { type CodeOf, categoryOf, ERROR_CODES, type ErrorCategory, type ErrorCode, isErrorCode, type UpstreamErrorCode } from './codes.js';
 
 export type ErrorDetails = Record<string, unknown>;
@@ -68,12 +69,14 @@ export interface UpstreamFailure {
 }
 
 /** A failure as health and tool call records carry it: a code of `ERROR_CODES` and a message that quotes no body. */
-export interface RecordedFailure {
-  code: string;
-  message: string;
+export const recordedFailureSchema = z.strictObject({
+  code: z.string().describe('A code of the error table (docs/errors.md).'),
+  message: z.string(),
   /** Health records: the error's `details.hint`, when it has one. */
-  hint?: string;
-}
+  hint: z.string().optional(),
+});
+
+export type RecordedFailure = z.output<typeof recordedFailureSchema>;
 
 export function isFleetError(value: unknown): value is FleetError {
   if (value instanceof FleetError) return true;

@@ -1,5 +1,7 @@
 import { ok, okAsync, type ResultAsync } from 'neverthrow';
-import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
+import { z } from 'zod';
+import { type FleetError, type RecordedFailure, recordedFailureSchema } from '../errors/fleet-error.js';
+import { isoTimeSchema } from '../util/iso-time.js';
 import type { EventSource } from '../events/bus.js';
 import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
@@ -18,35 +20,41 @@ export interface Attempt {
   era?: string | undefined;
 }
 
-/** The health record of docs/http-api.md "Health" (docs/http-api.md "Health"). */
-export interface HealthRecord {
-  status: 'healthy' | 'unhealthy';
-  response_time: number;
-  last_check: string;
-  uptime: string;
-  error_rate: string;
-  error: RecordedFailure | null;
-}
+/** The health record of docs/http-api.md "Health". */
+export const healthRecordSchema = z.strictObject({
+  status: z.enum(['healthy', 'unhealthy']),
+  response_time: z.number(),
+  last_check: isoTimeSchema,
+  uptime: z.string().describe('A percentage, e.g. "99.5%".'),
+  error_rate: z.string().describe('A percentage, e.g. "0.5%".'),
+  error: recordedFailureSchema.nullable(),
+});
+
+export type HealthRecord = z.output<typeof healthRecordSchema>;
 
 /** One five-minute bucket of `GET /servers/{id}/health/history`: what the service saw of the server then. */
-export interface HealthBucket {
+export const healthBucketSchema = z.strictObject({
   /** Start of the five minutes, ISO 8601. */
-  start: string;
-  probes: number;
+  start: isoTimeSchema,
+  probes: z.int(),
   /** Probes that succeeded. */
-  healthy: number;
+  healthy: z.int(),
   /** Requests of any kind (probes and tool calls). */
-  requests: number;
-  failures: number;
-}
+  requests: z.int(),
+  failures: z.int(),
+});
+
+export type HealthBucket = z.output<typeof healthBucketSchema>;
 
 /** The last 24 hours of a server: uptime and error rate as in its health record, and the buckets they come from. */
-export interface HealthHistory {
-  uptime: string;
-  error_rate: string;
+export const healthHistorySchema = z.strictObject({
+  uptime: z.string(),
+  error_rate: z.string(),
   /** Oldest first; five minutes each; only those in which something happened. */
-  buckets: HealthBucket[];
-}
+  buckets: z.array(healthBucketSchema),
+});
+
+export type HealthHistory = z.output<typeof healthHistorySchema>;
 
 /** Counts of one five-minute bucket. */
 interface Bucket {

@@ -414,7 +414,7 @@ export function queryOf(url: string): URLSearchParams {
 }
 
 /** Decoded path segments; one trailing slash is forgiven. */
-function splitPath(path: string): Result<string[], FleetError> {
+export function splitPath(path: string): Result<string[], FleetError> {
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
   const raw = trimmed.split('/').slice(1);
   // Without a `%` there is nothing to decode: the segments are the path's own.

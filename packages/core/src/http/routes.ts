@@ -1,15 +1,23 @@
-import { err, ok, type Result, type ResultAsync } from 'neverthrow';
+import { err, type Result, type ResultAsync } from 'neverthrow';
+import { z } from 'zod';
 import type { Principal, Scope } from '../auth/scopes.js';
-import type { FleetError } from '../errors/fleet-error.js';
+import { categoryOf, ERROR_CODES, type ErrorCode } from '../errors/codes.js';
+import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
+import { healthHistorySchema, healthRecordSchema } from '../health/health-log.js';
 import type { Operations } from '../operations/index.js';
-import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
 import type { ListServersQuery } from '../registry/registry.js';
-import { type ServerSummary, toSummary } from '../registry/views.js';
-import { TOOL_CALL_STATUSES } from '../toolcalls/tool-call-log.js';
-import type { InvokeOptions } from '../toolcalls/tool-service.js';
+import { HEALTH_VALUES, SERVER_TYPES } from '../registry/schema.js';
+import { type ServerSummary, serverDetailSchema, serverSummarySchema, toSummary } from '../registry/views.js';
+import { TOOL_CALL_STATUSES, toolCallDetailSchema, toolCallRecordSchema } from '../toolcalls/tool-call-log.js';
+import { callInputSchema, type InvokeOptions, toolCallOutcomeSchema, toolSchema } from '../toolcalls/tool-service.js';
 import { type JsonText, JsonList } from '../util/json-text.js';
-import type { Page, Pagination } from '../util/pagination.js';
-import { enumParam, pageParams, parseQuery, stringParam } from './query.js';
+import { type Page, type Pagination, paginationSchema } from '../util/pagination.js';
+import { deliveryViewSchema } from '../webhooks/deliveries.js';
+import { createdWebhookSchema, webhookTestSchema } from '../webhooks/service.js';
+import { webhookViewSchema } from '../webhooks/subscriptions.js';
+import { zodIssues } from '../validation/zod-issues.js';
+import type { AnswerSchema } from './envelope.js';
+import { enumParam, pageParams, parseQuery, querySchema, type QuerySchema, stringParam } from './query.js';
 import { type Ran, chainMap } from '../util/result.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -35,10 +43,31 @@ export interface OperationInput {
   request: Request;
 }
 
+/** A route's path parameters: strings, by name. */
+export type ParamsSchema = z.ZodObject<Record<string, z.ZodType>>;
+
+/**
+ * What a route declares of its shapes: the source of docs/http-api.md's shapes and of any document rendered from the
+ * table (render with `z.toJSONSchema`: `io: 'input'` for params, query and body, `'output'` for answers).
+ */
+export interface RouteSchemas {
+  /** Parsed by the route, before the operation runs. */
+  params: ParamsSchema | undefined;
+  /** Parsed by the route (`parseQuery`), before the operation runs. */
+  query: QuerySchema | undefined;
+  /** The JSON body: the operation judges it with this very schema (its validator's); the route does not parse it. */
+  body: z.ZodType | undefined;
+  /** By success status: the envelope's `data`, and `pagination` for a listing (`successBodySchema`). */
+  responses: Readonly<Record<number, AnswerSchema>>;
+  /** Every code the route may answer, the handler's own before the operation included: keys of `ERROR_CODES`. */
+  errors: readonly ErrorCode[];
+}
+
 /** A route as the handler runs it. */
 export interface Operation {
   /** Stable name, used for per-operation rate limits and logs: `servers.list`. */
   name: string;
+  method: Method;
   /** The route's template below the mount, for logs: `/servers/:id`. */
   path: string;
   /** Requests per minute per account; `undefined`: the tier limit alone (docs/rate-limits.md). */
@@ -46,6 +75,8 @@ export interface Operation {
   scope: Scope;
   /** Reads a JSON body before running. */
   body: boolean;
+  /** The shapes the route declares: what it reads, what it answers, which error codes. */
+  schemas: RouteSchemas;
   /** A `Result` when the operation could answer at once (over the memory stores), else a `ResultAsync` to wait for. */
   run(input: OperationInput): ResultAsync<Outcome, FleetError> | Result<Outcome, FleetError>;
 }
@@ -56,49 +87,72 @@ export interface Route {
   methods: Partial<Record<Method, Operation>>;
 }
 
-/** One route: which operation a method and path run, under which scope and limit, and how its answer is shown. */
-interface RouteSpec<A extends unknown[], T> {
+/** The request as a route's `args` sees it: params and query parsed with the route's schemas, the body as received. */
+export interface ParsedInput<P, Q> {
+  principal: Principal;
+  params: P;
+  query: Q;
+  body: unknown;
+  request: Request;
+}
+
+type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
+
+/**
+ * One route: which operation a method and path run, under which scope and limit, with the shapes it reads and
+ * answers, and how its answer is shown. Everything but `args`, `run` and `view` is data, read once at start.
+ */
+interface RouteSpec<P extends ParamsSchema | undefined, Q extends QuerySchema | undefined, A extends unknown[], T> {
   method: Method;
   /** Below the mount: `/servers/:id`. */
   path: string;
   name: string;
   limit?: number;
   scope: Scope;
-  /** The operation's arguments after the account, from the request (parsed once, here or by the operation). */
-  input: (request: OperationInput) => Result<A, FleetError>;
-  /** Whether `input` needs the JSON body. @default false */
-  body?: boolean;
+  /** The path parameters, parsed here. @default none */
+  params?: P;
+  /** The query, parsed here (`parseQuery`). @default none: a query is ignored */
+  query?: Q;
+  /** The JSON body, read by the handler and judged by the operation with this very schema. @default none: not read */
+  body?: z.ZodType;
+  /** The operation's arguments after the account, from the parsed request: typed by `params` and `query`. */
+  args: (input: ParsedInput<Out<P>, Out<Q>>) => A;
   /** The operation: a `Result` when it answered at once (the memory stores), else a `ResultAsync` to wait for. */
   run: (account: string, ...args: A) => Ran<T, FleetError>;
   /** @default 200 */
   status?: number;
+  /** The answer's `data`, as `view` shows it. */
+  data: z.ZodType;
+  /** A listing: the answer carries `pagination`. @default false */
+  paginated?: boolean;
+  /** The codes the operation itself may answer; the handler's (`HANDLER_ERRORS`, body and query ones) are added. */
+  errors: readonly ErrorCode[];
   /** The HTTP view of the operation's value. @default the value itself */
   view?: (value: T) => { data: unknown; pagination?: Pagination };
 }
 
-const id = ({ params }: OperationInput): Result<[string], FleetError> => ok([params.id as string]);
-const idAndBody = ({ params, body }: OperationInput): Result<[string, unknown], FleetError> => ok([params.id as string, body]);
-/**
- * A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist, cancelled upstream when the client
- * goes away before the answer (the request's `signal`: the adapters abort it when the connection closes first).
- */
-const toolCall = ({ params, body, principal, request }: OperationInput): Result<[string, unknown, InvokeOptions], FleetError> =>
-  ok([params.id as string, body, { via: 'http', tools: principal.tools ?? null, signal: request.signal }]);
-/** A REST tool listing: only the tools the key's allowlist lets it call, as on `/mcp`. */
-const toolList = ({ params, principal }: OperationInput): Result<[string, readonly string[] | null], FleetError> => ok([params.id as string, principal.tools ?? null]);
-const bodyOnly = ({ body }: OperationInput): Result<[unknown], FleetError> => ok([body]);
-const query =
-  <S extends Parameters<typeof parseQuery>[1]>(spec: S) =>
-  ({ query: params }: OperationInput) =>
-    parseQuery(params, spec).map((parsed) => [parsed] as [typeof parsed]);
+/** What any route may answer before or around its operation: no key, no scope, a limit, a store down, a bug. */
+const HANDLER_ERRORS = ['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'INTERNAL_ERROR', 'STORAGE_UNAVAILABLE'] as const satisfies ErrorCode[];
+/** What reading a JSON body may answer (`readJsonBody`), and the operation's judgement of it. */
+const BODY_ERRORS = ['INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const satisfies ErrorCode[];
+/** Why a conversation with an upstream failed, as `GET /servers/{id}/tools` answers it. */
+const UPSTREAM_ERRORS = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => categoryOf(code) === 'upstream');
+
+const idParams = (what: string) => z.strictObject({ id: z.string().describe(`The ${what}'s id.`) });
+const serverId = idParams('server');
+const deleted = z.strictObject({ id: z.string(), deleted: z.literal(true) });
+
+const id = ({ params }: { params: { id: string } }): [string] => [params.id];
+const idAndBody = ({ params, body }: { params: { id: string }; body: unknown }): [string, unknown] => [params.id, body];
+const bodyOnly = ({ body }: { body: unknown }): [unknown] => [body];
+const queryOnly = <Q>({ query }: { query: Q }): [Q] => [query];
 const listed = <T>(page: Page<T>) => ({ data: page.data, pagination: page.pagination });
 /** Summaries as JSON text, joined by the envelope as they are. */
 const listedJson = (page: Page<JsonText<ServerSummary>>) => ({ data: new JsonList(page.data), pagination: page.pagination });
 
-const listServersQuery = { ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) };
-const listServersInput = ({ query: params }: OperationInput): Result<[Partial<ListServersQuery>, 'summary'], FleetError> =>
-  parseQuery(params, listServersQuery).map((q) => [q, 'summary']);
-const listToolCallsQuery = { ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) };
+const pageQuery = querySchema(pageParams);
+const listServersQuery = querySchema({ ...pageParams, type: enumParam(SERVER_TYPES), health: enumParam(HEALTH_VALUES) });
+const listToolCallsQuery = querySchema({ ...pageParams, server_id: stringParam(200), status: enumParam(TOOL_CALL_STATUSES), tool: stringParam(256) });
 
 /**
  * Every route of the HTTP API (docs/http-api.md), each a declaration over the operations. Limits are the contract's defaults
@@ -109,31 +163,43 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
   const specs = [
     // The HTTP contract lists the seed's eight fields of each server (the operation's `summary` shape), and shows them
     // for a created one: the embedder's `fleet.servers` answers details.
-    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', view: listedJson, input: listServersInput,
-      run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
-    route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: true, input: bodyOnly, run: servers.create,
-      status: 201, view: (server) => ({ data: toSummary(server) }) }),
-    route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', input: id, run: servers.get }),
-    route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', body: true, input: idAndBody, run: servers.update }),
-    route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', input: id, run: servers.delete }),
-    route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', input: id, run: servers.health }),
-    route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', input: id, run: servers.healthHistory }),
-    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', input: toolList, run: tools.list }),
-    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', body: true, input: toolCall, run: tools.invoke }),
-    route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', input: query(listToolCallsQuery), run: toolCalls.list, view: listed }),
-    route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', input: id, run: toolCalls.get }),
+    route({ method: 'GET', path: '/servers', name: 'servers.list', limit: 100, scope: 'servers:read', query: listServersQuery, data: z.array(serverSummarySchema), paginated: true, errors: [], view: listedJson,
+      args: ({ query }): [Partial<ListServersQuery>, 'summary'] => [query, 'summary'], run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
+    route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: servers.bodies.create, args: bodyOnly, run: servers.create,
+      status: 201, data: serverSummarySchema, errors: ['SERVER_NAME_EXISTS', 'QUOTA_EXCEEDED'], view: (server) => ({ data: toSummary(server) }) }),
+    route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', params: serverId, args: id, run: servers.get, data: serverDetailSchema, errors: ['SERVER_NOT_FOUND'] }),
+    route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', params: serverId, body: servers.bodies.update, args: idAndBody, run: servers.update,
+      data: serverDetailSchema, errors: ['SERVER_NOT_FOUND', 'SERVER_NAME_EXISTS'] }),
+    route({ method: 'DELETE', path: '/servers/:id', name: 'servers.delete', limit: 10, scope: 'servers:write', params: serverId, args: id, run: servers.delete, data: deleted, errors: ['SERVER_NOT_FOUND'] }),
+    route({ method: 'GET', path: '/servers/:id/health', name: 'servers.health', limit: 60, scope: 'servers:health', params: serverId, args: id, run: servers.health, data: healthRecordSchema, errors: ['SERVER_NOT_FOUND'] }),
+    route({ method: 'GET', path: '/servers/:id/health/history', name: 'servers.health_history', limit: 100, scope: 'servers:read', params: serverId, args: id, run: servers.healthHistory,
+      data: healthHistorySchema, errors: ['SERVER_NOT_FOUND'] }),
+    // A REST tool listing: only the tools the key's allowlist lets it call, as on `/mcp`.
+    route({ method: 'GET', path: '/servers/:id/tools', name: 'tools.list', scope: 'tool_calls:read', params: serverId, data: z.array(toolSchema), errors: ['SERVER_NOT_FOUND', ...UPSTREAM_ERRORS],
+      args: ({ params, principal }): [string, readonly string[] | null] => [params.id, principal.tools ?? null], run: tools.list }),
+    // A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist, cancelled upstream when the client
+    // goes away before the answer (the request's `signal`: the adapters abort it when the connection closes first).
+    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', params: serverId, body: callInputSchema, data: toolCallOutcomeSchema, errors: ['SERVER_NOT_FOUND'],
+      args: ({ params, body, principal, request }): [string, unknown, InvokeOptions] => [params.id, body, { via: 'http', tools: principal.tools ?? null, signal: request.signal }],
+      run: tools.invoke }),
+    route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', query: listToolCallsQuery, args: queryOnly, run: toolCalls.list,
+      data: z.array(toolCallRecordSchema), paginated: true, errors: [], view: listed }),
+    route({ method: 'GET', path: '/tool-calls/:id', name: 'tool_calls.get', scope: 'tool_calls:read', params: idParams('tool call'), args: id, run: toolCalls.get, data: toolCallDetailSchema, errors: ['NOT_FOUND'] }),
   ];
   if (webhooks !== undefined) {
+    const webhookId = idParams('webhook');
     specs.push(
-      route({ method: 'GET', path: '/webhooks', name: 'webhooks.list', limit: 100, scope: 'webhooks:manage', input: query(pageParams), run: webhooks.list, view: listed }),
-      route({ method: 'POST', path: '/webhooks', name: 'webhooks.create', limit: 10, scope: 'webhooks:manage', body: true, input: bodyOnly, run: webhooks.create, status: 201 }),
-      route({ method: 'GET', path: '/webhooks/:id', name: 'webhooks.get', limit: 100, scope: 'webhooks:manage', input: id, run: webhooks.get }),
-      route({ method: 'PUT', path: '/webhooks/:id', name: 'webhooks.update', limit: 30, scope: 'webhooks:manage', body: true, input: idAndBody, run: webhooks.update }),
-      route({ method: 'DELETE', path: '/webhooks/:id', name: 'webhooks.delete', limit: 10, scope: 'webhooks:manage', input: id, run: webhooks.delete }),
+      route({ method: 'GET', path: '/webhooks', name: 'webhooks.list', limit: 100, scope: 'webhooks:manage', query: pageQuery, args: queryOnly, run: webhooks.list, data: z.array(webhookViewSchema), paginated: true, errors: [], view: listed }),
+      route({ method: 'POST', path: '/webhooks', name: 'webhooks.create', limit: 10, scope: 'webhooks:manage', body: webhooks.bodies.create, args: bodyOnly, run: webhooks.create, status: 201,
+        data: createdWebhookSchema, errors: ['QUOTA_EXCEEDED'] }),
+      route({ method: 'GET', path: '/webhooks/:id', name: 'webhooks.get', limit: 100, scope: 'webhooks:manage', params: webhookId, args: id, run: webhooks.get, data: webhookViewSchema, errors: ['NOT_FOUND'] }),
+      route({ method: 'PUT', path: '/webhooks/:id', name: 'webhooks.update', limit: 30, scope: 'webhooks:manage', params: webhookId, body: webhooks.bodies.update, args: idAndBody, run: webhooks.update,
+        data: webhookViewSchema, errors: ['NOT_FOUND'] }),
+      route({ method: 'DELETE', path: '/webhooks/:id', name: 'webhooks.delete', limit: 10, scope: 'webhooks:manage', params: webhookId, args: id, run: webhooks.delete, data: deleted, errors: ['NOT_FOUND'] }),
       // The ping takes no input; a body, if any, is not read.
-      route({ method: 'POST', path: '/webhooks/:id/test', name: 'webhooks.test', limit: 10, scope: 'webhooks:manage', input: id, run: webhooks.test, status: 202 }),
-      route({ method: 'GET', path: '/webhooks/:id/deliveries', name: 'webhooks.deliveries', limit: 100, scope: 'webhooks:manage', run: webhooks.deliveries, view: listed,
-        input: (request) => parseQuery(request.query, pageParams).map((q) => [request.params.id as string, q] as [string, typeof q]) }),
+      route({ method: 'POST', path: '/webhooks/:id/test', name: 'webhooks.test', limit: 10, scope: 'webhooks:manage', params: webhookId, args: id, run: webhooks.test, status: 202, data: webhookTestSchema, errors: ['NOT_FOUND'] }),
+      route({ method: 'GET', path: '/webhooks/:id/deliveries', name: 'webhooks.deliveries', limit: 100, scope: 'webhooks:manage', params: webhookId, query: pageQuery, run: webhooks.deliveries, view: listed,
+        args: ({ params, query }) => [params.id, query] as [string, typeof query], data: z.array(deliveryViewSchema), paginated: true, errors: ['NOT_FOUND'] }),
     );
   }
   return group(specs);
@@ -154,27 +220,56 @@ interface Declared {
   operation: Operation;
 }
 
-function route<A extends unknown[], T>(spec: RouteSpec<A, T>): Declared {
+/** The codes a route may answer: the handler's, those of the input it reads, and its operation's; each once. */
+function routeErrors(spec: { query?: unknown; params?: unknown; body?: unknown; errors: readonly ErrorCode[] }): ErrorCode[] {
+  const input: ErrorCode[] = spec.body !== undefined ? [...BODY_ERRORS] : spec.query !== undefined || spec.params !== undefined ? ['INVALID_REQUEST'] : [];
+  return [...new Set<ErrorCode>([...HANDLER_ERRORS, ...input, ...spec.errors])];
+}
+
+function route<P extends ParamsSchema | undefined, Q extends QuerySchema | undefined, A extends unknown[], T>(spec: RouteSpec<P, Q, A, T>): Declared {
   const view: (value: T) => { data: unknown; pagination?: Pagination } = spec.view ?? ((value) => ({ data: value }));
   const status = spec.status ?? 200;
   const shown = (value: T): Outcome => {
     const { data, pagination } = view(value);
     return pagination === undefined ? { status, data } : { status, data, pagination };
   };
+  const { params: paramsSchema, query: querySpec } = spec;
+  const schemas: RouteSchemas = {
+    params: paramsSchema,
+    query: querySpec,
+    body: spec.body,
+    responses: { [status]: spec.paginated === true ? { data: spec.data, pagination: paginationSchema } : { data: spec.data } },
+    errors: routeErrors(spec),
+  };
   return {
     method: spec.method,
     path: spec.path,
     operation: {
       name: spec.name,
+      method: spec.method,
       path: spec.path,
       limit: spec.limit,
       scope: spec.scope,
-      body: spec.body ?? false,
+      body: spec.body !== undefined,
+      schemas,
       run: (input) => {
-        const args = spec.input(input);
-        if (args.isErr()) return err(args.error);
+        // The one parse of the route's own input: params and query (a route without a query refuses any parameter).
+        let params: unknown = {};
+        if (paramsSchema !== undefined) {
+          const parsed = paramsSchema.safeParse(input.params);
+          if (!parsed.success) return err(invalidRequest(zodIssues(parsed.error, input.params, 'path')));
+          params = parsed.data;
+        }
+        // A route that declares no query ignores one, as it always has.
+        let query: unknown = {};
+        if (querySpec !== undefined && input.query.size > 0) {
+          const parsed = parseQuery(input.query, querySpec);
+          if (parsed.isErr()) return err(parsed.error);
+          query = parsed.value;
+        }
+        const args = spec.args({ principal: input.principal, params: params as Out<P>, query: query as Out<Q>, body: input.body, request: input.request });
         const { account } = input.principal;
-        return chainMap(spec.run(account, ...args.value), shown);
+        return chainMap(spec.run(account, ...args), shown);
       },
     },
   };

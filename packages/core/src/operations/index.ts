@@ -33,6 +33,8 @@ export interface Operations {
 }
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
+  /** The schemas `create` and `update` judge their bodies with, for the route table (`http/routes.ts`). */
+  readonly bodies: ServerRegistry['bodies'];
   create(account: string, input: unknown): Ran<ServerDetail, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
   /**
@@ -92,6 +94,7 @@ export interface OperationServices {
 export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
   return {
     servers: {
+      bodies: registry.bodies,
       create: (account, input) => chainMap(registry.create(account, input), toDetail),
       get: (account, id) => toAsync(registry.get(account, id)).andThen(okWith(toDetail)),
       update: (account, id, patch) => registry.update(account, id, patch).andThen(okWith(toDetail)),

@@ -247,6 +247,11 @@ export class ServerRegistry {
     this.deps = { ...deps, secrets: deps.secrets ?? new SecretBox() };
   }
 
+  /** The schemas of the create and update bodies, as the route table declares them. */
+  get bodies(): { create: ServerValidator['createBody']; update: ServerValidator['updateBody'] } {
+    return { create: this.deps.validator.createBody, update: this.deps.validator.updateBody };
+  }
+
   /**
    * Over the memory stores every step answers at once, and so does this (a `Result`): nothing waits, unless a stdio
    * server's host check, a key check still running, or a webhook store elsewhere hands it a promise. The record

@@ -549,3 +549,49 @@ describe('ServerValidator.plainConfig, the usual create body checked without zod
     expect(accepted).toBeGreaterThan(30);
   });
 });
+
+describe('the declared body schemas (the route table’s createBody and updateBody)', () => {
+  const bodies: unknown[] = [
+    http,
+    ws,
+    stdio,
+    { ...http, timeout: 5000, retry: { enabled: true } },
+    { ...ws, heartbeat: { enabled: true, interval: 1000 } },
+    { ...stdio, args: ['server.js'], env: { TOKEN: 'x' }, working_directory: '/srv' },
+    { ...http, authentication: { type: 'bearer', token: 't' } },
+    { ...http, type: 'ftp' },
+    { name: 'no-type', endpoint: 'https://x.example' },
+    { ...http, id: 'srv_1' },
+    { ...http, command: 'node' },
+    { ...http, endpoint: 'ftp://x.example' },
+    { ...http, endpoint: 'https://user:pw@x.example' },
+    { ...http, name: '' },
+    { ...http, name: 'a\u0001b' },
+    { ...http, timeout: 0 },
+    { ...stdio, command: 'bash' },
+    { ...stdio, env: { LD_PRELOAD: 'x' } },
+    { ...ws, endpoint: 'https://not-ws.example' },
+    [http],
+    null,
+  ];
+
+  it('createBody accepts exactly what config accepts: the members it dispatches to are the union’s own', () => {
+    for (const body of bodies) {
+      expect(validator.createBody.safeParse(body).success, JSON.stringify(body)).toBe(validator.config(body).isOk());
+    }
+    expect(validator.createBody.options).toHaveLength(3);
+  });
+
+  it('updateBody accepts every patch update accepts, and refuses the fields no type has and the read-only ones', () => {
+    const current = valid(validator.config({ ...http, retry: { enabled: true } }));
+    const patches: unknown[] = [{ name: 'renamed' }, { timeout: 1000 }, { retry: null }, { endpoint: 'https://other.example/mcp' }, { type: 'websocket', endpoint: 'wss://other.example/ws' }, { endpoint: null, type: 'stdio', command: 'node' }];
+    for (const patch of patches) {
+      expect(validator.update(current, patch).isOk(), JSON.stringify(patch)).toBe(true);
+      expect(validator.updateBody.safeParse(patch).success, JSON.stringify(patch)).toBe(true);
+    }
+    for (const patch of [{ id: 'srv_1' }, { status: 'active' }, { unknown: 1 }, { timeout: 'slow' }]) {
+      expect(validator.update(current, patch).isOk(), JSON.stringify(patch)).toBe(false);
+      expect(validator.updateBody.safeParse(patch).success, JSON.stringify(patch)).toBe(false);
+    }
+  });
+});

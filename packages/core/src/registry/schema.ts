@@ -70,9 +70,13 @@ function urlIssues(value: string, allowed: readonly string[] | 'any'): readonly 
 }
 
 function urlField(allowed: readonly string[] | 'any') {
-  return z.string().superRefine((value, ctx) => {
-    for (const message of urlIssues(value, allowed)) ctx.addIssue({ code: 'custom', message });
-  });
+  const schemes = allowed === 'any' ? 'any scheme' : `the ${allowed.map((s) => s.slice(0, -1)).join(' or ')} scheme`;
+  return z
+    .string()
+    .superRefine((value, ctx) => {
+      for (const message of urlIssues(value, allowed)) ctx.addIssue({ code: 'custom', message });
+    })
+    .describe(`An absolute URL of ${schemes}, without credentials (use the authentication object).`);
 }
 
 const text = (max: number) =>
@@ -80,7 +84,8 @@ const text = (max: number) =>
     .string()
     .min(1)
     .max(max)
-    .refine((value) => !CONTROL_CHARS.test(value), 'must not contain control characters');
+    .refine((value) => !CONTROL_CHARS.test(value), 'must not contain control characters')
+    .describe('Without control characters.');
 
 const retrySchema = z.strictObject({
   enabled: z.boolean(),
@@ -122,7 +127,10 @@ const authenticationSchema = z.discriminatedUnion('type', [
       const usable = algorithmsFor(key);
       if (usable.length === 0) return issue('private_key', 'must be an RSA, EC (P-256, P-384, P-521) or Ed25519 key');
       if (auth.algorithm !== undefined && !usable.includes(auth.algorithm)) issue('algorithm', `does not fit this key: use ${usable.join(', ')}`);
-    }),
+    })
+    .describe(
+      'Exactly one of client_secret (client_secret_basic/post) and private_key (private_key_jwt: a PEM or JWK RSA, EC or Ed25519 private key; key_id and algorithm apply only with it, and algorithm must fit the key).',
+    ),
 ]);
 
 function envSchema(envAllow: readonly string[] | undefined) {
@@ -138,7 +146,8 @@ function envSchema(envAllow: readonly string[] | undefined) {
         }),
       z.string().max(32_768),
     )
-    .refine((env) => Object.keys(env).length <= 100, 'must have at most 100 variables');
+    .refine((env) => Object.keys(env).length <= 100, 'must have at most 100 variables')
+    .describe('At most 100 variables; names match ^[A-Za-z_][A-Za-z0-9_]*$, are not ones that steer the process (LD_PRELOAD, NODE_OPTIONS…) and are on the env allowlist when there is one.');
 }
 
 function buildSchemas(options: SchemaOptions) {
@@ -184,8 +193,36 @@ function buildSchemas(options: SchemaOptions) {
       }
       // Judged as soon as command and args are readable, so a refused command is reported together with the body's
       // other mistakes rather than only once they are fixed (zod skips object checks after any field issue).
-    }, { when: ({ value }) => isPlainObject(value) && typeof value.command === 'string' && (value.args === undefined || isStringArray(value.args)) }),
+    }, { when: ({ value }) => isPlainObject(value) && typeof value.command === 'string' && (value.args === undefined || isStringArray(value.args)) })
+      .describe('command (with its args, when the allowlist pins them) must be on the service\'s allowlist of stdio commands; none is allowed unless configured.'),
   };
+}
+
+/**
+ * The create body, one schema: the configuration of each type, told apart by `type`. `ServerValidator.config` judges a
+ * body with the member its `type` names (these very objects), adding the field rules zod cannot phrase.
+ */
+function createBodySchema(schemas: ReturnType<typeof buildSchemas>) {
+  return z.discriminatedUnion('type', [schemas.http, schemas.websocket, schemas.stdio]);
+}
+
+/**
+ * The update body: any field of any type, `null` clearing it. Declared for the route table from the very field
+ * schemas of the create body; the rule itself is `ServerValidator.update`, which judges the merged configuration with
+ * the create body (schema.test.ts checks the two agree).
+ */
+function updateBodySchema(schemas: ReturnType<typeof buildSchemas>) {
+  const fields: Record<string, z.ZodType> = {};
+  for (const member of [schemas.http, schemas.websocket, schemas.stdio]) {
+    // `type` and `endpoint` differ by type: any type, and a URL whose scheme the merged configuration's type judges.
+    for (const [name, field] of Object.entries(member.shape)) fields[name] ??= name === 'type' ? z.enum(SERVER_TYPES) : name === 'endpoint' ? urlField('any') : field;
+  }
+  const shape = Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.nullable().optional()]));
+  return z
+    .strictObject(shape)
+    .describe(
+      'Names at least one field. The fields given replace the stored ones (nested objects whole), null clears one, and the result must be a whole valid configuration of its type (the create body).',
+    );
 }
 
 export type ServerSchemas = ReturnType<typeof buildSchemas>;
@@ -239,12 +276,18 @@ const PLAIN_FIELDS = new Set(['name', 'type', 'endpoint', 'timeout']);
 /** Validates server configurations under the options of one fleet. */
 export class ServerValidator {
   private readonly schemas: ServerSchemas;
+  /** The create body as the route table declares it; `config` judges with its members. */
+  readonly createBody: ReturnType<typeof createBodySchema>;
+  /** The update body as the route table declares it (`updateBodySchema`). */
+  readonly updateBody: ReturnType<typeof updateBodySchema>;
   private readonly stdioCommands: readonly StdioCommandRule[];
   /** The endpoint schemes of each network type (`endpointSchemes`). */
   private readonly schemes: Readonly<Record<'http' | 'websocket', readonly string[]>>;
 
   constructor(options: SchemaOptions = {}) {
     this.schemas = buildSchemas(options);
+    this.createBody = createBodySchema(this.schemas);
+    this.updateBody = updateBodySchema(this.schemas);
     this.stdioCommands = options.stdioCommands ?? [];
     this.schemes = endpointSchemes(options.requireTls === true);
   }

@@ -1,5 +1,7 @@
 import type { JsonText } from '../util/json-text.js';
-import type { Health, ServerAuthentication, ServerConfig, ServerType } from './schema.js';
+import { z } from 'zod';
+import { isoTimeSchema } from '../util/iso-time.js';
+import { type Health, HEALTH_VALUES, type ServerAuthentication, type ServerConfig, SERVER_TYPES } from './schema.js';
 
 /** A server as stored: its validated configuration (secrets included) and what the service observes. */
 export interface ServerRecord {
@@ -13,34 +15,50 @@ export interface ServerRecord {
 }
 
 /** The eight fields of create and list responses. */
-export interface ServerSummary {
-  id: string;
-  name: string;
-  type: ServerType;
-  endpoint: string | null;
-  status: 'active';
-  health: Health;
-  created_at: string;
-  updated_at: string;
-}
+export const serverSummarySchema = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  type: z.enum(SERVER_TYPES),
+  /** `null` for a stdio server without one. */
+  endpoint: z.string().nullable(),
+  status: z.literal('active'),
+  health: z.enum(HEALTH_VALUES),
+  created_at: isoTimeSchema,
+  updated_at: isoTimeSchema,
+});
+
+export type ServerSummary = z.output<typeof serverSummarySchema>;
 
 /** `authentication` as responses show it: never `token`, `client_secret` nor `private_key`. */
-export type RedactedAuthentication =
-  | { type: 'bearer' }
-  | { type: 'oauth2'; client_id: string; key_id?: string; algorithm?: string; token_url?: string; scope?: string };
+export const redactedAuthenticationSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('bearer') }),
+  z.strictObject({
+    type: z.literal('oauth2'),
+    client_id: z.string(),
+    key_id: z.string().optional(),
+    algorithm: z.string().optional(),
+    token_url: z.string().optional(),
+    scope: z.string().optional(),
+  }),
+]);
+
+export type RedactedAuthentication = z.output<typeof redactedAuthenticationSchema>;
 
 /** Get and update responses: the summary plus the configuration, secrets replaced by their shape. */
-export interface ServerDetail extends ServerSummary {
-  timeout: number;
-  retry: { enabled: boolean; max_attempts: number; backoff: 'exponential' } | null;
-  heartbeat: { enabled: boolean; interval: number } | null;
-  command: string | null;
-  args: string[] | null;
-  working_directory: string | null;
-  authentication: RedactedAuthentication | null;
+export const serverDetailSchema = z.strictObject({
+  ...serverSummarySchema.shape,
+  timeout: z.int(),
+  retry: z.strictObject({ enabled: z.boolean(), max_attempts: z.int(), backoff: z.literal('exponential') }).nullable(),
+  heartbeat: z.strictObject({ enabled: z.boolean(), interval: z.int() }).nullable(),
+  command: z.string().nullable(),
+  args: z.array(z.string()).nullable(),
+  working_directory: z.string().nullable(),
+  authentication: redactedAuthenticationSchema.nullable(),
   /** Names of the stdio `env` variables, sorted; their values never leave the service. */
-  env_keys: string[] | null;
-}
+  env_keys: z.array(z.string()).nullable().describe('Names of the stdio `env` variables, sorted; their values never leave the service.'),
+});
+
+export type ServerDetail = z.output<typeof serverDetailSchema>;
 
 /** The seed's eight fields, the HTTP view of create and list: from a stored record, or from its detail. */
 export function toSummary(server: ServerRecord | ServerDetail): ServerSummary {

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { isoTimeSchema } from '../util/iso-time.js';
 import { errAsync, okAsync, type ResultAsync } from 'neverthrow';
 import { type FleetError, toolCallNotFound } from '../errors/fleet-error.js';
 import { isId } from '../util/ids.js';
@@ -18,25 +20,30 @@ export const TOOL_CALL_VIAS = ['http', 'api', 'mcp'] as const;
 export type ToolCallVia = (typeof TOOL_CALL_VIAS)[number];
 
 /** One call of a tool through the service (docs/http-api.md "Tool calls"). */
-export interface ToolCallRecord {
-  id: string;
-  server_id: string;
-  server_name: string;
-  tool: string;
-  status: ToolCallStatus;
-  duration_ms: number;
-  attempts: number;
-  error: { code: string; message: string } | null;
+export const toolCallRecordSchema = z.strictObject({
+  id: z.string(),
+  server_id: z.string(),
+  server_name: z.string(),
+  tool: z.string(),
+  status: z.enum(TOOL_CALL_STATUSES),
+  duration_ms: z.number(),
+  attempts: z.int(),
+  error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
   /** The door the call came through; records written before it existed have none. */
-  via?: ToolCallVia;
-  created_at: string;
-}
+  via: z.enum(TOOL_CALL_VIAS).optional(),
+  created_at: isoTimeSchema,
+});
+
+export type ToolCallRecord = z.output<typeof toolCallRecordSchema>;
 
 /** A record as `get` answers it: with `arguments` and `result` when the embedder has them recorded. */
-export interface ToolCallDetail extends ToolCallRecord {
-  arguments?: Record<string, unknown>;
-  result?: unknown;
-}
+export const toolCallDetailSchema = z.strictObject({
+  ...toolCallRecordSchema.shape,
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  result: z.unknown().optional(),
+});
+
+export type ToolCallDetail = z.output<typeof toolCallDetailSchema>;
 
 /** What is kept of a call beyond its record, only when `toolCalls.record` turns it on. */
 export interface ToolCallPayload {

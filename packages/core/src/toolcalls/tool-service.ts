@@ -1,4 +1,4 @@
-import { type CallToolResult, type Client, type Progress, ProtocolError, type Tool } from '@modelcontextprotocol/client';
+import { type CallToolResult, type Client, type Progress, ProtocolError, specTypeSchemas, type Tool } from '@modelcontextprotocol/client';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { toAsync } from '../util/result.js';
 import { z } from 'zod';
@@ -14,14 +14,20 @@ import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
 import { type Listing, type ListingCache, type ListingItems, type ListingKind, readListing } from './listings.js';
 import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe, neverSent, type ToolHints } from './retry.js';
-import type { ToolCallLog, ToolCallRecord, ToolCallVia } from './tool-call-log.js';
+import { type ToolCallLog, type ToolCallRecord, toolCallRecordSchema, type ToolCallVia } from './tool-call-log.js';
 import { namespacedTool, toolAllowed } from './tool-names.js';
 
+/** An MCP tool as `tools/list` describes it: the SDK's schema of the spec type, the one there is. */
+export const toolSchema = specTypeSchemas.Tool as unknown as z.ZodType<Tool>;
+
 /** What `fleet.tools.call` answers: the record written, plus the MCP result when the tool answered. */
-export interface ToolCallOutcome extends ToolCallRecord {
+export const toolCallOutcomeSchema = z.strictObject({
+  ...toolCallRecordSchema.shape,
   /** The MCP `tools/call` result (also when it is `isError`); `null` when no answer came. */
-  result: CallToolResult | null;
-}
+  result: (specTypeSchemas.CallToolResult as unknown as z.ZodType<CallToolResult>).nullable(),
+});
+
+export type ToolCallOutcome = z.output<typeof toolCallOutcomeSchema>;
 
 /** Which parts of a call the log keeps besides its record. Both off by default: they may carry personal data. */
 export interface ToolCallRecording {
@@ -86,7 +92,11 @@ type AttemptResult = { ok: true; result: CallToolResult } | { ok: false; rejecte
 /** The body of `tools/call`: `{ name, arguments? }`. The arguments go to the tool as sent, so they are not copied. */
 export const callInputSchema = z.strictObject({
   name: z.string().min(1).max(MAX_TOOL_NAME),
-  arguments: z.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object').optional(),
+  arguments: z
+    .custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object')
+    // What JSON Schema says of it: a custom check renders as its metadata (`http/json-schema.ts`).
+    .meta({ type: 'object', description: "The tool's arguments, a JSON object." })
+    .optional(),
 });
 
 type CallInput = z.output<typeof callInputSchema>;

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 export interface PageQuery {
   /** 1-based page number. */
   page: number;
@@ -5,18 +7,23 @@ export interface PageQuery {
   limit: number;
 }
 
-export interface Pagination extends PageQuery {
-  total: number;
-  pages: number;
-}
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 100;
+
+/** The `pagination` of a listing's answer. */
+export const paginationSchema = z.strictObject({
+  page: z.int().min(1),
+  limit: z.int().min(1).max(MAX_PAGE_LIMIT),
+  total: z.int().min(0),
+  pages: z.int().min(0),
+});
+
+export type Pagination = z.output<typeof paginationSchema>;
 
 export interface Page<T> {
   data: T[];
   pagination: Pagination;
 }
-
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 100;
 
 /** Fills in `page` 1 and `limit` 50 where absent. */
 export function withPageDefaults<T extends { page?: number | undefined; limit?: number | undefined }>(query: T): T & PageQuery {

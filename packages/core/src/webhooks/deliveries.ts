@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { isoTimeSchema } from '../util/iso-time.js';
 import { createHash } from 'node:crypto';
 import { okAsync, type ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
@@ -9,33 +11,37 @@ import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /** One try at sending a delivery. Response bodies are never read into it. */
-export interface DeliveryAttempt {
+export const deliveryAttemptSchema = z.strictObject({
   /** 1-based. */
-  attempt: number;
+  attempt: z.int().min(1),
   /** When the attempt started. */
-  at: string;
+  at: isoTimeSchema,
   /** The receiver's status code; `null` when no answer came (refused, timed out, not allowed). */
-  status_code: number | null;
-  duration_ms: number;
+  status_code: z.int().nullable(),
+  duration_ms: z.number(),
   /** `null` on a 2xx; else `{ code, message }` (see docs/webhooks.md). */
-  error: { code: string; message: string } | null;
-}
+  error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
+});
+
+export type DeliveryAttempt = z.output<typeof deliveryAttemptSchema>;
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** A delivery as responses show it. */
-export interface DeliveryView {
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  status: DeliveryStatus;
-  attempts: DeliveryAttempt[];
+export const deliveryViewSchema = z.strictObject({
+  id: z.string(),
+  webhook_id: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  status: z.enum(DELIVERY_STATUSES),
+  attempts: z.array(deliveryAttemptSchema),
   /** When the next attempt is due; `null` once the delivery is settled. */
-  next_attempt_at: string | null;
-  created_at: string;
-}
+  next_attempt_at: isoTimeSchema.nullable(),
+  created_at: isoTimeSchema,
+});
+
+export type DeliveryView = z.output<typeof deliveryViewSchema>;
 
 export interface DeliveryRecord extends DeliveryView {
   account: string;

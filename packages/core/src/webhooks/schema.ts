@@ -41,8 +41,10 @@ export interface WebhookSchemaOptions {
 export class WebhookValidator {
   private readonly policy: AddressPolicy;
   private readonly allowHttp: boolean;
-  private readonly create: z.ZodType<WebhookInput>;
-  private readonly patch: z.ZodType<WebhookPatch>;
+  /** The create body, as the route table declares it and `input` judges it. */
+  readonly createBody: z.ZodType<WebhookInput>;
+  /** The update body, as the route table declares it and `update` judges it. */
+  readonly updateBody: z.ZodType<WebhookPatch>;
 
   constructor(options: WebhookSchemaOptions = {}) {
     const allow = options.allowPrivateNetworks ?? false;
@@ -54,28 +56,33 @@ export class WebhookValidator {
       .superRefine((value, ctx) => {
         const issue = this.urlIssue(value);
         if (issue !== undefined) ctx.addIssue({ code: 'custom', message: issue });
-      });
+      })
+      .describe(
+        `An absolute ${this.allowHttp ? 'https or http' : 'https'} URL without credentials; a literal private, loopback or reserved address (or localhost) is refused unless private networks are allowed.`,
+      );
     const events = z
       .array(z.enum(WEBHOOK_EVENTS))
       .min(1)
       .max(WEBHOOK_EVENTS.length)
-      .refine((list) => new Set(list).size === list.length, { message: 'must not repeat an event' });
+      .refine((list) => new Set(list).size === list.length, { message: 'must not repeat an event' })
+      .describe('Each event at most once.');
     const description = z.string().max(500);
-    this.create = z.strictObject({ url, events, description: description.optional() }) as z.ZodType<WebhookInput>;
-    this.patch = z.strictObject({
+    this.createBody = z.strictObject({ url, events, description: description.optional() }) as z.ZodType<WebhookInput>;
+    this.updateBody = z.strictObject({
       url: url.optional(),
       events: events.optional(),
       description: description.nullable().optional(),
       enabled: z.boolean().optional(),
-    }) as z.ZodType<WebhookPatch>;
+    })
+      .describe('Names at least one field; null clears the description.') as z.ZodType<WebhookPatch>;
   }
 
   input(body: unknown): Result<WebhookInput, FleetError> {
-    return parse(this.create, body, { readOnly: READ_ONLY });
+    return parse(this.createBody, body, { readOnly: READ_ONLY });
   }
 
   update(body: unknown): Result<WebhookPatch, FleetError> {
-    return parse(this.patch, body, { readOnly: READ_ONLY, patch: true });
+    return parse(this.updateBody, body, { readOnly: READ_ONLY, patch: true });
   }
 
   private urlIssue(value: string): string | undefined {

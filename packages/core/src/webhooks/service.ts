@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { ResultAsync } from 'neverthrow';
 import type { Agent } from 'undici';
 import type { FleetError } from '../errors/fleet-error.js';
@@ -10,7 +11,7 @@ import { webhookRecipients } from './recipients.js';
 import { type RetryOptions, retryPolicy } from './retry.js';
 import { TEST_EVENT, WebhookValidator, type WebhookInput, type WebhookPatch } from './schema.js';
 import { createSender, type Sender } from './sender.js';
-import { toWebhookView, WebhookStore, type WebhookView } from './subscriptions.js';
+import { toWebhookView, WebhookStore, type WebhookView, webhookViewSchema } from './subscriptions.js';
 import { DeliveryWorker } from './worker.js';
 import { checkOption, positiveNumber } from '../util/options.js';
 import { SecretBox } from '../util/secret-box.js';
@@ -38,7 +39,12 @@ export interface WebhooksOptions {
 }
 
 /** A webhook just created: the only time its `secret` is shown. */
-export type CreatedWebhook = WebhookView & { secret: string };
+export const createdWebhookSchema = z.strictObject({ ...webhookViewSchema.shape, secret: z.string() });
+
+export type CreatedWebhook = z.output<typeof createdWebhookSchema>;
+
+/** What `POST /webhooks/{id}/test` answers: the ping's event and its delivery, to follow in `deliveries`. */
+export const webhookTestSchema = z.strictObject({ event_id: z.string(), delivery_id: z.string() });
 
 /** The embedder's API to the webhooks of an account, as the HTTP routes use it. */
 export interface WebhooksApi {
@@ -49,13 +55,15 @@ export interface WebhooksApi {
   /** Oldest first; `page` 1 and `limit` 50 unless given. */
   list(account: string, query?: Partial<PageQuery>): ResultAsync<Page<WebhookView>, FleetError>;
   /** Sends a `webhook.test` ping to the webhook (whatever it subscribes to). */
-  test(account: string, id: string): ResultAsync<{ event_id: string; delivery_id: string }, FleetError>;
+  test(account: string, id: string): ResultAsync<z.output<typeof webhookTestSchema>, FleetError>;
   /** The webhook's deliveries, newest first, with every attempt. */
   deliveries(account: string, id: string, query?: Partial<PageQuery>): ResultAsync<Page<DeliveryView>, FleetError>;
 }
 
 /** The same operations as the HTTP routes call them: bodies arrive unchecked and the webhook schema validates them. */
 export interface WebhookOperations extends Omit<WebhooksApi, 'create' | 'update'> {
+  /** The schemas `create` and `update` judge their bodies with, for the route table (`http/routes.ts`). */
+  readonly bodies: { create: WebhookValidator['createBody']; update: WebhookValidator['updateBody'] };
   create(account: string, input: unknown): ResultAsync<CreatedWebhook, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<WebhookView, FleetError>;
 }
@@ -119,6 +127,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     worker.start();
   }
   const api: WebhookOperations = {
+    bodies: { create: validator.createBody, update: validator.updateBody },
     create: (account, input) => webhooks.create(account, input).andThen(okWith((record) => ({ ...toWebhookView(record), secret: record.secret }))),
     get: (account, id) => webhooks.get(account, id).andThen(okWith(toWebhookView)),
     update: (account, id, patch) => webhooks.update(account, id, patch).andThen(okWith(toWebhookView)),

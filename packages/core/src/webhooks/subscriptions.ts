@@ -7,27 +7,32 @@ import { isId, newId } from '../util/ids.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { SecretBox } from '../util/secret-box.js';
-import type { WebhookEventType, WebhookValidator } from './schema.js';
+import { z } from 'zod';
+import { isoTimeSchema } from '../util/iso-time.js';
+import { WEBHOOK_EVENTS, type WebhookEventType, type WebhookValidator } from './schema.js';
 import { newWebhookSecret } from './signature.js';
 import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
-/** A webhook as stored: the secret included. */
-export interface WebhookRecord {
-  id: string;
-  account: string;
-  url: string;
-  events: WebhookEventType[];
-  description: string | null;
-  enabled: boolean;
-  /** Why the service turned the webhook off (`gone`: the receiver answered 410); `null` while enabled. */
-  disabled_reason: string | null;
-  secret: string;
-  created_at: string;
-  updated_at: string;
-}
-
 /** A webhook as responses show it: never the secret (that is shown once, at create). */
-export type WebhookView = Omit<WebhookRecord, 'account' | 'secret'>;
+export const webhookViewSchema = z.strictObject({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.enum(WEBHOOK_EVENTS)),
+  description: z.string().nullable(),
+  enabled: z.boolean(),
+  /** Why the service turned the webhook off (`gone`: the receiver answered 410); `null` while enabled. */
+  disabled_reason: z.string().nullable(),
+  created_at: isoTimeSchema,
+  updated_at: isoTimeSchema,
+});
+
+export type WebhookView = z.output<typeof webhookViewSchema>;
+
+/** A webhook as stored: the secret included. */
+export interface WebhookRecord extends WebhookView {
+  account: string;
+  secret: string;
+}
 
 export function toWebhookView({ account: _a, secret: _s, ...view }: WebhookRecord): WebhookView {
   return view;
