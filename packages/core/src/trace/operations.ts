@@ -11,7 +11,7 @@ const ABOUT_A_SERVER = /^(servers\.(get|update|delete|health|health_history)|too
 /**
  * The operations as a door other than HTTP calls them (the MCP endpoint, the embedder's `fleet.*`), each run traced
  * on `mcp-fleet:operation` when anyone listens (the HTTP handler traces its routes' runs itself). `invoke` is named
- * `tools.call`, as the route it serves. The `*Now` variants pass through untraced: a route runs them, traced there.
+ * `tools.call`, as the route it serves; what is not a function (the servers' body schemas) passes through.
  */
 export function tracedOperations(operations: Operations, via: OperationDoor): Operations {
   const out = {} as Record<string, unknown>;
@@ -23,7 +23,7 @@ export function tracedOperations(operations: Operations, via: OperationDoor): Op
     }
     const wrapped: Record<string, unknown> = {};
     for (const [method, fn] of Object.entries(methods)) {
-      wrapped[method] = typeof fn === 'function' && !method.endsWith('Now') ? tracedMethod(methods, fn as Method, operationName(name, method), via) : fn;
+      wrapped[method] = typeof fn === 'function' ? tracedMethod(methods, fn as Method, operationName(name, method), via) : fn;
     }
     out[group] = wrapped;
   }
