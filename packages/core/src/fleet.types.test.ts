@@ -8,7 +8,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import { createFleet, type Fleet } from './fleet.js';
 import type { FleetOptions } from './options.js';
 import type { WebhooksApi } from './webhooks/service.js';
-import { createMemoryStore } from './storage/fleet-store.js';
+import { createMemoryStore } from './store.js';
 
 describe('createFleet types fleet.webhooks from its options', () => {
   it('present without options, with options that leave webhooks out, and with webhook options', async () => {

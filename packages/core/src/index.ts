@@ -87,7 +87,7 @@ export {
 } from './webhooks/index.js';
 
 // The store (every port, as one object) and the ports with their memory implementations.
-export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './storage/fleet-store.js';
+export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './store.js';
 export type { LeaseStore } from './health/monitor.js';
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveOptions } from './options.js';
-import { createMemoryStore } from './storage/fleet-store.js';
+import { createMemoryStore } from './store.js';
 
 describe('resolveOptions: every option checked once, defaults filled in, per capability', () => {
   it('without options: a memory store of the fleet\'s own, every capability on but the monitor and the dashboard', async () => {

@@ -10,7 +10,7 @@ import type { RateLimitOptions } from './ratelimit/limiter.js';
 import { DEFAULT_SERVERS_PER_ACCOUNT } from './registry/registry.js';
 import { DEFAULT_STDIO_PATH, type StdioCommandRule } from './registry/stdio-policy.js';
 import { defaultHomes, type StdioUserMode } from './stdio/stdio-users.js';
-import { createMemoryStore, type FleetStore } from './storage/fleet-store.js';
+import { createMemoryStore, type FleetStore } from './store.js';
 import type { BackoffOptions } from './toolcalls/retry.js';
 import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import { type ListingsOptions, type ResolvedListings, resolveListings } from './toolcalls/listings.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
 import { createFleet } from '../fleet.js';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import { isId } from '../util/ids.js';
 import { hashSecret } from './api-keys.js';
 import type { Result } from 'neverthrow';

@@ -2,7 +2,7 @@ import Keyv from 'keyv';
 import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../auth/scopes.js';
 import { ERROR_CODES } from '../errors/codes.js';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import { createFleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { ErrorHook } from './handler.js';

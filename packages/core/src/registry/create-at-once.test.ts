@@ -8,7 +8,7 @@ import type { Principal } from '../auth/scopes.js';
 import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
 import { EventOutbox, INTENT_SET } from '../events/outbox.js';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import { createFleet } from '../fleet.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';

@@ -4,7 +4,7 @@ import { EventBus } from '../events/bus.js';
 import { ChangeWriter } from '../events/change-writer.js';
 import { type FleetEventType } from '../events/catalog.js';
 import { createFleet } from '../fleet.js';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import { IndexCalls } from '../storage/index-calls.js';
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '../storage/index-store.js';

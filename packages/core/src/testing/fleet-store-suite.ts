@@ -7,7 +7,7 @@ import { createFleet, type Fleet } from '../fleet.js';
 import { toWebRequest } from '../node/request.js';
 import { writeWebResponse } from '../node/response.js';
 import type { FleetOptions } from '../options.js';
-import type { FleetStore } from '../storage/fleet-store.js';
+import type { FleetStore } from '../store.js';
 
 /** What the suite hands `open`. */
 export interface OpenFleetStoreContext {

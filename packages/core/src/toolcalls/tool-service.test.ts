@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import { createFleet, type Fleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { FleetEventMap } from '../events/catalog.js';

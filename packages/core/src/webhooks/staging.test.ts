@@ -1,6 +1,6 @@
 import Keyv from 'keyv';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore } from '../storage/fleet-store.js';
+import { createMemoryStore } from '../store.js';
 import { createFleet } from '../fleet.js';
 import type { IndexTransaction } from '../storage/index-store.js';
 import { MemoryIndexStore } from '../storage/memory-index-store.js';

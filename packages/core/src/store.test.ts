@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createFleet } from '../fleet.js';
-import { fleetStoreSuite } from '../testing/fleet-store-suite.js';
-import { createMemoryStore } from './fleet-store.js';
+import { createFleet } from './fleet.js';
+import { fleetStoreSuite } from './testing/fleet-store-suite.js';
+import { createMemoryStore } from './store.js';
 
 fleetStoreSuite('createMemoryStore', ({ now }) => createMemoryStore({ now }));
 

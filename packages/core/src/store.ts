@@ -1,10 +1,10 @@
 import type Keyv from 'keyv';
-import type { LeaseStore } from '../health/monitor.js';
-import { MemoryRateLimitStore } from '../ratelimit/memory-rate-limit-store.js';
-import type { RateLimitStore } from '../ratelimit/rate-limit-store.js';
-import type { IndexStore } from './index-store.js';
-import { MemoryIndexStore } from './memory-index-store.js';
-import { createMemoryStorage } from './records.js';
+import type { LeaseStore } from './health/monitor.js';
+import { MemoryRateLimitStore } from './ratelimit/memory-rate-limit-store.js';
+import type { RateLimitStore } from './ratelimit/rate-limit-store.js';
+import type { IndexStore } from './storage/index-store.js';
+import { MemoryIndexStore } from './storage/memory-index-store.js';
+import { createMemoryStorage } from './storage/records.js';
 
 /**
  * Everything a fleet stores, as one object: `createFleet({ store })`. Each member is a port of its own, because each
