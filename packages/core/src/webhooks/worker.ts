@@ -37,6 +37,9 @@ export function payloadOf(event: EventRecord): string {
   return JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
 }
 
+/** How long `stop()` waits for the attempts in flight (at most `timeoutMs`) before it abandons them. */
+const STOP_GRACE_MS = 1000;
+
 /**
  * Sends due deliveries. Each attempt is made under a lease (a claim in the IndexStore), so with several processes on
  * one storage each attempt is made by one of them; a lease older than `leaseMs` (its holder died) is taken over.
@@ -47,6 +50,8 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private stopped = true;
+  /** `stop()` was called: no attempt is started any more. */
+  private draining = false;
   private readonly aborter = new AbortController();
   /** Lanes: the attempts in flight in this process, by due member, with the account each is for. */
   private readonly inFlight = new Map<string, string>();
@@ -75,13 +80,22 @@ export class DeliveryWorker {
     this.schedule(0);
   }
 
-  /** Stops polling and abandons attempts in flight: their deliveries stay due and are sent after a restart. */
+  /**
+   * Stops polling and starting attempts, gives the attempts in flight up to `STOP_GRACE_MS` to end and be recorded,
+   * then abandons the rest: their deliveries stay due, and are sent again by whichever process takes their lease once
+   * it lapses. Without the grace, a receiver that had just answered would see an attempt abandoned between its answer
+   * and the record of it, and be sent the delivery a second time.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.draining = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    this.aborter.abort();
     await this.polling;
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...this.running]), new Promise((resolve) => (grace = setTimeout(resolve, Math.min(STOP_GRACE_MS, this.deps.timeoutMs))))]);
+    clearTimeout(grace);
+    this.aborter.abort();
     await Promise.all([...this.running]);
   }
 
@@ -98,7 +112,7 @@ export class DeliveryWorker {
    */
   async tick(): Promise<void> {
     await this.poll();
-    while (this.running.size > 0 && !this.aborter.signal.aborted) {
+    while (this.running.size > 0 && !this.draining) {
       await Promise.all([...this.running]);
       await this.fill();
     }
@@ -145,7 +159,7 @@ export class DeliveryWorker {
       })
       .finally(() => {
         this.filling = undefined;
-        if (this.refill && !this.aborter.signal.aborted) {
+        if (this.refill && !this.draining) {
           this.refill = false;
           void this.fill();
         }
@@ -154,7 +168,7 @@ export class DeliveryWorker {
   }
 
   private async fillLanes(): Promise<number> {
-    if (this.free() <= 0 || this.aborter.signal.aborted) return 0;
+    if (this.free() <= 0 || this.draining) return 0;
     let started = this.startQueued();
     if (this.free() > 0 && (this.queueStale || this.queue.length === 0)) {
       const read = await this.readDue();
@@ -170,7 +184,7 @@ export class DeliveryWorker {
   /** Starts queued deliveries on the free lanes, oldest first, skipping accounts that hold their share of lanes. */
   private startQueued(): number {
     let started = 0;
-    for (let i = 0; i < this.queue.length && this.free() > 0 && !this.aborter.signal.aborted; ) {
+    for (let i = 0; i < this.queue.length && this.free() > 0 && !this.draining; ) {
       const { member, account } = this.queue[i] as { member: string; account: string };
       if ((this.lanesOf.get(account) ?? 0) >= this.accountLanes) {
         i += 1;
@@ -225,7 +239,7 @@ export class DeliveryWorker {
         if (lanes === 0) this.lanesOf.delete(account);
         else this.lanesOf.set(account, lanes);
         this.running.delete(run);
-        if (!this.aborter.signal.aborted) void this.fill();
+        if (!this.draining) void this.fill();
       });
     this.running.add(run);
   }
