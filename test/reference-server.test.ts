@@ -199,14 +199,17 @@ describe('MCP_FLEET_STORE', () => {
   });
 
   it.each([
-    'postgres://fleet:pw-hunter2-secret@db.example.com/fleet',
-    'postgresql://fleet:pw-hunter2-secret@db.example.com/fleet',
-  ])('%s exits 2: not available in this version', async (value) => {
+    'postgres://fleet:pw-hunter2-secret@127.0.0.1:1/fleet',
+    'postgresql://fleet:pw-hunter2-secret@127.0.0.1:1/fleet',
+  ])('a PostgreSQL that cannot be reached (%s) exits 2 within seconds, naming host and port, never the password', async (value) => {
     const cwd = await tempDir();
+    const started = Date.now();
     const exit = await runToExit({ cwd, env: { MCP_FLEET_STORE: value } });
+    expect(Date.now() - started).toBeLessThan(8000);
     expect(exit.code).toBe(2);
     expect(exit.stderr).toContain('MCP_FLEET_STORE');
-    expect(exit.stderr).toMatch(/not available/);
+    expect(exit.stderr).toMatch(/^mcp-fleet: MCP_FLEET_STORE: Cannot connect to PostgreSQL at 127\.0\.0\.1:1 \(database fleet\)/m);
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
     expect(exit.stdout + exit.stderr).not.toContain('hunter2');
     expect(exit.stdout).not.toContain('listening');
     expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
