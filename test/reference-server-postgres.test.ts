@@ -4,9 +4,9 @@
  * run works in a schema of its own (`MCP_FLEET_POSTGRES_SCHEMA`), dropped afterwards.
  */
 import { randomBytes } from 'node:crypto';
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DATABASE_URL, dropSchemas, sql, uniqueSchema, withoutPostgres } from './support/postgres.js';
+import { startRelay } from './support/relay.js';
 import { api, killLeftovers, removeTempDirs, startServer, tempDir } from './support/reference-server.js';
 
 const skip = withoutPostgres('MCP_FLEET_STORE=postgres://');
@@ -57,36 +57,18 @@ describe.skipIf(skip)('the reference server on PostgreSQL', () => {
   });
 
   it('GET /readyz answers 503 while the database cannot be reached, and 200 again once it can', async () => {
-    // A TCP relay in front of PostgreSQL, cut and restored by the test: the database going away under a running server.
-    const target = new URL(DATABASE_URL as string);
-    const sockets = new Set<Socket>();
-    let open = true;
-    const relay = createServer((client) => {
-      if (!open) return client.destroy();
-      const upstream = connect(Number(target.port || 5432), target.hostname);
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => {}).on('close', () => sockets.delete(socket));
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayed = new URL(DATABASE_URL as string);
-    relayed.host = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
-    const env = { MCP_FLEET_STORE: relayed.toString(), MCP_FLEET_POSTGRES_SCHEMA: schema, MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:key-${randomBytes(12).toString('hex')}` };
+    const relay = await startRelay(DATABASE_URL as string, 5432);
+    const env = { MCP_FLEET_STORE: relay.url, MCP_FLEET_POSTGRES_SCHEMA: schema, MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:key-${randomBytes(12).toString('hex')}` };
     const server = await startServer({ cwd: await tempDir(), env });
     const ready = () => fetch(`${server.origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
     try {
       expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
-      open = false;
-      for (const socket of sockets) socket.destroy();
+      relay.cut();
       expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
-      open = true;
+      relay.restore();
       await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
     } finally {
-      open = true;
       await server.stop();
-      for (const socket of sockets) socket.destroy();
       relay.close();
     }
   });
