@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DATABASE_URL, dropSchemas, sql, uniqueSchema, withoutPostgres } from './support/postgres.js';
-import { startRelay } from './support/relay.js';
+import { expectReadyzFollows, startRelay } from './support/relay.js';
 import { api, killLeftovers, removeTempDirs, startServer, tempDir } from './support/reference-server.js';
 
 const skip = withoutPostgres('MCP_FLEET_STORE=postgres://');
@@ -60,13 +60,8 @@ describe.skipIf(skip)('the reference server on PostgreSQL', () => {
     const relay = await startRelay(DATABASE_URL as string, 5432);
     const env = { MCP_FLEET_STORE: relay.url, MCP_FLEET_POSTGRES_SCHEMA: schema, MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:key-${randomBytes(12).toString('hex')}` };
     const server = await startServer({ cwd: await tempDir(), env });
-    const ready = () => fetch(`${server.origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
     try {
-      expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
-      relay.cut();
-      expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
-      relay.restore();
-      await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
+      await expectReadyzFollows(server.origin, relay);
     } finally {
       await server.stop();
       relay.close();

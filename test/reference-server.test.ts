@@ -22,7 +22,7 @@ import {
 } from './support/reference-server.js';
 import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
-import { startRelay } from './support/relay.js';
+import { expectReadyzFollows, startRelay } from './support/relay.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 afterEach(async () => {
@@ -263,13 +263,8 @@ describe('MCP_FLEET_STORE', () => {
     it('GET /readyz answers 503 while the store cannot be reached, and 200 again once it can', async () => {
       const relay = await startRelay(store, 6379);
       const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: relay.url, MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:${secret('ready')}` } });
-      const ready = () => fetch(`${server.origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
       try {
-        expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
-        relay.cut();
-        expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
-        relay.restore();
-        await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
+        await expectReadyzFollows(server.origin, relay);
       } finally {
         await server.stop();
         relay.close();

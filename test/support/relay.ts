@@ -1,4 +1,5 @@
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { expect } from 'vitest';
 
 /** A TCP relay in front of a store, cut and restored by a test: the store going away under a running server. */
 export interface Relay {
@@ -45,4 +46,17 @@ export async function startRelay(target: string, defaultPort: number): Promise<R
       relay.close();
     },
   };
+}
+
+/**
+ * The reference server's `/readyz` at `origin` through a cut of `relay`: 200, then 503 while the store cannot be
+ * reached, then 200 again by itself once the relay is restored.
+ */
+export async function expectReadyzFollows(origin: string, relay: Relay): Promise<void> {
+  const ready = () => fetch(`${origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
+  expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
+  relay.cut();
+  expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
+  relay.restore();
+  await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
 }
