@@ -99,6 +99,8 @@ export class Connection {
   failure(what: string, error: unknown): Error {
     const message = scrub(error instanceof Error ? error.message : String(error), this.where.secrets);
     const failure = new Error(`PostgreSQL ${this.where.host}:${this.where.port}/${this.where.database}: ${what} failed: ${message}`);
+    // The driver's own message, scrubbed, for a caller that names the database itself (the start's message).
+    Object.assign(failure, { reason: message });
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string') Object.assign(failure, { code });
     return failure;

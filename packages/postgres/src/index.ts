@@ -121,10 +121,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   } catch (error) {
     if (owned) await pool.end().catch(() => {});
     if (error instanceof PostgresSchemaError) throw error;
-    const reason = scrub(error instanceof Error ? error.message : String(error), where.secrets);
+    const reason = scrub(String((error as { reason?: unknown }).reason ?? (error instanceof Error ? error.message : String(error))), where.secrets);
     const code = (error as { code?: unknown }).code;
-    // A DatabaseError (an SQLSTATE code of five characters) came from the server: reached, then refused.
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) throw new Error(`PostgreSQL at ${address} (database ${where.database}) refused the store: ${reason}`);
+    // A DatabaseError (an SQLSTATE: five characters, digits among them, unlike EPIPE) came from the server: reached, then refused.
+    if (typeof code === 'string' && /^(?=.*\d)[0-9A-Z]{5}$/.test(code)) throw new Error(`PostgreSQL at ${address} (database ${where.database}) refused the store: ${reason}`);
     throw new Error(`Cannot connect to PostgreSQL at ${address} (database ${where.database}): ${reason}`);
   }
 

@@ -34,7 +34,7 @@ describe('createPostgresStore without a database', () => {
 
   it('an unreachable database: the message names host and port, never the password', async () => {
     const error = (await createPostgresStore({ connectionString: 'postgres://fleet:s3cret-pw@127.0.0.1:1/fleetdb', connectTimeoutMs: 1000 }).catch((e: Error) => e)) as Error;
-    expect(error.message).toMatch(/^Cannot connect to PostgreSQL at 127\.0\.0\.1:1 \(database fleetdb\)/);
+    expect(error.message).toMatch(/^Cannot connect to PostgreSQL at 127\.0\.0\.1:1 \(database fleetdb\): connect ECONNREFUSED/);
     expect(error.message).not.toContain('s3cret');
   });
 
@@ -66,6 +66,15 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     await store.records.set('k', { v: 1 });
     expect(await store.records.get('k')).toEqual({ v: 1 });
     await store.close();
+  });
+
+  it('a database that refuses the store (no such database) says so, naming where, never the password', async () => {
+    const url = new URL(connectionString);
+    url.password = 's3cret-pw';
+    url.pathname = '/no_such_database_for_mcp_fleet';
+    const error = (await createPostgresStore({ connectionString: url.toString() }).catch((e: Error) => e)) as Error;
+    expect(error.message).toMatch(new RegExp(`^PostgreSQL at ${url.hostname}:${url.port || 5432} \\(database no_such_database_for_mcp_fleet\\) refused the store: .*does not exist`));
+    expect(error.message).not.toContain('s3cret');
   });
 
   it('stores starting at once migrate once, under the lock; a second migrate changes nothing', async () => {
