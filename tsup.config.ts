@@ -44,6 +44,7 @@ export default defineConfig([
   },
   pkg('sqlite', [core, 'keyv', '@keyv/sqlite', 'sqlite3']),
   pkg('redis', [core, 'keyv', '@keyv/redis', '@redis/client']),
+  pkg('postgres', [core, 'keyv', 'pg']),
   pkg('hono', [core, 'hono']),
   pkg('express', [core, 'express']),
   {

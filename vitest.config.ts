@@ -16,6 +16,7 @@ export default defineConfig({
       { find: /^@mcp-fleet\/express$/, replacement: src('express/src/index.ts') },
       { find: /^@mcp-fleet\/sqlite$/, replacement: src('sqlite/src/index.ts') },
       { find: /^@mcp-fleet\/redis$/, replacement: src('redis/src/index.ts') },
+      { find: /^@mcp-fleet\/postgres$/, replacement: src('postgres/src/index.ts') },
     ],
   },
   test: {

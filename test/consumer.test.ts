@@ -2,8 +2,8 @@
  * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
  * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`; `/testing` resolved and
  * type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
- * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis is installed and loaded,
- * not connected: that needs a server.
+ * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis and @mcp-fleet/postgres are
+ * installed and loaded, not connected: that needs a server.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -65,6 +65,7 @@ async function project(kind: 'esm' | 'cjs'): Promise<string> {
     tarballs.hono,
     tarballs.express,
     tarballs.redis,
+    tarballs.postgres,
     'hono@^4.6.0',
     'express@^5.0.0',
     'keyv@^5.6.0',
@@ -167,6 +168,7 @@ const USE = `
     errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
     resolved,
     redis: [typeof createRedisStore, redisEntry],
+    postgres: [typeof createPostgresStore, postgresEntry],
     subpaths,
   }));
 `;
@@ -179,12 +181,14 @@ import { createWebhookReceiver, newWebhookSecret } from '@mcp-fleet/core/webhook
 import { createFleetApp, verifyWebhook as honoVerifyWebhook } from '@mcp-fleet/hono';
 import { fleetMiddleware, verifyWebhook as expressVerifyWebhook } from '@mcp-fleet/express';
 import { createRedisStore } from '@mcp-fleet/redis';
+import { createPostgresStore } from '@mcp-fleet/postgres';
 import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
 import express from 'express';
 import { Hono } from 'hono';
 import Keyv from 'keyv';
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => import.meta.resolve(name)).concat(corePackage.name);
 const redisEntry = import.meta.resolve('@mcp-fleet/redis');
+const postgresEntry = import.meta.resolve('@mcp-fleet/postgres');
 const subpaths = ['node', 'webhooks', 'testing'].map((name) => import.meta.resolve('@mcp-fleet/core/' + name));
 ${USE}
 `;
@@ -197,11 +201,13 @@ const { createWebhookReceiver, newWebhookSecret } = require('@mcp-fleet/core/web
 const { createFleetApp, verifyWebhook: honoVerifyWebhook } = require('@mcp-fleet/hono');
 const { fleetMiddleware, verifyWebhook: expressVerifyWebhook } = require('@mcp-fleet/express');
 const { createRedisStore } = require('@mcp-fleet/redis');
+const { createPostgresStore } = require('@mcp-fleet/postgres');
 const express = require('express');
 const { Hono } = require('hono');
 const { default: Keyv } = require('keyv');
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => require.resolve(name)).concat(require('@mcp-fleet/core/package.json').name);
 const redisEntry = require.resolve('@mcp-fleet/redis');
+const postgresEntry = require.resolve('@mcp-fleet/postgres');
 const subpaths = ['node', 'webhooks', 'testing'].map((name) => require.resolve('@mcp-fleet/core/' + name));
 (async () => {
 ${USE}
@@ -214,6 +220,7 @@ import { createFleet, createMemoryStore, FleetError, type Fleet, type FleetStore
 import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
+import { createPostgresStore, type PostgresStore } from '@mcp-fleet/postgres';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
 import { fleetStoreSuite, indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
@@ -262,6 +269,13 @@ export async function onRedis(url: string): Promise<Fleet> {
   // @ts-expect-error: the counters are the store's, not an option of rateLimit
   createFleet({ store: redis, rateLimit: { store: redis.rateLimits } });
   return createFleet({ store: redis });
+}
+
+export async function onPostgres(connectionString: string): Promise<Fleet> {
+  const store: PostgresStore = await createPostgresStore({ connectionString, schema: 'app_fleet' });
+  // @ts-expect-error: the schema is a name, not a number
+  await createPostgresStore({ connectionString, schema: 1 });
+  return createFleet({ store });
 }
 
 export async function check(): Promise<string> {
@@ -345,6 +359,7 @@ describe('the packed packages', () => {
       express: ['@mcp-fleet/core', 'express'],
       sqlite: ['@mcp-fleet/core', 'keyv'],
       redis: ['@mcp-fleet/core', 'keyv'],
+      postgres: ['@mcp-fleet/core', 'keyv'],
     };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
     if (name === 'core') expect(pkg.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
@@ -363,6 +378,7 @@ describe('the packed packages', () => {
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.js$/)]);
+    expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.js$/)]);
     expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.js$`))));
   });
 
@@ -376,6 +392,7 @@ describe('the packed packages', () => {
     );
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.cjs$/)]);
+    expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.cjs$/)]);
     expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.cjs$`))));
   });
 
@@ -386,7 +403,7 @@ describe('the packed packages', () => {
     expect(result.output).not.toContain('error TS');
     expect(result.code, result.output).toBe(0);
     // The declarations each resolution picked: .d.ts for import, .d.cts for require.
-    for (const name of ['core', 'hono', 'express', 'redis']) {
+    for (const name of ['core', 'hono', 'express', 'redis', 'postgres']) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/${name}/dist/index.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
     for (const subpath of CORE_SUBPATHS) {
@@ -409,7 +426,7 @@ describe('the packed packages', () => {
 });
 
 describe('the installed projects', () => {
-  it('resolved @mcp-fleet/hono, @mcp-fleet/express and @mcp-fleet/redis to the one installed core', async () => {
+  it('resolved @mcp-fleet/hono, @mcp-fleet/express, @mcp-fleet/redis and @mcp-fleet/postgres to the one installed core', async () => {
     for (const dir of [esm, cjs]) {
       const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'));
       const cores = Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/@mcp-fleet/core'));

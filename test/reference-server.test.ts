@@ -22,6 +22,7 @@ import {
 } from './support/reference-server.js';
 import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
+import { expectReadyzFollows, startRelay } from './support/relay.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
 afterEach(async () => {
@@ -199,14 +200,17 @@ describe('MCP_FLEET_STORE', () => {
   });
 
   it.each([
-    'postgres://fleet:pw-hunter2-secret@db.example.com/fleet',
-    'postgresql://fleet:pw-hunter2-secret@db.example.com/fleet',
-  ])('%s exits 2: not available in this version', async (value) => {
+    'postgres://fleet:pw-hunter2-secret@127.0.0.1:1/fleet',
+    'postgresql://fleet:pw-hunter2-secret@127.0.0.1:1/fleet',
+  ])('a PostgreSQL that cannot be reached (%s) exits 2 within seconds, naming host and port, never the password', async (value) => {
     const cwd = await tempDir();
+    const started = Date.now();
     const exit = await runToExit({ cwd, env: { MCP_FLEET_STORE: value } });
+    expect(Date.now() - started).toBeLessThan(8000);
     expect(exit.code).toBe(2);
     expect(exit.stderr).toContain('MCP_FLEET_STORE');
-    expect(exit.stderr).toMatch(/not available/);
+    expect(exit.stderr).toMatch(/^mcp-fleet: MCP_FLEET_STORE: Cannot connect to PostgreSQL at 127\.0\.0\.1:1 \(database fleet\)/m);
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
     expect(exit.stdout + exit.stderr).not.toContain('hunter2');
     expect(exit.stdout).not.toContain('listening');
     expect(existsSync(join(cwd, '.mcp-fleet'))).toBe(false);
@@ -257,35 +261,12 @@ describe('MCP_FLEET_STORE', () => {
     });
 
     it('GET /readyz answers 503 while the store cannot be reached, and 200 again once it can', async () => {
-      // A TCP relay in front of Redis, cut and restored by the test: the store going away under a running server.
-      const target = new URL(store);
-      const sockets = new Set<Socket>();
-      let open = true;
-      const relay = createServer((client) => {
-        if (!open) return client.destroy();
-        const upstream = connect(Number(target.port || 6379), target.hostname);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('error', () => {}).on('close', () => sockets.delete(socket));
-        }
-        client.pipe(upstream).pipe(client);
-      });
-      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-      const relayed = new URL(store);
-      relayed.host = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
-      const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: relayed.toString(), MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:${secret('ready')}` } });
-      const ready = () => fetch(`${server.origin}/readyz`).then(async (res) => ({ status: res.status, body: await res.json() }));
+      const relay = await startRelay(store, 6379);
+      const server = await startServer({ cwd: await tempDir(), env: { MCP_FLEET_STORE: relay.url, MCP_FLEET_API_KEYS: `ready${randomBytes(3).toString('hex')}:pro:${secret('ready')}` } });
       try {
-        expect(await ready()).toEqual({ status: 200, body: { status: 'ready' } });
-        open = false;
-        for (const socket of sockets) socket.destroy();
-        expect(await ready()).toEqual({ status: 503, body: { status: 'unavailable', reason: 'the store cannot be reached' } });
-        open = true;
-        await expect.poll(() => ready().then((answer) => answer.status), { timeout: 10_000, interval: 200 }).toBe(200);
+        await expectReadyzFollows(server.origin, relay);
       } finally {
-        open = true;
         await server.stop();
-        for (const socket of sockets) socket.destroy();
         relay.close();
       }
     });

@@ -1,7 +1,7 @@
 import { SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 
 /** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
-export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string };
+export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string } | { kind: 'postgres'; url: string; schema?: string };
 
 export interface ServerConfig {
   host: string;
@@ -42,7 +42,7 @@ export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
 /** A configuration error: the message names the variable, never its value (it may hold a secret). */
 export class ConfigError extends Error {}
 
-function parseStore(value: string | undefined): StoreConfig {
+function parseStore(value: string | undefined, postgresSchema?: string): StoreConfig {
   if (value === undefined || value === '') return { kind: 'sqlite', path: EMBEDDED_STORE_PATH };
   if (value === 'memory://') return { kind: 'memory' };
   if (value.startsWith('sqlite://')) {
@@ -56,11 +56,14 @@ function parseStore(value: string | undefined): StoreConfig {
     return { kind: 'redis', url: value };
   }
   if (/^(postgres|postgresql):\/\//.test(value)) {
-    throw new ConfigError(
-      'MCP_FLEET_STORE: PostgreSQL stores are not available in this version (a PostgreSQL store is planned, not yet written); use memory://, sqlite://PATH or redis://…',
-    );
+    if (!URL.canParse(value)) throw new ConfigError('MCP_FLEET_STORE: not a valid postgres:// URL; expected postgres://user[:password]@host[:port]/database');
+    const schema = postgresSchema?.trim() || undefined;
+    if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+      throw new ConfigError('MCP_FLEET_POSTGRES_SCHEMA: expected a plain identifier (letters, digits, _; up to 63)');
+    }
+    return { kind: 'postgres', url: value, ...(schema !== undefined && { schema }) };
   }
-  throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH or redis://…');
+  throw new ConfigError('MCP_FLEET_STORE: expected memory://, sqlite://PATH, redis://… or postgres://…');
 }
 
 /**
@@ -181,7 +184,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     trustProxy: parseInteger('MCP_FLEET_TRUST_PROXY', env.MCP_FLEET_TRUST_PROXY, 0, 0, 10),
     host: env.HOST || '127.0.0.1',
     port: parseInteger('PORT', env.PORT, 3000, 0, 65535),
-    store: parseStore(env.MCP_FLEET_STORE),
+    store: parseStore(env.MCP_FLEET_STORE, env.MCP_FLEET_POSTGRES_SCHEMA),
     apiKeys: parseApiKeys(env.MCP_FLEET_API_KEYS),
     allowPrivateNetworks: parseFlag('MCP_FLEET_ALLOW_PRIVATE_NETWORKS', env.MCP_FLEET_ALLOW_PRIVATE_NETWORKS),
     stdioCommands: (env.MCP_FLEET_STDIO_COMMANDS ?? '')

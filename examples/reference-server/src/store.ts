@@ -1,4 +1,5 @@
 import { createMemoryStore, type FleetStore } from '@mcp-fleet/core';
+import { createPostgresStore } from '@mcp-fleet/postgres';
 import { createRedisStore } from '@mcp-fleet/redis';
 import { createSqliteStore } from '@mcp-fleet/sqlite';
 import { ConfigError, type StoreConfig } from './config.js';
@@ -28,6 +29,13 @@ export async function openStore(config: StoreConfig): Promise<OpenedStore> {
       throw new ConfigError(`MCP_FLEET_STORE: ${error.message}`);
     });
     return { store, label: redisLabel(config.url) };
+  }
+  if (config.kind === 'postgres') {
+    // The same for PostgreSQL: the store's message names host and port, never the password. Its label too.
+    const store = await createPostgresStore({ connectionString: config.url, schema: config.schema }).catch((error: Error) => {
+      throw new ConfigError(`MCP_FLEET_STORE: ${error.message}`);
+    });
+    return { store, label: store.label };
   }
   return { store: await createSqliteStore({ path: config.path }), label: `sqlite ${config.path}` };
 }

@@ -1,0 +1,35 @@
+import type { ConsumeResult, RateLimitCounter, RateLimitStore } from '@mcp-fleet/core';
+import type { Connection } from './connection.js';
+
+/** A count, limit or cost as bigint text; a limit of Infinity is PostgreSQL's largest bigint (never reached). */
+function integer(value: number, name: string): string {
+  if (value === Infinity) return '9223372036854775807';
+  if (!Number.isFinite(value)) throw new TypeError(`a rate-limit ${name} must be a finite number, got ${value}`);
+  return String(Math.max(0, Math.floor(value)));
+}
+
+/**
+ * Rate-limit counters and leases in the table `counters`: one decision is one call of `consume` (docs/postgres.md),
+ * which locks the request's counters in one fixed order, checks them all and adds only if every one has room. N
+ * processes on one database therefore admit exactly the limit. A window ends at its `expiresAt` on the database's
+ * clock. Any RateLimitStore is a LeaseStore: a lease is a counter of limit 1.
+ */
+export class PostgresRateLimitStore implements RateLimitStore {
+  constructor(private readonly connection: Connection) {}
+
+  async consume(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): Promise<ConsumeResult> {
+    if (counters.length === 0) return { allowed: true, counts: [] };
+    const [row] = await this.connection.query<{ answer: string[] }>(
+      'a rate-limit decision',
+      `SELECT ${this.connection.s}.consume($1::text[], $2::bigint[], $3::bigint[], $4::bigint) AS answer`,
+      [counters.map((c) => c.key), counters.map((c) => integer(c.limit, 'limit')), counters.map((c) => integer(c.cost ?? cost, 'cost')), integer(Math.ceil(expiresAt), 'expiresAt')],
+    );
+    const answer = row?.answer;
+    if (answer === undefined) throw new Error('consume gave no answer');
+    const [allowed, ...counts] = answer.map(Number);
+    return { allowed: allowed === 1, counts };
+  }
+
+  /** The pool belongs to the store that made it. Idempotent. */
+  async close(): Promise<void> {}
+}

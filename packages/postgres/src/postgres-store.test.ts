@@ -1,0 +1,177 @@
+import { createServer, type Server } from 'node:net';
+import { createFleet } from '@mcp-fleet/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DATABASE_URL, dropSchemas, rawPool, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
+import { createPostgresStore, migrationSql, PostgresSchemaError, SCHEMA_VERSION } from './index.js';
+
+const skip = withoutPostgres('createPostgresStore');
+const connectionString = DATABASE_URL as string;
+const schemas: string[] = [];
+const schemaFor = (label: string) => {
+  const schema = uniqueSchema(label);
+  schemas.push(schema);
+  return schema;
+};
+
+afterAll(async () => {
+  if (!skip) await dropSchemas(...schemas);
+});
+
+/** A port that accepts connections and never answers: a database that stopped answering. */
+async function silentPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+describe('createPostgresStore without a database', () => {
+  it('refuses a bad connection string or schema without echoing the password', async () => {
+    await expect(createPostgresStore({ connectionString: 'postgres://u:s3cret-pw@[bad' })).rejects.toThrow(/not a URL/);
+    await expect(createPostgresStore({ connectionString: 'postgres://u:s3cret-pw@[bad' })).rejects.not.toThrow(/s3cret/);
+    await expect(createPostgresStore({ connectionString: 'mysql://u:s3cret-pw@h/db' })).rejects.toThrow(/postgres:\/\//);
+    await expect(createPostgresStore({ connectionString: 'postgres://h/db', schema: 'a"; DROP' })).rejects.toThrow(/plain identifier/);
+  });
+
+  it('an unreachable database: the message names host and port, never the password', async () => {
+    const error = (await createPostgresStore({ connectionString: 'postgres://fleet:s3cret-pw@127.0.0.1:1/fleetdb', connectTimeoutMs: 1000 }).catch((e: Error) => e)) as Error;
+    expect(error.message).toMatch(/^Cannot connect to PostgreSQL at 127\.0\.0\.1:1 \(database fleetdb\): connect ECONNREFUSED/);
+    expect(error.message).not.toContain('s3cret');
+  });
+
+  it('a database that accepts and never answers: the start gives up at the connect timeout', async () => {
+    const { port, server } = await silentPort();
+    const started = Date.now();
+    const error = (await createPostgresStore({ connectionString: `postgres://fleet:s3cret-pw@127.0.0.1:${port}/db`, connectTimeoutMs: 500 }).catch((e: Error) => e)) as Error;
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(error.message).toContain(`127.0.0.1:${port}`);
+    expect(error.message).not.toContain('s3cret');
+    server.close();
+  });
+
+  it('prints its migration SQL for a schema', () => {
+    const text = migrationSql('fleet_prod');
+    expect(text).toContain('CREATE SCHEMA IF NOT EXISTS "fleet_prod";');
+    expect(text).toContain('CREATE TABLE IF NOT EXISTS "fleet_prod".migrations (');
+    for (const name of ['records', 'claims', 'set_members', 'sets', 'counters']) expect(text).toContain(`CREATE TABLE "fleet_prod".${name} (`);
+    for (const name of ['commit_index', 'consume', 'sweep']) expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
+    expect(text).toContain(`INSERT INTO "fleet_prod".migrations (version, name) VALUES (${SCHEMA_VERSION},`);
+  });
+});
+
+describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
+  it('the printed SQL builds the schema a store opens with migrate: false', async () => {
+    const schema = schemaFor('printed');
+    await sql(migrationSql(schema));
+    const store = await createPostgresStore({ connectionString, schema, migrate: false });
+    await store.records.set('k', { v: 1 });
+    expect(await store.records.get('k')).toEqual({ v: 1 });
+    await store.close();
+  });
+
+  it('a database that refuses the store (no such database) says so, naming where, never the password', async () => {
+    const url = new URL(connectionString);
+    url.password = 's3cret-pw';
+    url.pathname = '/no_such_database_for_mcp_fleet';
+    const error = (await createPostgresStore({ connectionString: url.toString() }).catch((e: Error) => e)) as Error;
+    expect(error.message).toMatch(new RegExp(`^PostgreSQL at ${url.hostname}:${url.port || 5432} \\(database no_such_database_for_mcp_fleet\\) refused the store: .*does not exist`));
+    expect(error.message).not.toContain('s3cret');
+  });
+
+  it('stores starting at once migrate once, under the lock; a second migrate changes nothing', async () => {
+    const schema = schemaFor('race');
+    const stores = await Promise.all(Array.from({ length: 4 }, () => createPostgresStore({ connectionString, schema })));
+    expect(await sql(`SELECT version FROM "${schema}".migrations`)).toEqual([{ version: SCHEMA_VERSION }]);
+    await stores[0]?.migrate();
+    expect(await sql(`SELECT count(*)::int AS n FROM "${schema}".migrations`)).toEqual([{ n: 1 }]);
+    for (const store of stores) await store.close();
+  });
+
+  it('a schema newer than the code refuses to start, saying so; with migrate: false too', async () => {
+    const schema = schemaFor('newer');
+    await (await createPostgresStore({ connectionString, schema })).close();
+    await sql(`INSERT INTO "${schema}".migrations (version, name) VALUES (${SCHEMA_VERSION + 1}, 'from the future')`);
+    for (const migrate of [true, false]) {
+      const error = await createPostgresStore({ connectionString, schema, migrate }).catch((e: Error) => e);
+      expect(error).toBeInstanceOf(PostgresSchemaError);
+      expect((error as Error).message).toMatch(new RegExp(`"${schema}" is at version ${SCHEMA_VERSION + 1}, newer than this @mcp-fleet/postgres knows \\(${SCHEMA_VERSION}\\)`));
+    }
+  });
+
+  it('migrate: false on an empty schema refuses to start and says to migrate', async () => {
+    const error = await createPostgresStore({ connectionString, schema: schemaFor('empty'), migrate: false }).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(PostgresSchemaError);
+    expect((error as Error).message).toMatch(/at version 0, .* needs 1: run its migrations/);
+  });
+
+  it('records: a Keyv over its own table, with expiry on the database clock and a sweep', async () => {
+    const schema = schemaFor('records');
+    const store = await createPostgresStore({ connectionString, schema, sweepIntervalMs: 0 });
+    const { records } = store;
+    await records.set('a', { n: 1 });
+    await records.set('short', 'x', 80);
+    expect(await records.get(['a', 'short', 'none'])).toEqual([{ n: 1 }, 'x', undefined]);
+    expect(await records.has('short')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await records.get('short')).toBeUndefined();
+    expect(await records.has('short')).toBe(false);
+    expect(await store.sweep()).toBe(1);
+    expect((await sql<{ key: string }>(`SELECT key FROM "${schema}".records`)).map((r) => r.key)).toEqual(['a']);
+    expect(await records.delete('a')).toBe(true);
+    expect(await records.delete('a')).toBe(false);
+    await records.setMany([{ key: 'm1', value: 1 }, { key: 'm2', value: 2 }]);
+    expect(await records.getMany(['m1', 'm2'])).toEqual([1, 2]);
+    await store.close();
+  });
+
+  it('close() leaves a pool it was given open, and ends its own', async () => {
+    const schema = schemaFor('pool');
+    const pool = rawPool();
+    const given = await createPostgresStore({ pool, schema });
+    await given.records.set('k', 'v');
+    await given.close();
+    await given.close();
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await expect(given.records.get('k')).rejects.toThrow(/closed/);
+    const own = await createPostgresStore({ connectionString, schema });
+    expect(await own.records.get('k')).toBe('v');
+    await own.close();
+    await pool.end();
+  });
+
+  it('every statement has a deadline: a commit stuck behind a lock fails at statementTimeoutMs, on its own pool and on a given one', async () => {
+    const schema = schemaFor('timeout');
+    const pool = rawPool();
+    const stores = [await createPostgresStore({ connectionString, schema, statementTimeoutMs: 300 }), await createPostgresStore({ pool, schema, statementTimeoutMs: 300 })];
+    // Another session holds the claim's lock (the same id commit_index takes) inside an open transaction.
+    const holder = rawPool();
+    const client = await holder.connect();
+    await client.query('BEGIN');
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`${schema}:claim:stuck`]);
+    for (const store of stores) {
+      const started = Date.now();
+      await expect(store.index.commit({ claims: [{ key: 'stuck', owner: 'a' }] })).rejects.toThrow(/a commit failed/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+    await client.query('ROLLBACK');
+    client.release();
+    await holder.end();
+    for (const store of stores) expect(await store.index.commit({ claims: [{ key: 'stuck', owner: 'a' }] })).toEqual({ ok: true });
+    for (const store of stores) await store.close();
+    await pool.end();
+  });
+
+  it('a fleet over it keeps servers for a fleet on a new pool', async () => {
+    const schema = schemaFor('fleet');
+    const first = await createPostgresStore({ connectionString, schema });
+    const fleet1 = createFleet({ store: first, rateLimit: false, webhooks: false });
+    const created = (await fleet1.servers.create('acme', { name: 'weather', type: 'http', endpoint: 'https://weather.example/mcp' }))._unsafeUnwrap();
+    await fleet1.close();
+    await first.close();
+    const again = await createPostgresStore({ connectionString, schema });
+    const fleet2 = createFleet({ store: again, rateLimit: false, webhooks: false });
+    expect((await fleet2.servers.get('acme', created.id))._unsafeUnwrap().name).toBe('weather');
+    expect((await fleet2.servers.create('acme', { name: 'weather', type: 'http', endpoint: 'https://weather.example/mcp' }))._unsafeUnwrapErr().code).toBe('SERVER_NAME_EXISTS');
+    await fleet2.close();
+    await again.close();
+  });
+});

@@ -1,0 +1,251 @@
+/**
+ * The store's SQL, as a DBA reads it: `migrationSql()` prints every migration for a schema (docs/postgres.md).
+ *
+ * Locks. The index's commits and the rate-limit decisions serialise on transaction-level advisory locks, one per claim
+ * key, per set name and per counter key (64-bit ids from `hashtextextended`), taken in ascending id order before the
+ * first read: two calls wait for each other only where they touch the same key, and never in a cycle, so they never
+ * deadlock. A lock also covers a row that does not exist yet (a free claim, a new counter), which a row lock cannot.
+ * Everything is read after the locks are held; in a VOLATILE plpgsql function at READ COMMITTED each statement takes
+ * a new snapshot, so it sees what the previous holder committed.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** `"name"`: a schema name as SQL quotes it. The name itself is checked by `checkSchemaName`. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function quoteLiteral(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** A plain identifier: letters, digits, `_`, up to 63 bytes (PostgreSQL's limit), not starting with a digit. */
+export function checkSchemaName(schema: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new TypeError(`createPostgresStore: schema must be a plain identifier (letters, digits, _; up to 63), got ${JSON.stringify(schema)}`);
+  }
+  return schema;
+}
+
+function version1(schema: string): string {
+  const s = quoteIdentifier(schema);
+  // Lock ids are per schema: two stores in two schemas of one database never wait for each other.
+  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+  return `
+-- Records: the fleet's Keyv (servers, API keys, tool calls, webhooks, the outbox's events, MCP session records).
+-- value is Keyv's serialised text; expires_at is on the database's clock, NULL for no expiry.
+CREATE TABLE ${s}.records (
+  key        text COLLATE "C" PRIMARY KEY,
+  value      text NOT NULL,
+  expires_at timestamptz
+);
+CREATE INDEX records_expires_at ON ${s}.records (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Name claims: a key owned by one owner (a server's name by its id); since is Unix ms.
+CREATE TABLE ${s}.claims (
+  key   text COLLATE "C" PRIMARY KEY,
+  owner text NOT NULL,
+  since bigint NOT NULL
+);
+
+-- Ordered sets (listings, quotas, due deliveries): members by score, then member byte by byte ("C").
+CREATE TABLE ${s}.set_members (
+  set_name text COLLATE "C" NOT NULL,
+  member   text COLLATE "C" NOT NULL,
+  score    double precision NOT NULL,
+  PRIMARY KEY (set_name, member)
+);
+CREATE INDEX set_members_order ON ${s}.set_members (set_name, score, member);
+
+-- Each set's size, kept by commit_index, so that count() and a quota read one row at any size.
+CREATE TABLE ${s}.sets (
+  name text COLLATE "C" PRIMARY KEY,
+  size bigint NOT NULL
+);
+
+-- Rate-limit counters and leases (a lease is a counter of limit 1): a fixed window ending at expires_at.
+CREATE TABLE ${s}.counters (
+  key        text COLLATE "C" PRIMARY KEY,
+  count      bigint NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX counters_expires_at ON ${s}.counters (expires_at);
+
+-- One index commit, all or nothing, in one call. tx: {claims, releases, add, remove, limits} as IndexTransaction,
+-- scores as text ('Infinity' included). claimed_at: Unix ms of the claims taken, NULL for the database's clock.
+-- Returns {"ok":true}, {"ok":false,"conflict":i,"owner":…,"since":…} (i: 1-based position in claims) or
+-- {"ok":false,"full":i} (i: 1-based position in limits). A refused commit has written nothing.
+CREATE FUNCTION ${s}.commit_index(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  found_at bigint;
+  held_owner text;
+  held_since bigint;
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'mcp-fleet: commit_index runs at READ COMMITTED, not %', current_setting('transaction_isolation');
+  END IF;
+  -- 1. Every claim key and set name the commit touches, locked in ascending id order.
+  FOR lock_id IN
+    SELECT DISTINCT id FROM (
+      SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) e
+      UNION ALL SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'releases', '[]')) e
+      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'add', '[]')) e
+      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e
+      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) e
+    ) touched(id) ORDER BY id
+  LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+
+  -- 2. The first claim held by another owner (neither the claimant nor the one it replaces), in the order given.
+  SELECT t.i, c.owner, c.since INTO found_at, held_owner, held_since
+    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
+    JOIN ${s}.claims c ON c.key = t.e->>'key'
+   WHERE c.owner <> t.e->>'owner' AND c.owner IS DISTINCT FROM t.e->>'replacing'
+   ORDER BY t.i LIMIT 1;
+  IF found_at IS NOT NULL THEN
+    RETURN jsonb_build_object('ok', false, 'conflict', found_at, 'owner', held_owner, 'since', held_since);
+  END IF;
+
+  -- 3. The first limited set already holding max members or more, counted before the commit.
+  SELECT t.i INTO found_at
+    FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) WITH ORDINALITY t(e, i)
+    LEFT JOIN ${s}.sets st ON st.name = t.e->>'set'
+   WHERE coalesce(st.size, 0) >= (t.e->>'max')::numeric
+   ORDER BY t.i LIMIT 1;
+  IF found_at IS NOT NULL THEN
+    RETURN jsonb_build_object('ok', false, 'full', found_at);
+  END IF;
+
+  -- 4. The writes: releases, claims, removals, additions.
+  DELETE FROM ${s}.claims c USING jsonb_array_elements(coalesce(tx->'releases', '[]')) e
+   WHERE c.key = e->>'key' AND c.owner = e->>'owner';
+
+  INSERT INTO ${s}.claims AS c (key, owner, since)
+  SELECT DISTINCT ON (e->>'key') e->>'key', e->>'owner', coalesce(claimed_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
+   ORDER BY e->>'key', i DESC
+  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, since = excluded.since WHERE c.owner <> excluded.owner;
+
+  WITH gone AS (
+    DELETE FROM ${s}.set_members m
+     USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e) r
+     WHERE m.set_name = r.set_name AND m.member = r.member
+    RETURNING m.set_name
+  )
+  UPDATE ${s}.sets st SET size = st.size - g.n
+    FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
+   WHERE st.name = g.set_name;
+
+  -- A member named twice takes its last score; xmax = 0 tells a new member from a re-scored one.
+  WITH added AS (
+    INSERT INTO ${s}.set_members AS m (set_name, member, score)
+    SELECT DISTINCT ON (e->>'set', e->>'member') e->>'set', e->>'member', (e->>'score')::double precision
+      FROM jsonb_array_elements(coalesce(tx->'add', '[]')) WITH ORDINALITY t(e, i)
+     ORDER BY e->>'set', e->>'member', i DESC
+    ON CONFLICT (set_name, member) DO UPDATE SET score = excluded.score
+    RETURNING m.set_name, (m.xmax = 0) AS fresh
+  )
+  INSERT INTO ${s}.sets AS st (name, size)
+  SELECT set_name, count(*) FILTER (WHERE fresh) FROM added GROUP BY set_name
+  ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size;
+
+  RETURN '{"ok":true}'::jsonb;
+END
+$fn$;
+
+-- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
+-- its cost is within its limit; then each cost > 0 is added (a counter is created, or started again once its window
+-- has ended, with expires_ms as its end). A refusal writes nothing. Returns {1 or 0 (allowed), each count after}.
+CREATE FUNCTION ${s}.consume(keys text[], limits bigint[], costs bigint[], expires_ms bigint) RETURNS bigint[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  clock timestamptz;
+  counts bigint[];
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'mcp-fleet: consume runs at READ COMMITTED, not %', current_setting('transaction_isolation');
+  END IF;
+  FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  -- Read after the locks: the window ends on the database's clock, whichever process asks.
+  clock := clock_timestamp();
+  SELECT coalesce(array_agg(coalesce(c.count, 0) ORDER BY t.i), '{}') INTO counts
+    FROM unnest(keys) WITH ORDINALITY t(k, i)
+    LEFT JOIN ${s}.counters c ON c.key = t.k AND c.expires_at > clock;
+  IF EXISTS (SELECT 1 FROM generate_subscripts(keys, 1) i WHERE counts[i] + costs[i] > limits[i]) THEN
+    RETURN array_prepend(0::bigint, counts);
+  END IF;
+  WITH written AS (
+    INSERT INTO ${s}.counters AS c (key, count, expires_at)
+    SELECT u.k, sum(u.cost), to_timestamp(expires_ms / 1000.0) FROM unnest(keys, costs) u(k, cost) WHERE u.cost > 0 GROUP BY u.k
+    ON CONFLICT (key) DO UPDATE SET
+      count = CASE WHEN c.expires_at > clock THEN c.count + excluded.count ELSE excluded.count END,
+      expires_at = CASE WHEN c.expires_at > clock THEN c.expires_at ELSE excluded.expires_at END
+    RETURNING c.key, c.count
+  )
+  SELECT coalesce(array_agg(coalesce(w.count, counts[t.i]) ORDER BY t.i), '{}') INTO counts
+    FROM unnest(keys) WITH ORDINALITY t(k, i) LEFT JOIN written w ON w.key = t.k;
+  RETURN array_prepend(1::bigint, counts);
+END
+$fn$;
+
+-- Deletes up to batch expired records and batch expired counters; returns how many. Reads never return an expired
+-- row; this only frees the space. SKIP LOCKED: a row being written is left for the next sweep, and the delete
+-- checks expiry again on the row it deletes, so a counter started again meanwhile is kept.
+CREATE FUNCTION ${s}.sweep(batch integer) RETURNS bigint
+LANGUAGE sql AS $fn$
+  WITH r AS (
+    DELETE FROM ${s}.records WHERE expires_at <= clock_timestamp() AND key IN (
+      SELECT key FROM ${s}.records WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
+    RETURNING 1
+  ), c AS (
+    DELETE FROM ${s}.counters WHERE expires_at <= clock_timestamp() AND key IN (
+      SELECT key FROM ${s}.counters WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM c);
+$fn$;
+`;
+}
+
+/** Every migration, oldest first, for `schema`. The table `migrations` itself is made by `migrate()`. */
+export function migrations(schema: string): Migration[] {
+  checkSchemaName(schema);
+  return [{ version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) }];
+}
+
+/** The version this code brings the schema to. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with
+ * `migrate: false`). `migrate()` runs it in one transaction under an advisory lock and records each version.
+ */
+export function migrationSql(schema = 'mcp_fleet'): string {
+  const s = quoteIdentifier(checkSchemaName(schema));
+  const parts = [
+    `CREATE SCHEMA IF NOT EXISTS ${s};`,
+    `CREATE TABLE IF NOT EXISTS ${s}.migrations (\n  version    integer PRIMARY KEY,\n  name       text NOT NULL,\n  applied_at timestamptz NOT NULL DEFAULT now()\n);`,
+  ];
+  for (const m of migrations(schema)) {
+    parts.push(`-- Migration ${m.version}: ${m.name}${m.sql}`, `INSERT INTO ${s}.migrations (version, name) VALUES (${m.version}, ${quoteLiteral(m.name)});`);
+  }
+  return `${parts.join('\n\n')}\n`;
+}
+
+/** The advisory lock `migrate()` holds: one per schema, apart from the index's and the counters' lock ids. */
+export function migrationLockSql(schema: string): string {
+  return `SELECT pg_advisory_xact_lock(hashtextextended(${quoteLiteral(`${schema}:migrate`)}, 0))`;
+}
+
+export { quoteLiteral };
