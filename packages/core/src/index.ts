@@ -90,6 +90,7 @@ export {
 export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './store.js';
 export type { LeaseStore } from './health/monitor.js';
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
+export { transactionParts, type TransactionParts } from './storage/index-store.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
 export { createMemoryStorage, markStorePrefixed } from './storage/records.js';
 export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';

@@ -10,7 +10,8 @@ import { createMemoryStorage } from './storage/records.js';
  * Everything a fleet stores, as one object: `createFleet({ store })`. Each member is a port of its own, because each
  * needs a different guarantee (docs/architecture.md, "One storage seam"); a store package returns them together so
  * that they are opened, shared and closed as one. Factories: `createMemoryStore()` here (the default),
- * `createSqliteStore` in `@mcp-fleet/sqlite`, `createRedisStore` in `@mcp-fleet/redis`. A store of your own proves
+ * `createSqliteStore` in `@mcp-fleet/sqlite`, `createRedisStore` in `@mcp-fleet/redis`, `createPostgresStore` in
+ * `@mcp-fleet/postgres`. A store of your own proves
  * itself with `fleetStoreSuite` (`@mcp-fleet/core/testing`), which runs whole fleets over it.
  *
  * Several fleets may share one store (processes, or fleets in one process): they then share records, name claims,

@@ -1,4 +1,5 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '@mcp-fleet/core';
+import { transactionParts } from '@mcp-fleet/core';
 import type { Connection } from './connection.js';
 
 /** A score as the commit function reads it: text, so that ±Infinity survive JSON. */
@@ -22,13 +23,9 @@ export class PostgresIndexStore implements IndexStore {
   ) {}
 
   async commit(tx: IndexTransaction): Promise<CommitResult> {
-    const claims = tx.claims ?? [];
-    const releases = tx.releases ?? [];
-    const removals = tx.remove ?? [];
-    const additions = tx.add ?? [];
-    // A limit of Infinity is no limit at all (and JSON has no Infinity).
-    const limits = (tx.limits ?? []).filter(({ max }) => max !== Infinity);
-    if (claims.length + releases.length + removals.length + additions.length + limits.length === 0) return { ok: true };
+    // A limit of Infinity is none (`transactionParts` leaves it out).
+    const { claims, releases, remove: removals, add: additions, limits, empty } = transactionParts(tx);
+    if (empty) return { ok: true };
     for (const { max } of limits) if (Number.isNaN(max)) throw new TypeError('a limit must be a number, not NaN');
     const body = {
       claims: claims.map(({ key, owner, replacing }) => ({ key, owner, replacing })),

@@ -1,4 +1,5 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '@mcp-fleet/core';
+import { transactionParts } from '@mcp-fleet/core';
 import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, LuaScript, type RedisCommandClient, withDeadline } from './commands.js';
 
 /**
@@ -108,13 +109,9 @@ export class RedisIndexStore implements IndexStore {
   }
 
   async commit(tx: IndexTransaction): Promise<CommitResult> {
-    const claims = tx.claims ?? [];
-    const releases = tx.releases ?? [];
-    const removals = tx.remove ?? [];
-    const additions = tx.add ?? [];
-    // No set is ever that large; a limit of Infinity is no limit at all.
-    const limits = (tx.limits ?? []).filter(({ max }) => max !== Infinity);
-    if (claims.length + releases.length + removals.length + additions.length + limits.length === 0) return { ok: true };
+    // A limit of Infinity is none (`transactionParts` leaves it out).
+    const { claims, releases, remove: removals, add: additions, limits, empty } = transactionParts(tx);
+    if (empty) return { ok: true };
     // Checked before the script runs: a score Redis refuses would fail the script halfway, after some writes.
     const scores = additions.map(({ score }) => scoreArgument(score));
     const keys = [

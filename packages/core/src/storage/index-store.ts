@@ -64,3 +64,25 @@ export interface RangeOptions {
   limit: number;
   order?: 'asc' | 'desc';
 }
+
+/** A transaction's parts, as a store applies them. */
+export interface TransactionParts {
+  claims: readonly { key: string; owner: string; replacing?: string }[];
+  releases: readonly { key: string; owner: string }[];
+  remove: readonly { set: string; member: string }[];
+  add: readonly { set: string; member: string; score: number }[];
+  /** The limits to check: a limit of `Infinity` is none, and left out. */
+  limits: readonly { set: string; max: number }[];
+  /** Nothing to do: the commit succeeds without touching the store. */
+  empty: boolean;
+}
+
+/** Each part of `tx` as a list (an absent part is empty), for a store's `commit`. */
+export function transactionParts(tx: IndexTransaction): TransactionParts {
+  const claims = tx.claims ?? [];
+  const releases = tx.releases ?? [];
+  const remove = tx.remove ?? [];
+  const add = tx.add ?? [];
+  const limits = (tx.limits ?? []).filter(({ max }) => max !== Infinity);
+  return { claims, releases, remove, add, limits, empty: claims.length + releases.length + remove.length + add.length + limits.length === 0 };
+}
