@@ -91,6 +91,7 @@ export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './s
 export type { LeaseStore } from './health/monitor.js';
 export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
 export { transactionParts, type TransactionParts } from './storage/index-store.js';
+export { parseStoreUrl, redact, type StoreUrl } from './util/redact.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';
 export { createMemoryStorage, markStorePrefixed } from './storage/records.js';
 export type { ConsumeResult, RateLimitCounter, RateLimitStore } from './ratelimit/rate-limit-store.js';

@@ -1,4 +1,5 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import { parseStoreUrl, redact } from '@mcp-fleet/core';
 import { quoteIdentifier } from './schema.js';
 
 /** @default for `statementTimeoutMs` and `connectTimeoutMs`. */
@@ -18,27 +19,12 @@ export interface Whereabouts {
 }
 
 export function inspectConnectionString(connectionString: string): Whereabouts {
-  let parsed: URL;
-  try {
-    parsed = new URL(connectionString);
-  } catch {
-    // URL's own error carries the input, password included.
-    throw new TypeError('createPostgresStore: connectionString is not a URL; expected postgres://user@host:port/database');
-  }
-  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw new TypeError('createPostgresStore: connectionString must start with postgres:// or postgresql://');
-  }
-  let decoded = parsed.password;
-  try {
-    decoded = decodeURIComponent(parsed.password);
-  } catch {
-    // A malformed escape: authentication will fail, and the raw spelling is the one to hide.
-  }
+  const { url, secrets } = parseStoreUrl(connectionString, 'createPostgresStore: connectionString', ['postgres:', 'postgresql:'], 'postgres://user@host:port/database');
   return {
-    host: decodeURIComponent(parsed.hostname) || 'localhost',
-    port: parsed.port || '5432',
-    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')) || decodeURIComponent(parsed.username) || 'postgres',
-    secrets: [...new Set([parsed.password, decoded])].filter((secret) => secret !== ''),
+    host: decodeURIComponent(url.hostname) || 'localhost',
+    port: url.port || '5432',
+    database: decodeURIComponent(url.pathname.replace(/^\//, '')) || decodeURIComponent(url.username) || 'postgres',
+    secrets,
   };
 }
 
@@ -61,9 +47,7 @@ export function inspectPool(pool: Pool): Whereabouts {
 }
 
 export function scrub(message: string, secrets: readonly string[]): string {
-  let scrubbed = message;
-  for (const secret of secrets) scrubbed = scrubbed.split(secret).join('***');
-  return scrubbed;
+  return redact(message, secrets);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { FleetStore } from '@mcp-fleet/core';
+import { type FleetStore, parseStoreUrl, redact } from '@mcp-fleet/core';
 import { createClient } from '@redis/client';
 import Keyv from 'keyv';
 import { checkTimeout, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT_MS, withDeadline } from './commands.js';
@@ -49,31 +49,13 @@ export interface RedisStore extends FleetStore {
 }
 
 /** `host:port` of a Redis URL (enough to find the server) and the password's spellings, to keep out of messages. */
-function inspectUrl(url: string): { address: string; secrets: string[] } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    // URL's own error carries the input, password included.
-    throw new TypeError('createRedisStore: url is not a URL; expected redis://host:port or rediss://host:port');
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new TypeError('createRedisStore: url must start with redis:// or rediss://');
-  }
-  let decoded = parsed.password;
-  try {
-    decoded = decodeURIComponent(parsed.password);
-  } catch {
-    // A malformed escape: the client will fail to authenticate, and the raw spelling is the one to hide.
-  }
-  const secrets = [...new Set([parsed.password, decoded])].filter((secret) => secret !== '');
-  return { address: `${parsed.hostname || 'localhost'}:${parsed.port || '6379'}`, secrets };
+function inspectUrl(text: string): { address: string; secrets: string[] } {
+  const { url, secrets } = parseStoreUrl(text, 'createRedisStore: url', ['redis:', 'rediss:'], 'redis://host:port or rediss://host:port');
+  return { address: `${url.hostname || 'localhost'}:${url.port || '6379'}`, secrets };
 }
 
 function reasonOf(error: unknown, secrets: readonly string[]): string {
-  let message = error instanceof Error ? error.message : String(error);
-  for (const secret of secrets) message = message.split(secret).join('***');
-  return message;
+  return redact(error instanceof Error ? error.message : String(error), secrets);
 }
 
 /**

@@ -3,6 +3,7 @@ import { FleetError } from '../errors/fleet-error.js';
 import type { Cell } from './containment.js';
 import type { GroupLeader } from './process-group.js';
 import type { StdioUser } from './stdio-users.js';
+import { redact } from '../util/redact.js';
 
 /** How a process ended. `exited`: on its own; the others: the supervisor stopped it. */
 export type StdioExitReason = 'exited' | 'stopped' | 'idle' | 'restarted' | 'closed';
@@ -243,13 +244,9 @@ const SUMMARY_CHARS = 1000;
 /** Env values shorter than this are not scrubbed: replacing every "1" or "on" would garble the text, not hide a secret. */
 const MIN_SECRET_LENGTH = 4;
 
-/** The text with every secret replaced by `[redacted]`, longest first (one may contain another). */
+/** The text with every secret (of at least MIN_SECRET_LENGTH) replaced by `[redacted]`. */
 export function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of [...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length)) {
-    out = out.split(secret).join('[redacted]');
-  }
-  return out;
+  return redact(text, secrets.filter((s) => s.length >= MIN_SECRET_LENGTH), '[redacted]');
 }
 
 /** The last non-empty lines, control characters dropped, joined by " | ", at most SUMMARY_CHARS from the end. */
