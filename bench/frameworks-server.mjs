@@ -8,7 +8,7 @@
 //   bare-express     Express: GET answers the same envelope (res.json)
 // The second argument picks the build of the fleet variants (bench/builds.mjs): `this` (default) or `base`, the
 // checkout named by BENCH_BASELINE.
-// IPC: ready → { port, secret, sample }; mark → marked (after a gc, when run with --expose-gc) and stop → cpu (CPU of
+// IPC: ready → { port, secret, sample }; mark → marked and stop → cpu (CPU of
 // the slice, and the time it waited for a core); profile-start /
 // profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
 import { serve } from '@hono/node-server';
@@ -139,7 +139,10 @@ let wallMark = performance.now();
 let session;
 process.on('message', async (message) => {
   if (message.type === 'mark') {
-    globalThis.gc?.(); // no slice pays for the garbage of the one before
+    // No gc() here. Each variant is a process of its own, so the garbage a slice finds is its own variant's: part of
+    // its steady cost, as in production. A forced full gc before every part instead shrank the young generation and
+    // charged the concurrent sweep to the part that followed, which costs the process with the larger heap most: the
+    // same fleet and bare Hono measured 0.53–0.62× with it and 0.88–0.89× without, in one run (docs/performance.md).
     cpuMark = process.cpuUsage();
     waitMark = runQueueWaitMs();
     wallMark = performance.now();

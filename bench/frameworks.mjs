@@ -4,7 +4,7 @@
 // measured in rounds; in a round every variant gets its time in parts, in mirror order (A B C C B A, the order rotated
 // and reversed from round to round), so that each variant's time in the round is centred on the same instant and a
 // machine that drifts within the round charges every variant alike. The first rounds are warm-up and dropped; a gc
-// runs in the server and in the load generator before every part. A figure is the median of the per-round ratios,
+// runs in the load generator (shared by every variant) before every part, never in a server (frameworks-server.mjs). A figure is the median of the per-round ratios,
 // printed with the rounds' range and its spread around the median:
 //   GET /v1/servers via Hono     fleet-hono (limits on) / bare-hono answering the same JSON; fleet-hono / fleet-hono-off
 //                                is the limits ON/OFF figure
@@ -35,7 +35,7 @@ const ONLY = process.env.BENCH_HTTP_ONLY?.split(',');
 const key = (variant, build) => (variant.startsWith('fleet-') ? `${variant}@${build}` : variant);
 
 async function startServer(variant, build) {
-  const proc = forkChild('./frameworks-server.mjs', [variant, build], { execArgv: ['--expose-gc'], cpu: cpuFor('server') });
+  const proc = forkChild('./frameworks-server.mjs', [variant, build], { cpu: cpuFor('server') });
   const ready = await proc.next('ready');
   return { key: key(variant, build), variant, build, proc, ...ready };
 }
