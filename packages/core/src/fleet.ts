@@ -7,6 +7,7 @@ import { HealthService } from './health/health-service.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor } from './health/monitor.js';
 import { createDashboard } from './http/dashboard.js';
+import { createOpenApiHandler, type OpenApiDocument, openApiDocument } from './http/openapi.js';
 import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
@@ -53,6 +54,11 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
   readonly events: EventSource;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
+  /**
+   * The HTTP API as an OpenAPI 3.1 document (what `GET /openapi.json` serves), for generating clients or docs at build
+   * time. `base`: `servers[0].url`. @default the prefix (`/v1`)
+   */
+  openapi(base?: string): OpenApiDocument;
   /** Secrets at rest: `rotate()` seals everything again under `encryptionKey` (docs/security.md). */
   readonly secrets: SecretsApi;
   /**
@@ -193,7 +199,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           },
           resolved.mcp,
         );
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: resolved.authenticate, limiter, onError, onRequest, now, dashboard, mcp });
+  const openapi = resolved.openapi ? createOpenApiHandler(routes, prefix) : undefined;
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: resolved.authenticate, limiter, onError, onRequest, now, dashboard, openapi, mcp });
 
   let closing: Promise<void> | undefined;
   const close = async () => {
@@ -215,7 +222,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     started.then((error) => {
       if (error !== undefined) throw error;
     });
-  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, secrets, ready, close: () => (closing ??= close()) };
+  const document = (base = prefix || '/') => openApiDocument(routes, base);
+  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, openapi: document, secrets, ready, close: () => (closing ??= close()) };
 }
 
 let warnedOnConsole = false;

@@ -5,6 +5,7 @@
 export { createFleet, type Fleet } from './fleet.js';
 export type { FleetOptions, FleetRateLimitOptions, QuotasOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
+export type { OpenApiDocument } from './http/openapi.js';
 export type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 export type { Operations, ServersApi, ToolCallsApi, ToolsApi } from './operations/index.js';
 export type { RotationCounts, SecretsApi } from './operations/secrets.js';

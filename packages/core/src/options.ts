@@ -142,6 +142,11 @@ export interface FleetOptions {
    */
   dashboard?: boolean | DashboardOptions;
   /**
+   * Serves the HTTP API's OpenAPI 3.1 document at `/openapi.json` below the mount (`/v1/openapi.json`), without a key:
+   * it holds no data, only the routes' declared shapes (docs/http-api.md). `false` turns it off. @default true
+   */
+  openapi?: boolean;
+  /**
    * Encrypts secrets at rest (docs/security.md, "Secrets at rest"): server `authentication.token` and
    * `client_secret`, stdio `env` values and webhook secrets are stored AES-256-GCM encrypted under this key, 32 bytes
    * (a Uint8Array, or their base64: `openssl rand -base64 32`). A key that does not open the store's secrets fails
@@ -209,6 +214,7 @@ export interface ResolvedOptions {
   authenticate: Authenticate | undefined;
   /** `undefined`: no dashboard. */
   dashboard: DashboardOptions | undefined;
+  openapi: boolean;
   secrets: { current: Uint8Array | string | undefined; previous: readonly (Uint8Array | string)[] | undefined };
   requireTls: boolean;
   allowPrivateNetworks: boolean | readonly string[];
@@ -271,6 +277,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     );
   }
   const now = options.now ?? Date.now;
+  if (options.openapi !== undefined && typeof options.openapi !== 'boolean') throw new TypeError(`createFleet: openapi must be true or false, got ${typeof options.openapi}`);
   const maxUpstreamBytes = checkOption('maxUpstreamBytes', options.maxUpstreamBytes ?? DEFAULT_MAX_UPSTREAM_BYTES, positiveInteger);
   const resolved: Omit<ResolvedOptions, 'store' | 'ownsStore'> = {
     prefix: normalizePrefix(options.prefix ?? '/v1'),
@@ -280,6 +287,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     onError: options.onError ?? (options.logger === undefined ? defaultOnError : loggedError(options.logger)),
     authenticate: options.authenticate,
     dashboard: options.dashboard ? (options.dashboard === true ? {} : options.dashboard) : undefined,
+    openapi: options.openapi ?? true,
     secrets: { current: options.encryptionKey, previous: options.previousKeys },
     requireTls: options.requireTls ?? false,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,

@@ -8,6 +8,7 @@ import { answerMcp, MCP_METHODS, type McpDoorDeps, type McpDoorExchange, mcpRout
 import { type AuthMessage, authChannel, type HttpRequestMessage, httpRequestChannel, type OperationMessage, operationChannel } from '../trace/channels.js';
 import { traced } from '../trace/traced.js';
 import type { DashboardHandler } from './dashboard.js';
+import type { OpenApiHandler } from './openapi.js';
 import { mountPath } from './mount-path.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
@@ -67,6 +68,8 @@ export interface HandlerDeps {
   now: () => number;
   /** Serves the dashboard's static files at `/dashboard/`; `undefined`: the dashboard is off. */
   dashboard?: DashboardHandler | undefined;
+  /** Serves the OpenAPI document at `/openapi.json`; `undefined`: `openapi: false`. */
+  openapi?: OpenApiHandler | undefined;
   /** Serves `/mcp` and `/servers/{id}/mcp` (docs/mcp-endpoint.md); `undefined`: those paths are unknown. */
   mcp?: McpEndpoint | undefined;
 }
@@ -172,8 +175,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const x = new Exchange(request, context, requestId, path, deps, timestamp);
     try {
       if (path === undefined) return x.fail(routeNotFound(new URL(request.url).pathname));
-      // Static files, public like any web page: the page signs in against the API with the key it is given.
-      const page = deps.dashboard?.(request, path);
+      // Static files, public like any web page: the page signs in against the API with the key it is given. The API's
+      // document too: it holds the routes' shapes, no data.
+      const page = deps.dashboard?.(request, path) ?? deps.openapi?.(request, path, requestId);
       if (page !== undefined) return page;
       const routed = route(request, path);
       const keyless = keylessAnswer(x, routed, path);
