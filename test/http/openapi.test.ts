@@ -7,11 +7,11 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { createFleet } from '@mcp-fleet/core';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsPlugin from 'ajv-formats';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../packages/core/src/errors/codes.js';
 import { buildRoutes } from '../../packages/core/src/http/routes.js';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
+import { addFormats } from '../support/answer-check.js';
 import { createKey, httpServer, type Json, send } from '../support/http-client.js';
 
 let served: Served[] = [];
@@ -27,8 +27,6 @@ async function serve(...args: Parameters<typeof serveFleet>): Promise<Served> {
 }
 
 type OpenApi = Json;
-// ajv-formats is CommonJS: its default export is the plugin under ESM and under the transform alike.
-const addFormats = ((addFormatsPlugin as unknown as { default?: typeof addFormatsPlugin }).default ?? addFormatsPlugin) as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** The schema of `status`'s JSON answer for `method path` in `doc`, `$ref`s resolved against the document. */
 function answerValidator(doc: OpenApi, path: string, method: string, status: number) {

@@ -6,18 +6,22 @@ import { afterEach } from 'vitest';
 import { ERROR_CODES, isErrorCode } from '../../packages/core/src/errors/codes.js';
 import { envelopeText, errorBodySchema } from '../../packages/core/src/http/envelope.js';
 import { splitPath } from '../../packages/core/src/http/handler.js';
-import { type JsonSchema, renderSchema, routeJsonSchemas } from '../../packages/core/src/http/json-schema.js';
+import { type JsonSchema, renderSchema } from '../../packages/core/src/http/json-schema.js';
+import { type OpenApiDocument, openApiDocument, templateOf } from '../../packages/core/src/http/openapi.js';
 import { buildRoutes, matchRoute, type Operation, type Route } from '../../packages/core/src/http/routes.js';
 
 /**
- * Every answer of the HTTP suite, checked against what its route declares (`http/routes.ts`): the body of a success
- * against the route's success envelope for that status (rendered with `z.toJSONSchema`, validated with Ajv, draft
- * 2020-12), an error against the error envelope, with a code the route declares and the code's status. The served
- * fleets of `adapters.ts` answer through `checkedFleet`; a mismatch fails the test that got it (`afterEach` below).
+ * Every answer of the HTTP suite, checked against the OpenAPI document of its route table (`http/openapi.ts`, what
+ * `GET /openapi.json` serves, rendered from the routes' declared schemas): the body of a success against the
+ * document's answer for that route and status, an error against the error envelope, with a code the document lists for
+ * that route and status, and the code's status in the one table. Ajv, draft 2020-12 (the document's dialect). The
+ * served fleets of `adapters.ts` answer through `checkedFleet`; a mismatch fails the test that got it (`afterEach`).
  */
 
 // ajv-formats is CommonJS: its default export is the plugin under ESM and under the transform alike.
-const addFormats = ((addFormatsPlugin as unknown as { default?: typeof addFormatsPlugin }).default ?? addFormatsPlugin) as unknown as (ajv: Ajv2020) => Ajv2020;
+export const addFormats = ((addFormatsPlugin as unknown as { default?: typeof addFormatsPlugin }).default ?? addFormatsPlugin) as unknown as (
+  ajv: Ajv2020,
+) => Ajv2020;
 const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
 /** Validators by the JSON text of their schema: every served fleet declares the same shapes, compiled once. */
 const compiled = new Map<string, ValidateFunction>();
@@ -29,21 +33,49 @@ function validator(schema: JsonSchema): ValidateFunction {
   return validate;
 }
 
+type Json = any;
+
+/** A document's `components`, held by Ajv under an id of their own, so that its `$ref`s resolve. */
+const componentIds = new Map<string, string>();
+
+/** The schema of one answer of the document, its `#/components/…` references pointed at the document's components. */
+function answerSchema(document: OpenApiDocument, answer: Json): JsonSchema {
+  const components = document.components as Json;
+  const resolved = answer.$ref === undefined ? answer : components.responses[String(answer.$ref).split('/').pop() as string];
+  const text = JSON.stringify(components);
+  let id = componentIds.get(text);
+  if (id === undefined) {
+    id = `https://openapi.test/${componentIds.size + 1}.json`;
+    ajv.addSchema({ $id: id, components });
+    componentIds.set(text, id);
+  }
+  return JSON.parse(JSON.stringify(resolved.content['application/json'].schema).replaceAll('"#/components/', `"${id}#/components/`));
+}
+
 interface Checked {
+  /** By status, success and error alike. */
   responses: Record<number, ValidateFunction>;
-  error: ValidateFunction;
+  /** The error codes the document lists for the route, any status. */
   errors: ReadonlySet<string>;
 }
 
+const documents = new WeakMap<readonly Route[], OpenApiDocument>();
 const byOperation = new WeakMap<Operation, Checked>();
 
-function checkedOperation(operation: Operation): Checked {
+function checkedOperation(routes: readonly Route[], operation: Operation): Checked {
   let checked = byOperation.get(operation);
   if (checked === undefined) {
-    const rendered = routeJsonSchemas(operation);
+    let document = documents.get(routes);
+    if (document === undefined) documents.set(routes, (document = openApiDocument(routes, '/v1')));
+    const answers = ((document.paths as Json)[templateOf(operation.path)][operation.method.toLowerCase()].responses ?? {}) as Record<string, Json>;
     const responses: Record<number, ValidateFunction> = {};
-    for (const [status, schema] of Object.entries(rendered.responses)) responses[Number(status)] = validator(schema);
-    checked = { responses, error: validator(rendered.error), errors: new Set(rendered.errors) };
+    const errors = new Set<string>();
+    for (const [status, answer] of Object.entries(answers)) {
+      const schema = answerSchema(document, answer);
+      responses[Number(status)] = validator(schema);
+      if (Number(status) >= 400) for (const code of (schema as Json).allOf[1].properties.error.properties.code.enum as string[]) errors.add(code);
+    }
+    checked = { responses, errors };
     byOperation.set(operation, checked);
   }
   return checked;
@@ -72,19 +104,22 @@ export function answerProblems(routes: readonly Route[], method: string, path: s
   const problems: string[] = [];
   const success = (body as { success?: unknown } | null)?.success === true;
   if (!success) {
-    const validate = operation === undefined ? errorEnvelope() : checkedOperation(operation).error;
-    if (!validate(body)) return [`${where}: the error envelope does not match: ${describe(validate)}`];
+    const envelope = errorEnvelope();
+    if (!envelope(body)) return [`${where}: the error envelope does not match: ${describe(envelope)}`];
     const code = (body as { error: { code: string } }).error.code;
     if (isErrorCode(code) && ERROR_CODES[code].category === 'request' && ERROR_CODES[code].status !== status) {
       problems.push(`${where}: ${code} answered with ${status}, the table says ${ERROR_CODES[code].status}`);
     }
-    if (operation !== undefined && !checkedOperation(operation).errors.has(code)) {
-      problems.push(`${where}: ${operation.name} answered ${code}, which it does not declare`);
-    }
+    if (operation === undefined) return problems;
+    const checked = checkedOperation(routes, operation);
+    if (!checked.errors.has(code)) return [...problems, `${where}: ${operation.name} answered ${code}, which it does not declare`];
+    const validate = checked.responses[status];
+    if (validate === undefined) problems.push(`${where}: ${operation.name}'s document lists no ${status} answer`);
+    else if (!validate(body)) problems.push(`${where}: ${operation.name}'s document does not list ${code} as a ${status} answer: ${describe(validate)}`);
     return problems;
   }
   if (operation === undefined) return [`${where}: a success envelope where no route is declared`];
-  const validate = checkedOperation(operation).responses[status];
+  const validate = checkedOperation(routes, operation).responses[status];
   if (validate === undefined) return [`${where}: ${operation.name} declares no success ${status}`];
   if (!validate(body)) return [`${where}: ${operation.name}'s answer does not match its declared schema: ${describe(validate)}`];
   return problems;
@@ -99,7 +134,7 @@ export function takeMismatches(): string[] {
 
 afterEach(() => {
   const seen = takeMismatches();
-  if (seen.length > 0) throw new Error(`answers that do not match their route's declared schemas (http/routes.ts):\n${seen.join('\n')}`);
+  if (seen.length > 0) throw new Error(`answers that do not match the OpenAPI document of their routes (http/openapi.ts, from http/routes.ts):\n${seen.join('\n')}`);
 });
 
 /**

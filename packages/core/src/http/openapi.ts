@@ -145,7 +145,7 @@ function errorResponses(codes: readonly ErrorCode[], components: Components): Re
 }
 
 /** OpenAPI's path template of a route: `/servers/:id` → `/servers/{id}`. */
-const templateOf = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
+export const templateOf = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 function operationObject(operation: Operation, components: Components): Record<string, unknown> {
   const rendered = routeJsonSchemas(operation);
