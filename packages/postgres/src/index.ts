@@ -108,10 +108,14 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       statement_timeout: timeoutMs,
       application_name: 'mcp-fleet',
     });
-    // An idle connection's error event without a listener would crash the process.
-    pool.on('error', (error) => onError(new Error(scrub(error.message, where.secrets))));
   }
-  const connection = new Connection(pool, schema, where, timeoutMs);
+  // An idle connection's error event without a listener would crash the process. On a given pool this listener is
+  // added next to the embedder's own (which still hear every error) and removed on close().
+  const poolError = (error: Error) => onError(new Error(`PostgreSQL ${where.host}:${where.port}/${where.database}: a pooled connection failed: ${scrub(error.message, where.secrets)}`));
+  pool.on('error', poolError);
+  const maxConnections = owned ? (options.maxConnections ?? 10) : Number((pool.options as { max?: number }).max ?? 10);
+  const limits = { statementTimeoutMs: timeoutMs, connectTimeoutMs, owned, maxConnections };
+  const connection = new Connection(pool, schema, where, limits, owned ? undefined : (processId) => cancelBackend(pool, connectTimeoutMs, processId));
   const address = `${where.host}:${where.port}`;
 
   const migrate = () => runMigrations(connection);
@@ -120,6 +124,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     else await checkVersion(connection);
   } catch (error) {
     if (owned) await pool.end().catch(() => {});
+    else pool.removeListener('error', poolError);
     if (error instanceof PostgresSchemaError) throw error;
     const reason = scrub(String((error as { reason?: unknown }).reason ?? (error instanceof Error ? error.message : String(error))), where.secrets);
     const code = (error as { code?: unknown }).code;
@@ -144,6 +149,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     if (timer !== undefined) clearInterval(timer);
     connection.closed = true;
     if (owned) await pool.end().catch((error: Error) => onError(connection.failure('the close', error)));
+    else pool.removeListener('error', poolError);
   };
   return {
     records,
@@ -156,6 +162,18 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     sweep,
     close: () => (closing ??= close()),
   };
+}
+
+/** Asks the server to cancel what backend `processId` of a given pool runs, over a connection of the pool's settings. */
+async function cancelBackend(pool: pg.Pool, connectTimeoutMs: number, processId: number): Promise<void> {
+  const client = new pg.Client({ ...(pool.options as pg.ClientConfig), connectionTimeoutMillis: connectTimeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query({ text: 'SELECT pg_cancel_backend($1)', values: [processId], query_timeout: connectTimeoutMs } as pg.QueryConfig);
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 function newerMessage(schema: string, found: number): string {
@@ -182,9 +200,7 @@ async function checkVersion(connection: Connection): Promise<void> {
 async function runMigrations(connection: Connection): Promise<void> {
   if (connection.closed) throw new Error('the PostgreSQL store is closed (migrate)');
   const { s, schema } = connection;
-  const client = await connection.pool.connect().catch((error: unknown) => {
-    throw connection.failure('connecting', error);
-  });
+  const client = await connection.acquire('connecting');
   const run = (what: string, text: string, values: unknown[] = []): Promise<pg.QueryResult> =>
     client.query({ text, values, query_timeout: connection.timeoutMs } as pg.QueryConfig).catch((error: unknown) => {
       throw connection.failure(what, error);
