@@ -13,8 +13,10 @@ export { PostgresRateLimitStore } from './postgres-rate-limit-store.js';
 
 export interface PostgresStoreOptions {
   /**
-   * The embedder's own `pg.Pool`. The store uses it and leaves it open on `close()`. Set `statement_timeout` on its
-   * connections too if you can: the store's own deadline on a given pool is the client's (`statementTimeoutMs`).
+   * The embedder's own `pg.Pool`. The store uses it and leaves it open on `close()`. It adds an `'error'` listener of
+   * its own next to yours (an idle connection's error then crashes nothing, and your listeners still hear every error),
+   * and removes it on `close()`. A statement past `statementTimeoutMs` is cancelled on the server by the store
+   * (`pg_cancel_backend`, over a connection of the pool's settings).
    * @default a pool the store makes from `connectionString`, and ends on `close()`
    */
   pool?: pg.Pool;
@@ -29,20 +31,26 @@ export interface PostgresStoreOptions {
    */
   migrate?: boolean;
   /**
-   * Every statement's deadline, in ms: `statement_timeout` on the connections of the store's own pool (the server
-   * cancels the statement) and the client's `query_timeout` on every query (a server that stops answering).
+   * Every statement's deadline, in ms: the server cancels the statement then (`statement_timeout` on the store's own
+   * pool's connections; `pg_cancel_backend` by the store on a given pool), and the client stops waiting 1 s later
+   * (a server that stops answering). The call then fails: `503 STORAGE_UNAVAILABLE`.
    * @default 5000
    */
   statementTimeoutMs?: number;
-  /** How long getting a connection may take, in ms (store's own pool). @default 5000 */
+  /**
+   * How long a call waits for a connection of the pool (all busy, or the database slow to accept one), in ms, on the
+   * store's own pool and on a given one alike; then it fails (`503 STORAGE_UNAVAILABLE`) and runs nothing later.
+   * @default 5000
+   */
   connectTimeoutMs?: number;
   /** Connections of the store's own pool. @default 10 */
   maxConnections?: number;
   /** Time between two sweeps of expired records and counters, in ms; `0` for none. @default 60000 */
   sweepIntervalMs?: number;
   /**
-   * Sees the pool's errors (a connection lost while idle) and failed sweeps; calls fail on their own (`503
-   * STORAGE_UNAVAILABLE`), this is for logging. Messages never carry the password. @default ignores them
+   * Sees the pool's errors (a connection lost while idle, on the store's own pool or a given one) and failed sweeps;
+   * calls fail on their own (`503 STORAGE_UNAVAILABLE`, their cause, with what fixes it, goes to the fleet's
+   * `onError`), this is for logging. Messages never carry the password. @default ignores them
    */
   onError?: (error: Error) => void;
   /** Clock for the `since` of name claims, for tests. @default the database's clock */
