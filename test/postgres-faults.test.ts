@@ -178,6 +178,17 @@ function load(o: Opened, workers: number, bound: number): { answers: Answer[]; s
   };
 }
 
+/** An ACCESS EXCLUSIVE lock on one of the schema's tables, held in a transaction of the test's own until `release()`. */
+async function lockTable(schema: string, table: string): Promise<{ release(): Promise<void> }> {
+  const locker = new pg.Client({ connectionString: DATABASE_URL as string });
+  locker.on('error', () => {});
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query(`LOCK TABLE "${schema}".${table} IN ACCESS EXCLUSIVE MODE`);
+  let released: Promise<void> | undefined;
+  return { release: () => (released ??= locker.query('COMMIT').then(() => locker.end())) };
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every answer a 2xx or the contract's 503, none a hang or a 500; each within `bound` ms. */
@@ -302,13 +313,10 @@ describe.skipIf(skip)('PostgreSQL faults through HTTP', () => {
 
   it("the store's own pool exhausted by statements a lock holds: 503 after connectTimeoutMs naming maxConnections, 503 after statementTimeoutMs naming the lock; the lock's release lets things continue", async () => {
     const o = await open('locked', (schema) => ({ connectionString: withPassword(DATABASE_URL as string, schema), maxConnections: 1, connectTimeoutMs: 500, statementTimeoutMs: 1500 }));
-    const locker = new pg.Client({ connectionString: DATABASE_URL as string });
-    locker.on('error', () => {});
-    await locker.connect();
+    let lock: { release(): Promise<void> } | undefined;
     try {
       expect((await call(o, 'GET', '/servers')).status).toBe(200);
-      await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE "${o.schema}".records IN ACCESS EXCLUSIVE MODE`);
+      lock = await lockTable(o.schema, 'records');
       // The first holds the pool's one connection, blocked by the lock until the statement timeout; the second waits
       // for a connection and gives up first.
       const [blocked, waiting] = await Promise.all([call(o, 'POST', '/servers', server('blocked'), 15_000), sleep(100).then(() => call(o, 'GET', '/servers', undefined, 15_000))]);
@@ -319,12 +327,12 @@ describe.skipIf(skip)('PostgreSQL faults through HTTP', () => {
       expect(blocked.ms).toBeLessThan(10_000);
       expectCausesSay(o, /no connection of the pool came free within connectTimeoutMs \(500 ms; all 1 busy.*raise maxConnections or connectTimeoutMs/);
       expectCausesSay(o, /ran longer than statementTimeoutMs \(1500 ms\) and was cancelled: look for a lock/);
-      await locker.query('COMMIT');
+      await lock.release();
       const created = await call(o, 'POST', '/servers', server('after-lock'));
       expect(created.status, created.text).toBe(201);
       await expectNothingHalfWritten(o, [blocked, created]);
     } finally {
-      await locker.end();
+      await lock?.release();
       await o.close();
     }
   });
@@ -333,23 +341,20 @@ describe.skipIf(skip)('PostgreSQL faults through HTTP', () => {
     const pool = new pg.Pool({ connectionString: withPassword(DATABASE_URL as string, 'given'), max: 4 });
     pool.on('error', () => {});
     const o = await open('given', () => ({ pool, connectTimeoutMs: 1000, statementTimeoutMs: 1000 }));
-    const locker = new pg.Client({ connectionString: DATABASE_URL as string });
-    locker.on('error', () => {});
-    await locker.connect();
+    let lock: { release(): Promise<void> } | undefined;
     try {
-      await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE "${o.schema}".claims IN ACCESS EXCLUSIVE MODE`);
+      lock = await lockTable(o.schema, 'claims');
       const blocked = await call(o, 'POST', '/servers', server('blocked'), 15_000);
       expectUnavailable(blocked);
       expect(blocked.ms).toBeLessThan(8000);
       expectCausesSay(o, /ran longer than statementTimeoutMs \(1000 ms\)/);
-      await locker.query('COMMIT');
+      await lock.release();
       await sleep(500);
       await expectNothingHalfWritten(o, [blocked]);
       const created = await call(o, 'POST', '/servers', server('after-lock'));
       expect(created.status, created.text).toBe(201);
     } finally {
-      await locker.end();
+      await lock?.release();
       await o.close();
       await pool.end();
     }
