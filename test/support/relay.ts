@@ -7,6 +7,8 @@ export interface Relay {
   url: string;
   /** Drops every relayed connection and refuses new ones. */
   cut(): void;
+  /** Refuses new connections, keeping the relayed ones (a server shutting down: its backends end themselves). */
+  refuse(): void;
   /** Accepts connections again. */
   restore(): void;
   close(): void;
@@ -36,6 +38,9 @@ export async function startRelay(target: string, defaultPort: number): Promise<R
     cut: () => {
       open = false;
       dropAll();
+    },
+    refuse: () => {
+      open = false;
     },
     restore: () => {
       open = true;

@@ -1,4 +1,4 @@
-import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { parseStoreUrl, redact } from '@mcp-fleet/core';
 import { quoteIdentifier } from './schema.js';
 
@@ -50,39 +50,161 @@ export function scrub(message: string, secrets: readonly string[]): string {
   return redact(message, secrets);
 }
 
+/** How much later than `statementTimeoutMs` the client stops waiting: the server's cancel comes first, so a statement the client gave up on is one the server stopped. */
+export const CLIENT_GRACE_MS = 1000;
+
+/** Why a call failed, and what fixes it, for the message `onError` sees. */
+function remedy(error: unknown, limits: Limits): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof AcquireTimeout) {
+    return limits.owned
+      ? `no connection of the pool came free within connectTimeoutMs (${limits.connectTimeoutMs} ms; all ${limits.maxConnections} busy, or the database slow to accept one): raise maxConnections or connectTimeoutMs`
+      : `no connection of the given pool came free within connectTimeoutMs (${limits.connectTimeoutMs} ms; all busy, or the database slow to accept one): raise the pool's max or connectTimeoutMs`;
+  }
+  if (code === '57014' || error instanceof StatementTimeout) {
+    return `the statement ran longer than statementTimeoutMs (${limits.statementTimeoutMs} ms) and was cancelled: look for a lock held on the schema's tables (pg_locks), or raise statementTimeoutMs`;
+  }
+  if (code === '57P01' || code === '57P02' || code === '57P03') return 'the database is shutting down or restarting: the store reconnects by itself once it accepts connections';
+  return 'check that the database runs and can be reached from here (connectionString or pool)';
+}
+
+class AcquireTimeout extends Error {}
+class StatementTimeout extends Error {}
+
+/** What the store's deadlines and pool are, for its messages. */
+export interface Limits {
+  statementTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** The store made the pool (it sets `statement_timeout` on its connections), or the embedder gave it. */
+  owned: boolean;
+  maxConnections: number;
+}
+
 /**
- * The store's one way to the database: every call is one statement (one round trip), with a deadline, and an error
- * that carries no password. Shared by the records, the index and the counters.
+ * The store's one way to the database: every call is one statement (one round trip) on a connection taken within
+ * `connectTimeoutMs`, with a deadline, and an error that carries no password and says what fixes it. Shared by the
+ * records, the index and the counters.
+ *
+ * Deadlines. On the store's own pool the server cancels a statement at `statementTimeoutMs` (`statement_timeout`)
+ * and the client stops waiting `CLIENT_GRACE_MS` later (a server that stopped answering). On a given pool, whose
+ * connections the store does not configure, the store asks the server to cancel the statement at `statementTimeoutMs`
+ * itself (`pg_cancel_backend` over a connection of its own), with the same backstop: either way a statement the store
+ * answered as failed is not left running to write after the answer. A connection that failed is not handed back.
  */
 export class Connection {
   closed = false;
   /** The schema, quoted, to put before every table and function. */
   readonly s: string;
+  /** Client-side deadline of each statement, in ms. */
+  readonly timeoutMs: number;
 
   constructor(
     readonly pool: Pool,
     readonly schema: string,
     readonly where: Whereabouts,
-    /** Client-side deadline of each statement, in ms; the server's `statement_timeout` on our own pool's connections too. */
-    readonly timeoutMs: number,
+    readonly limits: Limits,
+    /** Given pools: asks the server to cancel the statement of a backend (`pg_cancel_backend`), over a connection of its own. */
+    private readonly canceller?: (processId: number) => Promise<void>,
   ) {
     this.s = quoteIdentifier(schema);
+    this.timeoutMs = limits.statementTimeoutMs;
   }
 
-  async query<R extends QueryResultRow>(what: string, text: string, values: unknown[] = []): Promise<R[]> {
-    if (this.closed) throw new Error(`the PostgreSQL store is closed (${what})`);
-    try {
-      const result = await this.pool.query<R>({ text, values, query_timeout: this.timeoutMs } as QueryConfig);
-      return result.rows;
-    } catch (error) {
-      throw this.failure(what, error);
+  /** A connection of the pool within `connectTimeoutMs`; one that comes later is handed straight back, unused. */
+  acquire(what: string): Promise<PoolClient> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        reject(this.failure(what, new AcquireTimeout('timed out waiting for a connection')));
+      }, this.limits.connectTimeoutMs);
+      this.pool.connect().then(
+        (client) => {
+          if (settled) return client.release();
+          settled = true;
+          clearTimeout(timer);
+          resolve(client);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          // pg-pool's own connectionTimeoutMillis: the same wait, said the same way.
+          reject(this.failure(what, error instanceof Error && /timeout exceeded when trying to connect/.test(error.message) ? new AcquireTimeout(error.message) : error));
+        },
+      );
+    });
+  }
+
+  /**
+   * One statement. Tried again on another connection (up to the pool's size, within the statement's deadline) when
+   * its connection turns out to be gone: always after the server said it was terminating (57P01, 57P02, 57P03: the
+   * statement did not commit; a restart leaves every idle connection of the pool so), and after a connection lost
+   * mid-statement only when `replayable` (running it twice is running it once: reads, upserts, deletes). The index
+   * commit and the rate-limit decision are not replayable: a lost answer fails them.
+   */
+  async query<R extends QueryResultRow>(what: string, text: string, values: unknown[] = [], replayable = true): Promise<R[]> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once<R>(what, text, values);
+      } catch (error) {
+        const lost = (error as { lost?: unknown }).lost;
+        const again = lost === 'terminating' || (lost === 'connection' && replayable);
+        if (!again || attempt > this.limits.maxConnections || Date.now() >= deadline) throw error;
+      }
     }
   }
 
-  /** An error for `what`, without the password, keeping PostgreSQL's SQLSTATE `code` for whoever tells errors apart. */
+  private async once<R extends QueryResultRow>(what: string, text: string, values: unknown[]): Promise<R[]> {
+    if (this.closed) throw new Error(`the PostgreSQL store is closed (${what})`);
+    const client = await this.acquire(what);
+    // A connection lost while checked out emits 'error' on the client, which would crash the process unheard: the
+    // query fails with the same error, so this listener only keeps the process up.
+    const lost = () => {};
+    client.on('error', lost);
+    let broken: Error | undefined;
+    const processId = (client as unknown as { processID?: number | null }).processID;
+    const cancel =
+      this.canceller === undefined || typeof processId !== 'number'
+        ? undefined
+        : setTimeout(() => {
+            // Not handed back even if it finishes meanwhile: the cancel must not reach the next user's statement.
+            broken = new StatementTimeout('cancelled at statementTimeoutMs');
+            void this.cancelRunning(processId);
+          }, this.timeoutMs);
+    try {
+      const result = await client.query<R>({ text, values, query_timeout: this.timeoutMs + CLIENT_GRACE_MS } as QueryConfig);
+      return result.rows;
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+      const timedOut = error instanceof Error && /Query read timeout/.test(error.message);
+      // An error of the server (an SQLSTATE) leaves the connection usable; anything else (lost, timed out) does not.
+      if (!sqlState) broken ??= error instanceof Error ? error : new Error(String(error));
+      const failure = this.failure(what, timedOut ? new StatementTimeout(error instanceof Error ? error.message : '') : error);
+      if (sqlState && /^57P0[123]$/.test(code as string)) Object.assign(failure, { lost: 'terminating' });
+      else if (!sqlState && !timedOut && broken === error) Object.assign(failure, { lost: 'connection' });
+      throw failure;
+    } finally {
+      if (cancel !== undefined) clearTimeout(cancel);
+      client.removeListener('error', lost);
+      client.release(broken ?? undefined);
+    }
+  }
+
+  private async cancelRunning(processId: number): Promise<void> {
+    try {
+      await this.canceller?.(processId);
+    } catch {
+      // The backstop (the client's deadline) still ends the wait; the connection is then not handed back.
+    }
+  }
+
+  /** An error for `what`, without the password, saying what fixes it, keeping PostgreSQL's SQLSTATE `code` for whoever tells errors apart. */
   failure(what: string, error: unknown): Error {
     const message = scrub(error instanceof Error ? error.message : String(error), this.where.secrets);
-    const failure = new Error(`PostgreSQL ${this.where.host}:${this.where.port}/${this.where.database}: ${what} failed: ${message}`);
+    const failure = new Error(`PostgreSQL ${this.where.host}:${this.where.port}/${this.where.database}: ${what} failed: ${message}; ${remedy(error, this.limits)}`);
     // The driver's own message, scrubbed, for a caller that names the database itself (the start's message).
     Object.assign(failure, { reason: message });
     const code = (error as { code?: unknown } | null)?.code;

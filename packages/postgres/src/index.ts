@@ -13,8 +13,10 @@ export { PostgresRateLimitStore } from './postgres-rate-limit-store.js';
 
 export interface PostgresStoreOptions {
   /**
-   * The embedder's own `pg.Pool`. The store uses it and leaves it open on `close()`. Set `statement_timeout` on its
-   * connections too if you can: the store's own deadline on a given pool is the client's (`statementTimeoutMs`).
+   * The embedder's own `pg.Pool`. The store uses it and leaves it open on `close()`. It adds an `'error'` listener of
+   * its own next to yours (an idle connection's error then crashes nothing, and your listeners still hear every error),
+   * and removes it on `close()`. A statement past `statementTimeoutMs` is cancelled on the server by the store
+   * (`pg_cancel_backend`, over a connection of the pool's settings).
    * @default a pool the store makes from `connectionString`, and ends on `close()`
    */
   pool?: pg.Pool;
@@ -29,20 +31,26 @@ export interface PostgresStoreOptions {
    */
   migrate?: boolean;
   /**
-   * Every statement's deadline, in ms: `statement_timeout` on the connections of the store's own pool (the server
-   * cancels the statement) and the client's `query_timeout` on every query (a server that stops answering).
+   * Every statement's deadline, in ms: the server cancels the statement then (`statement_timeout` on the store's own
+   * pool's connections; `pg_cancel_backend` by the store on a given pool), and the client stops waiting 1 s later
+   * (a server that stops answering). The call then fails: `503 STORAGE_UNAVAILABLE`.
    * @default 5000
    */
   statementTimeoutMs?: number;
-  /** How long getting a connection may take, in ms (store's own pool). @default 5000 */
+  /**
+   * How long a call waits for a connection of the pool (all busy, or the database slow to accept one), in ms, on the
+   * store's own pool and on a given one alike; then it fails (`503 STORAGE_UNAVAILABLE`) and runs nothing later.
+   * @default 5000
+   */
   connectTimeoutMs?: number;
   /** Connections of the store's own pool. @default 10 */
   maxConnections?: number;
   /** Time between two sweeps of expired records and counters, in ms; `0` for none. @default 60000 */
   sweepIntervalMs?: number;
   /**
-   * Sees the pool's errors (a connection lost while idle) and failed sweeps; calls fail on their own (`503
-   * STORAGE_UNAVAILABLE`), this is for logging. Messages never carry the password. @default ignores them
+   * Sees the pool's errors (a connection lost while idle, on the store's own pool or a given one) and failed sweeps;
+   * calls fail on their own (`503 STORAGE_UNAVAILABLE`, their cause, with what fixes it, goes to the fleet's
+   * `onError`), this is for logging. Messages never carry the password. @default ignores them
    */
   onError?: (error: Error) => void;
   /** Clock for the `since` of name claims, for tests. @default the database's clock */
@@ -108,10 +116,14 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       statement_timeout: timeoutMs,
       application_name: 'mcp-fleet',
     });
-    // An idle connection's error event without a listener would crash the process.
-    pool.on('error', (error) => onError(new Error(scrub(error.message, where.secrets))));
   }
-  const connection = new Connection(pool, schema, where, timeoutMs);
+  // An idle connection's error event without a listener would crash the process. On a given pool this listener is
+  // added next to the embedder's own (which still hear every error) and removed on close().
+  const poolError = (error: Error) => onError(new Error(`PostgreSQL ${where.host}:${where.port}/${where.database}: a pooled connection failed: ${scrub(error.message, where.secrets)}`));
+  pool.on('error', poolError);
+  const maxConnections = owned ? (options.maxConnections ?? 10) : Number((pool.options as { max?: number }).max ?? 10);
+  const limits = { statementTimeoutMs: timeoutMs, connectTimeoutMs, owned, maxConnections };
+  const connection = new Connection(pool, schema, where, limits, owned ? undefined : (processId) => cancelBackend(pool, connectTimeoutMs, processId));
   const address = `${where.host}:${where.port}`;
 
   const migrate = () => runMigrations(connection);
@@ -120,6 +132,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     else await checkVersion(connection);
   } catch (error) {
     if (owned) await pool.end().catch(() => {});
+    else pool.removeListener('error', poolError);
     if (error instanceof PostgresSchemaError) throw error;
     const reason = scrub(String((error as { reason?: unknown }).reason ?? (error instanceof Error ? error.message : String(error))), where.secrets);
     const code = (error as { code?: unknown }).code;
@@ -144,6 +157,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     if (timer !== undefined) clearInterval(timer);
     connection.closed = true;
     if (owned) await pool.end().catch((error: Error) => onError(connection.failure('the close', error)));
+    else pool.removeListener('error', poolError);
   };
   return {
     records,
@@ -156,6 +170,18 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     sweep,
     close: () => (closing ??= close()),
   };
+}
+
+/** Asks the server to cancel what backend `processId` of a given pool runs, over a connection of the pool's settings. */
+async function cancelBackend(pool: pg.Pool, connectTimeoutMs: number, processId: number): Promise<void> {
+  const client = new pg.Client({ ...(pool.options as pg.ClientConfig), connectionTimeoutMillis: connectTimeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query({ text: 'SELECT pg_cancel_backend($1)', values: [processId], query_timeout: connectTimeoutMs } as pg.QueryConfig);
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 function newerMessage(schema: string, found: number): string {
@@ -182,9 +208,7 @@ async function checkVersion(connection: Connection): Promise<void> {
 async function runMigrations(connection: Connection): Promise<void> {
   if (connection.closed) throw new Error('the PostgreSQL store is closed (migrate)');
   const { s, schema } = connection;
-  const client = await connection.pool.connect().catch((error: unknown) => {
-    throw connection.failure('connecting', error);
-  });
+  const client = await connection.acquire('connecting');
   const run = (what: string, text: string, values: unknown[] = []): Promise<pg.QueryResult> =>
     client.query({ text, values, query_timeout: connection.timeoutMs } as pg.QueryConfig).catch((error: unknown) => {
       throw connection.failure(what, error);

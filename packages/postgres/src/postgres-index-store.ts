@@ -35,7 +35,7 @@ export class PostgresIndexStore implements IndexStore {
       limits: limits.map(({ set, max }) => ({ set, max: max === -Infinity ? -1 : max })),
     };
     const since = this.now === undefined ? null : String(Math.trunc(this.now()));
-    const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${this.connection.s}.commit_index($1::jsonb, $2::bigint) AS answer`, [JSON.stringify(body), since]);
+    const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${this.connection.s}.commit_index($1::jsonb, $2::bigint) AS answer`, [JSON.stringify(body), since], false);
     const answer = row?.answer;
     if (answer === undefined) throw new Error('commit_index gave no answer');
     if (answer.ok) return { ok: true };

@@ -23,6 +23,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
       'a rate-limit decision',
       `SELECT ${this.connection.s}.consume($1::text[], $2::bigint[], $3::bigint[], $4::bigint) AS answer`,
       [counters.map((c) => c.key), counters.map((c) => integer(c.limit, 'limit')), counters.map((c) => integer(c.cost ?? cost, 'cost')), integer(Math.ceil(expiresAt), 'expiresAt')],
+      false,
     );
     const answer = row?.answer;
     if (answer === undefined) throw new Error('consume gave no answer');
