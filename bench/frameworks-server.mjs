@@ -8,7 +8,9 @@
 //   bare-express     Express: GET answers the same envelope (res.json)
 // Section 8 (bench/postgres.mjs), each with the schema (or Redis key prefix) given as the third argument:
 //   fleet-hono-pg        fleet-hono over @mcp-fleet/postgres, on a pg.Pool of BENCH_PG_POOL connections
-//   fleet-hono-pg-named  the same, every statement given a name (prepared once per connection): the experiment
+//   fleet-hono-pg-named  the same, every statement given a name (prepared once per connection): an experiment
+//   fleet-hono-pg-async  the same on connections with synchronous_commit off (a commit does not wait for its WAL
+//                        flush): an experiment
 //   fleet-hono-redis     fleet-hono over @mcp-fleet/redis
 //   bare-hono-pg         Hono on the same kind of pool, in a schema the store migrated: GET reads the page with one
 //                        SELECT (from the rows copied from fleet-hono-pg's schema, `copy`) and answers the same JSON
@@ -47,9 +49,12 @@ let listen;
 /** What `exit` closes after the fleet, in order. */
 const closers = [];
 
-/** A pg.Pool of the section's size; with `named`, every statement carries a name derived from its text (prepared once per connection). */
-function benchPool({ named = false } = {}) {
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL });
+/**
+ * A pg.Pool of the section's size; with `named`, every statement carries a name derived from its text (prepared once
+ * per connection); with `asyncCommit`, its connections run with synchronous_commit off.
+ */
+function benchPool({ named = false, asyncCommit = false } = {}) {
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL, ...(asyncCommit && { options: '-c synchronous_commit=off' }) });
   pool.on('error', () => {});
   if (named) {
     const query = pool.query.bind(pool);
@@ -83,7 +88,7 @@ async function sectionEightStore() {
   }
   if (!variant.startsWith('fleet-hono-pg')) return undefined;
   const { createPostgresStore } = await importPackage(build, 'postgres');
-  const store = await createPostgresStore({ pool: benchPool({ named: variant === 'fleet-hono-pg-named' }), schema: where });
+  const store = await createPostgresStore({ pool: benchPool({ named: variant === 'fleet-hono-pg-named', asyncCommit: variant === 'fleet-hono-pg-async' }), schema: where });
   closers.unshift(() => store.close());
   return { store };
 }

@@ -26,9 +26,12 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const POOL = Number(process.env.BENCH_PG_POOL ?? 10);
 const ROUNDS = Number(process.env.BENCH_PG_ROUNDS ?? 8);
 const RERUNS = Number(process.env.BENCH_PG_RERUNS ?? 2);
-const SEED_CHUNK = Number(process.env.BENCH_PG_SEED_CHUNK ?? 500);
+const SEED_CHUNK = Number(process.env.BENCH_PG_SEED_CHUNK ?? 5000);
 const PROFILE_MS = Number(process.env.BENCH_PROFILE_MS ?? 2000);
-const NAMED = process.env.BENCH_PG_NAMED !== '0';
+// Experiments, in 8c's rotation when asked for (each adds a quarter to its time): every statement named; commits
+// that do not wait for their WAL flush.
+const NAMED = process.env.BENCH_PG_NAMED === '1';
+const ASYNC = process.env.BENCH_PG_ASYNC_COMMIT === '1';
 const NAMED_ROUNDS = Number(process.env.BENCH_PG_NAMED_ROUNDS ?? 8);
 const NAMED_BATCH = Number(process.env.BENCH_PG_NAMED_BATCH ?? 30);
 const prefix = `bench_${process.pid}`;
@@ -169,7 +172,31 @@ async function namedOrNot(pool, requests) {
   }
 }
 
-/** 8b: page 1 at 100k against 1k servers, seeded through the store's own write path. */
+/**
+ * 8b's index writes: what `commit_index` writes for a transaction of fresh name claims and listing additions (schema.ts:
+ * a `claims` row per claim, `since` on the database's clock in Unix ms; a `set_members` row per addition; each set's
+ * `size` grown by its new members), as one bulk INSERT per chunk instead of a call that takes an advisory lock per
+ * claim (200 calls of 500 locks each took 36 s of a 3-minute section on a loaded machine). A claim already there
+ * fails the INSERT, where `commit_index` would answer a conflict: the seed's keys are all fresh.
+ */
+export function bulkCommit(pool, schema) {
+  const s = `"${schema}"`;
+  const sql = `WITH claimed AS (
+      INSERT INTO ${s}.claims (key, owner, since)
+      SELECT k, o, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM unnest($1::text[], $2::text[]) u(k, o)
+    ), added AS (
+      INSERT INTO ${s}.set_members (set_name, member, score) SELECT * FROM unnest($3::text[], $4::text[], $5::float8[])
+      RETURNING set_name
+    )
+    INSERT INTO ${s}.sets AS st (name, size) SELECT set_name, count(*) FROM added GROUP BY set_name
+    ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size`;
+  return async ({ add, claims }) => {
+    await pool.query(sql, [claims.map((c) => c.key), claims.map((c) => c.owner), add.map((a) => a.set), add.map((a) => a.member), add.map((a) => a.score)]);
+    return { ok: true };
+  };
+}
+
+/** 8b: page 1 at 100k against 1k servers; records through the store's Keyv, index rows by bulk INSERT. */
 async function paging() {
   const pools = [];
   const kits = [];
@@ -181,11 +208,11 @@ async function paging() {
     kits.push(kit);
     const s = await seeded(n, kit);
     const t = performance.now();
-    await bulkSeed(n, kit.records, kit.index, kit.keyPrefix, s.first, SEED_CHUNK);
+    await bulkSeed(n, kit.records, kit.index, kit.keyPrefix, s.first, { chunk: SEED_CHUNK, commit: bulkCommit(pool, `${prefix}_${tag}`) });
     seedTimes.push(`${n.toLocaleString('en')} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     return { ...s, n };
   });
-  console.log(`    seeded through the store's own write path (Keyv setMany of the records, index commits of ${SEED_CHUNK} claims and their listings): ${seedTimes.join(', ')}`);
+  console.log(`    seeded with the records through the store's Keyv (setMany) and the index rows commit_index would write by bulk INSERT, ${SEED_CHUNK} servers a chunk: ${seedTimes.join(', ')}`);
   await Promise.all([compared.small.fleet.close(), compared.big.fleet.close()]);
   for (const kit of kits) await kit.close();
   for (const pool of pools) await pool.end();
@@ -214,6 +241,7 @@ async function http(haveRedis) {
   const wanted = [
     ...builds.map((b) => ['fleet-hono-pg', b, `${prefix}_fleet_${b}`]),
     ...(NAMED ? [['fleet-hono-pg-named', 'this', `${prefix}_named`]] : []),
+    ...(ASYNC ? [['fleet-hono-pg-async', 'this', `${prefix}_async`]] : []),
     ...(haveRedis ? [['fleet-hono-redis', 'this', `bench-${process.pid}-http:`]] : []),
     ['bare-hono-pg', 'this', `${prefix}_bare`],
   ];
@@ -233,7 +261,13 @@ async function http(haveRedis) {
   console.log(`  8c the fleet answers ${fleet.sample.servers} servers, ${fleetText.length} bytes of JSON; the bare route answers the same bytes (but for meta's time and id) from one SELECT; pools of ${POOL} connections`);
 
   const perBuild = (variant) => builds.map((b) => `${variant}@${b}`);
-  const variants = [...perBuild('fleet-hono-pg'), 'bare-hono-pg', ...(NAMED ? ['fleet-hono-pg-named@this'] : []), ...(haveRedis ? ['fleet-hono-redis@this'] : [])];
+  const variants = [
+    ...perBuild('fleet-hono-pg'),
+    'bare-hono-pg',
+    ...(NAMED ? ['fleet-hono-pg-named@this'] : []),
+    ...(ASYNC ? ['fleet-hono-pg-async@this'] : []),
+    ...(haveRedis ? ['fleet-hono-redis@this'] : []),
+  ];
   const information = (what) => [
     ...(haveRedis
       ? [
@@ -242,6 +276,7 @@ async function http(haveRedis) {
         ]
       : []),
     ...(NAMED ? [{ id: `${what}Named`, info: true, label: `${what}: statements named / unnamed (fleet over PostgreSQL)`, ours: 'fleet-hono-pg-named', theirs: () => 'fleet-hono-pg@this' }] : []),
+    ...(ASYNC ? [{ id: `${what}Async`, info: true, label: `${what}: synchronous_commit off / on (fleet over PostgreSQL)`, ours: 'fleet-hono-pg-async', theirs: () => 'fleet-hono-pg@this' }] : []),
   ];
   const comparisons = [
     {

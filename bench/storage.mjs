@@ -90,7 +90,12 @@ export async function seeded(n, kit) {
   return { fleet, secret, first };
 }
 
-export async function bulkSeed(n, keyv, index, keyPrefix, first, chunk = 2000) {
+/**
+ * Writes servers 1..n-1 of the account of `first`: copies of its stored record, with their listings and name claims.
+ * `commit` writes each chunk's index transaction (`{ add, claims }`, every key fresh); the store's own `commit` by
+ * default, or a writer that puts the same rows in place by other means (section 8's bulk INSERT).
+ */
+export async function bulkSeed(n, keyv, index, keyPrefix, first, { chunk = 2000, commit = (tx) => index.commit(tx) } = {}) {
   // The stored record of the server made by a create (not its detail view), copied with other ids and names.
   const template = await keyv.get(`${keyPrefix}server:${first.id}`);
   if (template?.account !== 'pages') throw new Error('bulk seed: the template record was not found');
@@ -110,7 +115,7 @@ export async function bulkSeed(n, keyv, index, keyPrefix, first, chunk = 2000) {
     }
     if (typeof keyv.setMany === 'function') await keyv.setMany(entries);
     else await Promise.all(entries.map((e) => keyv.set(e.key, e.value)));
-    const done = await index.commit({ add, claims });
+    const done = await commit({ add, claims });
     if (!done.ok) throw new Error('bulk seed: a name claim conflicted');
   }
 }
