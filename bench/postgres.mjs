@@ -49,7 +49,8 @@ function countingPool() {
     client.query = (config, values, callback) => {
       counter.statements++;
       if (counter.inFlight++ === 0) counter.trips++;
-      const entry = { text: typeof config === 'string' ? config : config.text, values: typeof config === 'string' || typeof values === 'function' ? values : config.values, ms: 0 };
+      // Which round trip of the count it went out in (statements sent together share one).
+      const entry = { text: typeof config === 'string' ? config : config.text, values: typeof config === 'string' || typeof values === 'function' ? values : config.values, trip: counter.trips, ms: 0 };
       counter.log.push(entry);
       const start = performance.now();
       const done = () => {
@@ -117,13 +118,20 @@ async function roundTrips() {
       const response = await fleet.handle(r.make());
       await response.text();
       if (response.status !== r.status || response.headers.get('x-ratelimit-limit') === null) throw new Error(`8a ${r.label} answered ${response.status}`);
-      samples.push({ trips: counter.trips - before.trips, statements: counter.statements - before.statements, what: counter.log.map((e) => gist(e.text)), ms: counter.log.map((e) => e.ms), sent: [...counter.log] });
+      samples.push({
+        trips: counter.trips - before.trips,
+        statements: counter.statements - before.statements,
+        what: counter.log.map((e) => gist(e.text)),
+        trip: counter.log.map((e) => e.trip),
+        ms: counter.log.map((e) => e.ms),
+        sent: [...counter.log],
+      });
     }
     const worst = samples.reduce((a, b) => (b.trips > a.trips || (b.trips === a.trips && b.statements > a.statements) ? b : a));
     // Each statement's time from send to answer (median over the samples that sent the same statements), for where the time goes.
     const alike = samples.filter((x) => x.what.join() === worst.what.join());
     const ms = worst.what.map((_, i) => median(alike.map((x) => x.ms[i])));
-    out[r.label] = { trips: worst.trips, statements: worst.statements, what: worst.what, ms, sent: worst.sent.map(({ text, values }) => ({ text, values })) };
+    out[r.label] = { trips: worst.trips, statements: worst.statements, what: worst.what, trip: worst.trip, ms, sent: worst.sent.map(({ text, values }) => ({ text, values })) };
   }
   const named = await namedOrNot(pool, out);
   await fleet.close();
@@ -133,7 +141,9 @@ async function roundTrips() {
   console.log(`  8a round trips, counted from the driver (the most of 20 requests each; limits on, webhooks off):`);
   for (const [label, r] of Object.entries(out)) {
     const mark = label === 'GET /v1/servers/{id}' ? `  ${verdictAtMost(r.trips, 2)}` : '  (information)';
-    console.log(`    ${label.padEnd(22)} ${r.trips} round trips, ${r.statements} statements: ${r.what.map((w, i) => `${w} ${r.ms[i].toFixed(2)} ms`).join(', ')}${mark}`);
+    // Statements of one round trip joined by ' + ', round trips by ' → '.
+    const shown = r.what.map((w, i) => `${i === 0 ? '' : r.trip[i] === r.trip[i - 1] ? ' + ' : ' → '}${w} ${r.ms[i].toFixed(2)} ms`).join('');
+    console.log(`    ${label.padEnd(22)} ${r.trips} round trips, ${r.statements} statements: ${shown}${mark}`);
   }
   for (const [label, f] of Object.entries(named)) console.log(`    ${label.padEnd(22)} the same statements named / unnamed, one connection, time: ${fmtRatioFigure(f)}  (information; below 1×: naming is faster)`);
   return { get, all: out, named };
