@@ -170,15 +170,9 @@ if (variant.startsWith('fleet-')) {
     else {
       const names = new Map();
       app.post('/v1/servers', async (c) => {
-        let body;
-        try {
-          body = JSON.parse(await c.req.text());
-        } catch {
-          return c.json({ success: false, error: { code: 'INVALID_JSON' } }, 400);
-        }
-        const parsed = schema.safeParse(body);
-        if (!parsed.success) return c.json({ success: false, error: { code: 'VALIDATION_ERROR', details: parsed.error.issues } }, 400);
-        const { name, type, endpoint } = parsed.data;
+        const { config, answer } = await readCreate(c, schema);
+        if (answer !== undefined) return answer;
+        const { name, type, endpoint } = config;
         if (names.has(name)) return c.json({ success: false, error: { code: 'SERVER_NAME_EXISTS' } }, 409);
         const now = new Date().toISOString();
         const server = { id: `srv_${randomUUID()}`, name, type, endpoint, status: 'active', health: 'unknown', created_at: now, updated_at: now };
@@ -188,6 +182,19 @@ if (variant.startsWith('fleet-')) {
     }
     listen = () => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
   }
+}
+
+/** A bare route's reading of a create: JSON.parse and the strict schema, `{ config }`, or `{ answer }` (400) when either fails. */
+async function readCreate(c, schema) {
+  let body;
+  try {
+    body = JSON.parse(await c.req.text());
+  } catch {
+    return { answer: c.json({ success: false, error: { code: 'INVALID_JSON' } }, 400) };
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) return { answer: c.json({ success: false, error: { code: 'VALIDATION_ERROR', details: parsed.error.issues } }, 400) };
+  return { config: parsed.data };
 }
 
 /**
@@ -227,15 +234,8 @@ async function bareOverPostgres(app, createSchema) {
   });
   const insert = `INSERT INTO ${s}.bare_servers (account, name, id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (account, name) DO NOTHING RETURNING id`;
   app.post('/v1/servers', async (c) => {
-    let body;
-    try {
-      body = JSON.parse(await c.req.text());
-    } catch {
-      return c.json({ success: false, error: { code: 'INVALID_JSON' } }, 400);
-    }
-    const parsed = createSchema.safeParse(body);
-    if (!parsed.success) return c.json({ success: false, error: { code: 'VALIDATION_ERROR', details: parsed.error.issues } }, 400);
-    const config = parsed.data;
+    const { config, answer } = await readCreate(c, createSchema);
+    if (answer !== undefined) return answer;
     const now = new Date().toISOString();
     const id = `srv_${randomBytes(18).toString('base64url')}`;
     const record = { id, account: 'bench-acct', config, status: 'active', health: 'unknown', created_at: now, updated_at: now };
