@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 
 export const BASELINE_DIR = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : undefined;
 
-const PACKAGES = { core: 'core', hono: 'hono', express: 'express' };
+const PACKAGES = { core: 'core', hono: 'hono', express: 'express', postgres: 'postgres', redis: 'redis' };
 
 /** The ids of the builds in this run: `['this']`, or `['this', 'base']` with `BENCH_BASELINE`. */
 export const BUILD_IDS = BASELINE_DIR === undefined ? ['this'] : ['this', 'base'];

@@ -5,6 +5,9 @@ import path from 'node:path';
 /** `[{ name, where, selfPct }]`, heaviest first; `(garbage collector)`, `(program)` and `(idle)` are V8's own rows. */
 export function topFunctions(profile, n = 15) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  // A native function (no file) is shown with its caller's place, which says whose work it is.
+  const parentOf = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node);
   const self = new Map();
   const deltas = profile.timeDeltas;
   let total = 0;
@@ -12,10 +15,18 @@ export function topFunctions(profile, n = 15) {
     const node = byId.get(profile.samples[i]);
     const dt = deltas[i] ?? 0;
     const { functionName, url, lineNumber } = node.callFrame;
-    if (functionName === '(idle)') continue;
+    if (functionName === '(idle)' || isProfilerOwn(node, parentOf)) continue;
     total += dt;
-    const file = url === '' ? '' : shortUrl(url);
-    const key = `${functionName || '(anonymous)'}\u0000${file}${file && lineNumber >= 0 ? `:${lineNumber + 1}` : ''}`;
+    let file = url === '' ? '' : shortUrl(url);
+    let line = lineNumber;
+    if (url === '' && !functionName.startsWith('(')) {
+      const caller = parentOf.get(node.id)?.callFrame;
+      if (caller !== undefined && caller.url !== '') {
+        file = `called from ${caller.functionName || '(anonymous)'} ${shortUrl(caller.url)}`;
+        line = caller.lineNumber;
+      }
+    }
+    const key = `${functionName || '(anonymous)'}\u0000${file}${file && line >= 0 ? `:${line + 1}` : ''}`;
     self.set(key, (self.get(key) ?? 0) + dt);
   }
   return [...self.entries()]
@@ -27,14 +38,22 @@ export function topFunctions(profile, n = 15) {
     });
 }
 
+/** The profiler's own work (the inspector session's `dispatch`, starting and stopping it): not the profiled program's. */
+function isProfilerOwn(node, parentOf) {
+  return node.callFrame.url === '' && parentOf.get(node.id)?.callFrame.url === 'node:inspector';
+}
+
 /** Self time grouped by package (node_modules/<pkg>, node:internal, mcp-fleet's dist), heaviest first. */
 export function byPackage(profile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node);
   const sums = new Map();
   let total = 0;
   for (let i = 0; i < profile.samples.length; i++) {
-    const { functionName, url } = byId.get(profile.samples[i]).callFrame;
-    if (functionName === '(idle)') continue;
+    const node = byId.get(profile.samples[i]);
+    const { functionName, url } = node.callFrame;
+    if (functionName === '(idle)' || isProfilerOwn(node, parentOf)) continue;
     const dt = profile.timeDeltas[i] ?? 0;
     total += dt;
     const group = url === '' ? (functionName.startsWith('(') ? functionName : '(native)') : packageOf(url);

@@ -6,6 +6,16 @@
 //   bare-hono        Hono: GET answers the fleet's GET /v1/servers envelope (same JSON bytes, c.json); POST does
 //                    JSON.parse, a strict zod schema as demanding as the fleet's, a name-uniqueness Map, a 201 envelope
 //   bare-express     Express: GET answers the same envelope (res.json)
+// Section 8 (bench/postgres.mjs), each with the schema (or Redis key prefix) given as the third argument:
+//   fleet-hono-pg        fleet-hono over @mcp-fleet/postgres, on a pg.Pool of BENCH_PG_POOL connections
+//   fleet-hono-pg-named  the same, every statement given a name (prepared once per connection): an experiment
+//   fleet-hono-pg-async  the same on connections with synchronous_commit off (a commit does not wait for its WAL
+//                        flush): an experiment
+//   fleet-hono-redis     fleet-hono over @mcp-fleet/redis
+//   bare-hono-pg         Hono on the same kind of pool, in a schema the store migrated: GET reads the page with one
+//                        SELECT (from the rows copied from fleet-hono-pg's schema, `copy`) and answers the same JSON
+//                        bytes as the fleet; POST does bare-hono's parse and zod, then one INSERT … ON CONFLICT of the
+//                        record the fleet would store, 409 on a name taken
 // The second argument picks the build of the fleet variants (bench/builds.mjs): `this` (default) or `base`, the
 // checkout named by BENCH_BASELINE.
 // IPC: ready → { port, secret, sample }; mark → marked and stop → cpu (CPU of
@@ -13,9 +23,10 @@
 // profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { Hono } from 'hono';
+import pg from 'pg';
 import { z } from 'zod';
 import { createBenchFleet, importPackage } from './builds.mjs';
 import { byPackage, topFunctions } from './cpu-profile.mjs';
@@ -26,13 +37,66 @@ const build = process.argv[3] ?? 'this';
 const SERVERS = Number(process.env.BENCH_SERVERS ?? 20);
 const HIGH = 1e9;
 
+const DATABASE_URL = process.env.DATABASE_URL;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const POOL = Number(process.env.BENCH_PG_POOL ?? 10);
+/** Section 8: the schema (PostgreSQL variants) or key prefix (Redis) of this process. */
+const where = process.argv[4];
+
 let fleet;
 let secret = '';
 let listen;
+/** What `exit` closes after the fleet, in order. */
+const closers = [];
+
+/**
+ * A pg.Pool of the section's size; with `named`, every statement carries a name derived from its text (prepared once
+ * per connection); with `asyncCommit`, its connections run with synchronous_commit off.
+ */
+function benchPool({ named = false, asyncCommit = false } = {}) {
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL, ...(asyncCommit && { options: '-c synchronous_commit=off' }) });
+  pool.on('error', () => {});
+  if (named) {
+    const query = pool.query.bind(pool);
+    const names = new Map();
+    const nameOf = (text) => {
+      let name = names.get(text);
+      if (name === undefined) names.set(text, (name = `f${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
+      return name;
+    };
+    pool.query = (config, values) => (typeof config === 'object' && config !== null && typeof config.text === 'string' ? query({ ...config, name: nameOf(config.text) }, values) : query(config, values));
+  }
+  closers.push(() => pool.end());
+  return pool;
+}
+
+/** The store of a section 8 fleet variant, `{ store }` for createFleet; undefined for section 2's memory store. */
+async function sectionEightStore() {
+  if (variant === 'fleet-hono-redis') {
+    const { createRedisStore } = await importPackage(build, 'redis');
+    const store = await createRedisStore({ url: REDIS_URL, keyPrefix: where });
+    closers.push(async () => {
+      await store.close();
+      // Leave nothing behind: every key of this process carries its prefix.
+      const { createClient } = await import('@redis/client');
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      for await (const keys of client.scanIterator({ MATCH: `${where}*`, COUNT: 1000 })) if (keys.length > 0) await client.unlink(keys);
+      await client.quit();
+    });
+    return { store };
+  }
+  if (!variant.startsWith('fleet-hono-pg')) return undefined;
+  const { createPostgresStore } = await importPackage(build, 'postgres');
+  const store = await createPostgresStore({ pool: benchPool({ named: variant === 'fleet-hono-pg-named', asyncCommit: variant === 'fleet-hono-pg-async' }), schema: where });
+  closers.unshift(() => store.close());
+  return { store };
+}
 
 if (variant.startsWith('fleet-')) {
   const core = await importPackage(build, 'core');
-  fleet = createBenchFleet(core, {
+  const store = await sectionEightStore();
+  const options = {
     rateLimit:
       variant === 'fleet-hono-off'
         ? false
@@ -40,7 +104,8 @@ if (variant.startsWith('fleet-')) {
     onError: (error) => console.error('[bench server]', error.code, error.cause ?? ''),
     // The POST comparison creates thousands of servers in one account: the default quota (1000) would refuse them.
     quotas: { serversPerAccount: 1_000_000_000 },
-  });
+  };
+  fleet = store === undefined ? createBenchFleet(core, options) : core.createFleet({ ...store, ...options });
   ({ secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap());
   for (let i = 0; i < SERVERS; i++) {
     const made = await fleet.servers.create('bench-acct', { name: `server-${i}`, type: 'http', endpoint: `https://mcp-${i}.example.com/mcp` });
@@ -72,7 +137,7 @@ if (variant.startsWith('fleet-')) {
     listen = () => app.listen(0, '127.0.0.1');
   } else {
     const app = new Hono();
-    app.get('/v1/servers', (c) => c.json(envelope));
+    if (variant !== 'bare-hono-pg') app.get('/v1/servers', (c) => c.json(envelope));
     // As demanding as the fleet's create schema for an http server: strict object, the same field rules.
     const CONTROL = /[\u0000-\u001f\u007f]/;
     const text = (max) => z.string().min(1).max(max).refine((v) => !CONTROL.test(v), 'must not contain control characters');
@@ -101,25 +166,84 @@ if (variant.startsWith('fleet-')) {
         ])
         .optional(),
     });
-    const names = new Map();
-    app.post('/v1/servers', async (c) => {
-      let body;
-      try {
-        body = JSON.parse(await c.req.text());
-      } catch {
-        return c.json({ success: false, error: { code: 'INVALID_JSON' } }, 400);
-      }
-      const parsed = schema.safeParse(body);
-      if (!parsed.success) return c.json({ success: false, error: { code: 'VALIDATION_ERROR', details: parsed.error.issues } }, 400);
-      const { name, type, endpoint } = parsed.data;
-      if (names.has(name)) return c.json({ success: false, error: { code: 'SERVER_NAME_EXISTS' } }, 409);
-      const now = new Date().toISOString();
-      const server = { id: `srv_${randomUUID()}`, name, type, endpoint, status: 'active', health: 'unknown', created_at: now, updated_at: now };
-      names.set(name, server);
-      return c.json({ success: true, data: server, meta: { timestamp: now, request_id: `req_${randomUUID()}` } }, 201);
-    });
+    if (variant === 'bare-hono-pg') await bareOverPostgres(app, schema);
+    else {
+      const names = new Map();
+      app.post('/v1/servers', async (c) => {
+        const { config, answer } = await readCreate(c, schema);
+        if (answer !== undefined) return answer;
+        const { name, type, endpoint } = config;
+        if (names.has(name)) return c.json({ success: false, error: { code: 'SERVER_NAME_EXISTS' } }, 409);
+        const now = new Date().toISOString();
+        const server = { id: `srv_${randomUUID()}`, name, type, endpoint, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+        names.set(name, server);
+        return c.json({ success: true, data: server, meta: { timestamp: now, request_id: `req_${randomUUID()}` } }, 201);
+      });
+    }
     listen = () => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
   }
+}
+
+/** A bare route's reading of a create: JSON.parse and the strict schema, `{ config }`, or `{ answer }` (400) when either fails. */
+async function readCreate(c, schema) {
+  let body;
+  try {
+    body = JSON.parse(await c.req.text());
+  } catch {
+    return { answer: c.json({ success: false, error: { code: 'INVALID_JSON' } }, 400) };
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) return { answer: c.json({ success: false, error: { code: 'VALIDATION_ERROR', details: parsed.error.issues } }, 400) };
+  return { config: parsed.data };
+}
+
+/**
+ * bare-hono-pg's routes, on a pool of the section's size, in a schema of its own that the store's migration made (so
+ * that its tables are the store's). GET /v1/servers reads page 1 of `bench-acct`'s listing with one SELECT (its size,
+ * and the records of the page in listing order) from rows copied from fleet-hono-pg's schema (`copy`), and answers the
+ * fleet's envelope: the same summary fields, the same JSON bytes but for meta's time and id. POST /v1/servers parses
+ * and validates as bare-hono, then writes the record the fleet would store with one INSERT … ON CONFLICT on
+ * (account, name): 409 when the name is taken.
+ */
+async function bareOverPostgres(app, createSchema) {
+  const pool = benchPool();
+  const { createPostgresStore } = await importPackage('this', 'postgres');
+  await (await createPostgresStore({ pool, schema: where, sweepIntervalMs: 0 })).close(); // migrates; leaves the pool open
+  const s = `"${where}"`;
+  await pool.query(`CREATE TABLE ${s}.bare_servers (account text COLLATE "C", name text COLLATE "C", id text NOT NULL, value text NOT NULL, PRIMARY KEY (account, name))`);
+  process.on('message', async (message) => {
+    if (message.type !== 'copy') return;
+    const from = `"${message.schema}"`;
+    for (const table of ['records', 'claims', 'set_members', 'sets']) await pool.query(`INSERT INTO ${s}.${table} SELECT * FROM ${from}.${table}`);
+    process.send({ type: 'copied' });
+  });
+  const requestId = () => `req_${randomBytes(18).toString('base64url')}`;
+  const page = `SELECT (SELECT size FROM ${s}.sets WHERE name = $1) AS total,
+    coalesce((SELECT array_agg(r.value ORDER BY m.score, m.member)
+                FROM (SELECT member, score FROM ${s}.set_members WHERE set_name = $1 ORDER BY score, member LIMIT $2 OFFSET $3) m
+                JOIN ${s}.records r ON r.key = 'server:' || m.member), '{}') AS "values"`;
+  app.get('/v1/servers', async (c) => {
+    const limit = 50;
+    const { rows } = await pool.query(page, ['servers:bench-acct', limit, 0]);
+    const total = Number(rows[0].total ?? 0);
+    const data = rows[0].values.map((text) => {
+      const { id, config, status, health, created_at, updated_at } = JSON.parse(text).value;
+      return { id, name: config.name, type: config.type, endpoint: config.endpoint ?? null, status, health, created_at, updated_at };
+    });
+    return c.json({ success: true, data, pagination: { page: 1, limit, total, pages: Math.ceil(total / limit) }, meta: { timestamp: new Date().toISOString(), request_id: requestId() } });
+  });
+  const insert = `INSERT INTO ${s}.bare_servers (account, name, id, value) VALUES ($1, $2, $3, $4) ON CONFLICT (account, name) DO NOTHING RETURNING id`;
+  app.post('/v1/servers', async (c) => {
+    const { config, answer } = await readCreate(c, createSchema);
+    if (answer !== undefined) return answer;
+    const now = new Date().toISOString();
+    const id = `srv_${randomBytes(18).toString('base64url')}`;
+    const record = { id, account: 'bench-acct', config, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+    const { rows } = await pool.query(insert, ['bench-acct', config.name, id, JSON.stringify({ value: record })]);
+    if (rows.length === 0) return c.json({ success: false, error: { code: 'SERVER_NAME_EXISTS' } }, 409);
+    const server = { id, name: config.name, type: config.type, endpoint: config.endpoint, status: 'active', health: 'unknown', created_at: now, updated_at: now };
+    return c.json({ success: true, data: server, meta: { timestamp: now, request_id: requestId() } }, 201);
+  });
 }
 
 const server = listen();
@@ -163,7 +287,11 @@ process.on('message', async (message) => {
     process.send({ type: 'profile', top: topFunctions(profile, 15), packages: byPackage(profile).slice(0, 10) });
   } else if (message.type === 'exit') {
     server.closeAllConnections?.();
-    server.close(() => (fleet ? fleet.close() : Promise.resolve()).then(() => process.exit(0)));
+    server.close(async () => {
+      if (fleet) await fleet.close();
+      for (const close of closers) await close();
+      process.exit(0);
+    });
   }
 });
 process.send({ type: 'ready', port, secret, sample });

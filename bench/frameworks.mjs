@@ -16,7 +16,7 @@
 // Can run alone after a build: `node bench/frameworks.mjs`.
 import { BUILD_IDS, describeBuild } from './builds.mjs';
 import { cpuFor, forkChild, pinning } from './child.mjs';
-import { figure, fmtInt, max, median, min, pad, padLeft, printFigures } from './stats.mjs';
+import { figure, fmtInt, fmtRatioFigure, max, median, min, pad, padLeft, printFigures } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 10);
 const WARMUP_ROUNDS = Number(process.env.BENCH_HTTP_WARMUP_ROUNDS ?? 1);
@@ -34,8 +34,8 @@ const ONLY = process.env.BENCH_HTTP_ONLY?.split(',');
 
 const key = (variant, build) => (variant.startsWith('fleet-') ? `${variant}@${build}` : variant);
 
-async function startServer(variant, build) {
-  const proc = forkChild('./frameworks-server.mjs', [variant, build], { cpu: cpuFor('server') });
+export async function startServer(variant, build = 'this', args = []) {
+  const proc = forkChild('./frameworks-server.mjs', [variant, build, ...args], { cpu: cpuFor('server') });
   const ready = await proc.next('ready');
   return { key: key(variant, build), variant, build, proc, ...ready };
 }
@@ -69,30 +69,6 @@ export async function runFrameworksBench() {
   await Promise.all([s['bare-hono'], s['bare-express']].map((b) => b.proc.ask({ type: 'envelope', body: envelope }, 'envelope-set')));
   console.log(`  the fleet answers ${sample.servers} servers, ${JSON.stringify(envelope).length} bytes of JSON; the bare servers answer the same body`);
 
-  const slice = async (server, method, durationMs) => {
-    await server.proc.ask({ type: 'mark' }, 'marked');
-    const headers = server.secret ? { authorization: `Bearer ${server.secret}` } : {};
-    const result = await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path: '/v1/servers', headers, connections: CONNECTIONS, durationMs, method }, 'done');
-    const { cpuMs, wallMs, waitMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
-    if (result.non2xx + result.errors > 0) throw new Error(`${server.key} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-    return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs, serverWaitMs: waitMs };
-  };
-  // A variant's figures in one round: its parts summed.
-  const combine = (list) => {
-    const sum = (field) => list.reduce((total, part) => total + part[field], 0);
-    const requests = sum('requests');
-    return {
-      rps: (requests * 1000) / sum('elapsedMs'),
-      cpuUsPerReq: (sum('serverCpuMs') * 1000) / Math.max(1, requests),
-      loadUsPerReq: (sum('cpuMs') * 1000) / Math.max(1, requests),
-      busy: sum('serverCpuMs') / sum('serverWallMs'),
-      // Share of the time the server's thread was runnable but waited for a core: other work on the machine.
-      waited: sum('serverWaitMs') / sum('serverWallMs'),
-      p50Ms: median(list.map((part) => part.p50Ms)),
-      p99Ms: max(list.map((part) => part.p99Ms)),
-    };
-  };
-
   const perBuild = (variant) => builds.map((b) => `${variant}@${b}`);
   const comparisons = [
     {
@@ -123,82 +99,130 @@ export async function runFrameworksBench() {
 
   const out = { figures: [] };
   for (const c of comparisons) {
-    const results = Object.fromEntries(c.variants.map((v) => [v, []]));
-    // A round in which a server waited for a core more than MAX_WAIT of its time is run again, at most RERUNS times
-    // per comparison: whether a round is kept depends on what else ran on the machine, never on its ratio.
-    let reruns = 0;
-    for (let round = 0; round < WARMUP_ROUNDS + ROUNDS + reruns; round++) {
-      const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
-      if (round % 2 === 1) order.reverse();
-      const parts = {};
-      for (let k = 0; k < PARTS; k++) for (const v of k % 2 === 0 ? order : [...order].reverse()) (parts[v] ??= []).push(await slice(s[v], c.method, SLICE_MS / PARTS));
-      if (round < WARMUP_ROUNDS) continue;
-      const combined = c.variants.map((v) => combine(parts[v]));
-      if (combined.some((r) => r.waited > MAX_WAIT) && reruns < RERUNS) {
-        reruns++;
-        continue;
-      }
-      c.variants.forEach((v, i) => results[v].push(combined[i]));
-    }
-    console.log(`\n  ${c.label}`);
-    if (reruns > 0) {
-      console.log(
-        `  rounds run again: ${reruns} (a server waited for a core more than ${(MAX_WAIT * 100).toFixed(0)}% of the round)${reruns === RERUNS ? `; the limit of ${RERUNS} was reached, so disturbed rounds remain` : ''}`,
-      );
-    }
-    console.log(
-      `  ${pad('variant', 20)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('waited', 7)} ${padLeft('load CPU µs/req', 16)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`,
-    );
-    for (const v of c.variants) {
-      const rs = results[v];
-      const rps = rs.map((r) => r.rps);
-      console.log(
-        `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(fmtWaited(rs), 7)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
-      );
-    }
-    const disturbed = c.variants.filter((v) => max(results[v].map((r) => r.waited)) > MAX_WAIT);
-    if (disturbed.length > 0) {
-      console.log(`  note: in kept rounds the server of ${disturbed.join(', ')} waited more than ${(MAX_WAIT * 100).toFixed(0)}% of the time for a core (column \`waited\`, the worst round): other work was running, and those rounds' ratios carry it`);
-    }
-    out.waited = Math.max(out.waited ?? 0, ...c.variants.flatMap((v) => results[v].map((r) => r.waited)));
-    const idle = c.variants.filter((v) => median(results[v].map((r) => r.busy)) < 0.9);
-    if (idle.length > 0) {
-      console.log(
-        `  note: ${idle.join(', ')} used less than 90% of a core: the server was not the bottleneck (other work took the cores, or the client set the pace), so the req/s ratios below are not the servers' own; the CPU lines are the steadier reading`,
-      );
-    }
-    const ratios = (a, b, field = 'rps') => results[a].map((r, i) => r[field] / results[b][i][field]);
-    for (const f of c.figures) {
-      const entry = { label: `2 ${f.label}`, kind: 'ratio', target: f.target, builds: {} };
-      const perRound = Object.fromEntries(builds.map((b) => [b, ratios(`${f.ours}@${b}`, f.theirs(b))]));
-      for (const b of builds) entry.builds[b] = figure(perRound[b]);
-      // The CPU view of the same comparison (bare CPU per request / fleet CPU per request), information.
-      entry.cpu = figure(results[`${f.ours}@this`].map((r, i) => results[f.theirs('this')][i].cpuUsPerReq / r.cpuUsPerReq));
-      // this / base of the figure itself, round by round; against the same bare server it is the fleets' req/s ratio.
-      if (builds.includes('base')) entry.ab = { what: 'the figure, round by round', figure: figure(perRound.this.map((r, i) => r / perRound.base[i])) };
-      out[f.id] = entry;
+    const measured = await runComparison(c, { servers: s, load, builds });
+    out.waited = Math.max(out.waited ?? 0, measured.waited);
+    for (const entry of measured.figures) {
+      out[entry.id] = entry;
       out.figures.push(entry);
     }
-    printFigures(c.figures.map((f) => out[f.id]), '  ');
-    for (const f of c.figures) console.log(`  ${pad(`(information) the same in server CPU per request: ${f.theirs('this').replace('@this', '')} / ${f.ours}`, 66)} ${fmtCpu(out[f.id].cpu)}`);
   }
 
   // Where the fleet's time goes under the Hono GET: one CPU profile of this build's server process.
   if (PROFILE_MS > 0 && (ONLY === undefined || ONLY.includes('honoGet'))) {
-    const server = s['fleet-hono@this'];
-    await server.proc.ask({ type: 'profile-start' }, 'profiling');
-    await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path: '/v1/servers', headers: { authorization: `Bearer ${server.secret}` }, connections: CONNECTIONS, durationMs: PROFILE_MS, method: 'GET' }, 'done');
-    const profile = await server.proc.ask({ type: 'profile-stop' }, 'profile');
-    console.log(`\n  CPU profile of the fleet-hono server (this build) under GET /v1/servers (${PROFILE_MS / 1000} s, self time, top functions):`);
-    for (const f of profile.top) console.log(`  ${padLeft(f.selfPct.toFixed(1), 5)}%  ${pad(f.name, 34)} ${f.where}`);
-    console.log(`  by package: ${profile.packages.map((p) => `${p.group} ${p.pct.toFixed(0)}%`).join(', ')}`);
-    out.profile = profile;
+    out.profile = await profileUnderLoad(s['fleet-hono@this'], load, { label: 'the fleet-hono server (this build)' });
   }
 
   await Promise.all([load.exit(), ...servers.map((server) => server.proc.exit())]);
   out.seconds = (Date.now() - started) / 1000;
   console.log(`\n  section 2: ${out.seconds.toFixed(1)} s`);
   return out;
+}
+
+/**
+ * One comparison of section 2's kind (section 8 runs its own through this too): `c` is `{ id, label, method, variants,
+ * figures }`, `variants` keys of `servers` (`{ key: { proc, port, secret } }`), each figure `{ id, label, ours, theirs(b),
+ * target, kind?, info? }` with `ours` a variant name measured once per build (`${ours}@${build}`). Runs the warm-up and
+ * measured rounds (each variant's time in mirrored parts, a round run again when a server waited for a core), prints the
+ * variants' table and the figures, and answers `{ figures, results, waited }`.
+ */
+export async function runComparison(c, { servers: s, load, builds, path = '/v1/servers', rounds = ROUNDS, warmupRounds = WARMUP_ROUNDS, sliceMs = SLICE_MS, maxReruns = RERUNS }) {
+  const slice = async (server, method, durationMs) => {
+    await server.proc.ask({ type: 'mark' }, 'marked');
+    const headers = server.secret ? { authorization: `Bearer ${server.secret}` } : {};
+    const result = await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path, headers, connections: CONNECTIONS, durationMs, method }, 'done');
+    const { cpuMs, wallMs, waitMs } = await server.proc.ask({ type: 'stop' }, 'cpu');
+    if (result.non2xx + result.errors > 0) throw new Error(`${server.key} ${method}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+    return { ...result, serverCpuMs: cpuMs, serverWallMs: wallMs, serverWaitMs: waitMs };
+  };
+  const results = Object.fromEntries(c.variants.map((v) => [v, []]));
+  // A round in which a server waited for a core more than MAX_WAIT of its time is run again, at most maxReruns times
+  // per comparison: whether a round is kept depends on what else ran on the machine, never on its ratio.
+  let reruns = 0;
+  for (let round = 0; round < warmupRounds + rounds + reruns; round++) {
+    const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
+    if (round % 2 === 1) order.reverse();
+    const parts = {};
+    for (let k = 0; k < PARTS; k++) for (const v of k % 2 === 0 ? order : [...order].reverse()) (parts[v] ??= []).push(await slice(s[v], c.method, sliceMs / PARTS));
+    if (round < warmupRounds) continue;
+    const combined = c.variants.map((v) => combine(parts[v]));
+    if (combined.some((r) => r.waited > MAX_WAIT) && reruns < maxReruns) {
+      reruns++;
+      continue;
+    }
+    c.variants.forEach((v, i) => results[v].push(combined[i]));
+  }
+  console.log(`\n  ${c.label}`);
+  if (reruns > 0) {
+    console.log(
+      `  rounds run again: ${reruns} (a server waited for a core more than ${(MAX_WAIT * 100).toFixed(0)}% of the round)${reruns === maxReruns ? `; the limit of ${maxReruns} was reached, so disturbed rounds remain` : ''}`,
+    );
+  }
+  console.log(
+    `  ${pad('variant', 20)} ${padLeft('median req/s', 13)} ${padLeft('min..max req/s', 18)} ${padLeft('server CPU µs/req', 18)} ${padLeft('server busy', 12)} ${padLeft('waited', 7)} ${padLeft('load CPU µs/req', 16)} ${padLeft('p50 ms', 7)} ${padLeft('p99 ms', 7)}`,
+  );
+  for (const v of c.variants) {
+    const rs = results[v];
+    const rps = rs.map((r) => r.rps);
+    console.log(
+      `  ${pad(v, 20)} ${padLeft(fmtInt(median(rps)), 13)} ${padLeft(`${fmtInt(min(rps))}..${fmtInt(max(rps))}`, 18)} ${padLeft(median(rs.map((r) => r.cpuUsPerReq)).toFixed(1), 18)} ${padLeft(`${(median(rs.map((r) => r.busy)) * 100).toFixed(0)}%`, 12)} ${padLeft(fmtWaited(rs), 7)} ${padLeft(median(rs.map((r) => r.loadUsPerReq)).toFixed(1), 16)} ${padLeft(median(rs.map((r) => r.p50Ms)).toFixed(2), 7)} ${padLeft(median(rs.map((r) => r.p99Ms)).toFixed(2), 7)}`,
+    );
+  }
+  const disturbed = c.variants.filter((v) => max(results[v].map((r) => r.waited)) > MAX_WAIT);
+  if (disturbed.length > 0) {
+    console.log(`  note: in kept rounds the server of ${disturbed.join(', ')} waited more than ${(MAX_WAIT * 100).toFixed(0)}% of the time for a core (column \`waited\`, the worst round): other work was running, and those rounds' ratios carry it`);
+  }
+  const waited = Math.max(0, ...c.variants.flatMap((v) => results[v].map((r) => r.waited)));
+  const idle = c.variants.filter((v) => median(results[v].map((r) => r.busy)) < 0.9);
+  if (idle.length > 0) {
+    console.log(
+      `  note: ${idle.join(', ')} used less than 90% of a core: the server was not the bottleneck (other work took the cores, or the client set the pace), so the req/s ratios below are not the servers' own; the CPU lines are the steadier reading`,
+    );
+  }
+  const ratios = (a, b, field = 'rps') => results[a].map((r, i) => r[field] / results[b][i][field]);
+  const figures = [];
+  for (const f of c.figures) {
+    const entry = { id: f.id, label: f.info ? f.label : `${f.section ?? 2} ${f.label}`, kind: 'ratio', target: f.target, info: f.info === true, builds: {} };
+    // An information figure is this build's only.
+    const figureBuilds = f.info ? ['this'] : builds;
+    const perRound = Object.fromEntries(figureBuilds.map((b) => [b, ratios(`${f.ours}@${b}`, f.theirs(b))]));
+    for (const b of figureBuilds) entry.builds[b] = figure(perRound[b]);
+    // The CPU view of the same comparison (theirs' CPU per request / ours), information.
+    entry.cpu = figure(results[`${f.ours}@this`].map((r, i) => results[f.theirs('this')][i].cpuUsPerReq / r.cpuUsPerReq));
+    // this / base of the figure itself, round by round; against the same bare server it is the fleets' req/s ratio.
+    if (figureBuilds.includes('base')) entry.ab = { what: 'the figure, round by round', figure: figure(perRound.this.map((r, i) => r / perRound.base[i])) };
+    figures.push(entry);
+  }
+  printFigures(figures.filter((e) => !e.info), '  ');
+  for (const e of figures.filter((x) => x.info)) console.log(`  ${pad(`(information) ${e.label}`, 66)} ${fmtRatioFigure(e.builds.this)}`);
+  for (const f of c.figures.filter((x) => !x.info)) console.log(`  ${pad(`(information) the same in server CPU per request: ${f.theirs('this').replace('@this', '')} / ${f.ours}`, 66)} ${fmtCpu(figures.find((e) => e.id === f.id).cpu)}`);
+  return { figures, results, waited };
+}
+
+/** A variant's figures in one round: its parts summed. */
+function combine(list) {
+  const sum = (field) => list.reduce((total, part) => total + part[field], 0);
+  const requests = sum('requests');
+  return {
+    rps: (requests * 1000) / sum('elapsedMs'),
+    cpuUsPerReq: (sum('serverCpuMs') * 1000) / Math.max(1, requests),
+    loadUsPerReq: (sum('cpuMs') * 1000) / Math.max(1, requests),
+    busy: sum('serverCpuMs') / sum('serverWallMs'),
+    // Share of the time the server's thread was runnable but waited for a core: other work on the machine.
+    waited: sum('serverWaitMs') / sum('serverWallMs'),
+    p50Ms: median(list.map((part) => part.p50Ms)),
+    p99Ms: max(list.map((part) => part.p99Ms)),
+  };
+}
+
+/** One CPU profile of `server` under `ms` of `method` load on `path`: `{ top, packages }`, also printed. */
+export async function profileUnderLoad(server, load, { method = 'GET', path = '/v1/servers', ms = PROFILE_MS, label }) {
+  await server.proc.ask({ type: 'profile-start' }, 'profiling');
+  await load.ask({ type: 'run', origin: `http://127.0.0.1:${server.port}`, path, headers: server.secret ? { authorization: `Bearer ${server.secret}` } : {}, connections: CONNECTIONS, durationMs: ms, method }, 'done');
+  const profile = await server.proc.ask({ type: 'profile-stop' }, 'profile');
+  console.log(`\n  CPU profile of ${label} under ${method} ${path} (${ms / 1000} s, self time, top functions):`);
+  for (const f of profile.top) console.log(`  ${padLeft(f.selfPct.toFixed(1), 5)}%  ${pad(f.name, 34)} ${f.where}`);
+  console.log(`  by package: ${profile.packages.map((p) => `${p.group} ${p.pct.toFixed(0)}%`).join(', ')}`);
+  return profile;
 }
 
 /** The largest share of a round the server waited for a core, e.g. `12%` (`n/a` off Linux). */

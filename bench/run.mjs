@@ -4,6 +4,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { BASELINE_DIR } from './builds.mjs';
+import { summarisePostgres } from './postgres.mjs';
 import { fmtAddedFigure, fmtAddedMs, fmtMs, fmtRatio, pad, printFigures, verdict, verdictAtMost } from './stats.mjs';
 
 const started = Date.now();
@@ -28,6 +29,7 @@ const SECTIONS = [
   { n: '5', name: 'webhooks', file: './webhooks.mjs' },
   { n: '6', name: 'storage', file: './storage.mjs', gc: true },
   { n: '7', name: 'mcp', file: './mcp-endpoint.mjs', gc: true },
+  { n: '8', name: 'postgres', file: './postgres.mjs', gc: true },
 ];
 // BENCH_ONLY=2,4 (or http,toolcall) runs those sections alone; the summary prints what ran.
 const only = process.env.BENCH_ONLY?.split(/[\s,]+/).filter(Boolean);
@@ -46,7 +48,7 @@ for (const x of SECTIONS) {
   if (only !== undefined && !only.includes(x.n) && !only.includes(x.name)) continue;
   ran[x.name] = await section(x.file, x.gc ? ['--expose-gc'] : []);
 }
-const { limiter, http, probe, toolcall: toolCalls, webhooks, storage, mcp: mcpEndpoint } = ran;
+const { limiter, http, probe, toolcall: toolCalls, webhooks, storage, mcp: mcpEndpoint, postgres } = ran;
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each figure compares variants measured alternately in this run; medians of per-round figures, the rounds\' range, the spread around the median)');
@@ -67,6 +69,14 @@ if (toolCalls !== undefined) printFigures(toolCalls.figures, '  ');
       if (!Number.isNaN(worst)) console.log(`  section 4: the bench process waited for a core ${(worst * 100).toFixed(1)}% of the time (other work on the machine; near 0 on a quiet one)`);
     }
     if (http !== undefined && !Number.isNaN(http.waited)) console.log(`  section 2: the servers under test waited for a core up to ${(http.waited * 100).toFixed(1)}% of a round (other work on the machine; near 0 on a quiet one)`);
+  }
+}
+if (postgres !== undefined) {
+  const spreads = summarisePostgres(postgres);
+  if (spreads.length > 0) {
+    const within = spreads.filter((p) => p <= 10).length;
+    console.log(`  spreads: ${within} of ${spreads.length} within ±10 %, the widest ±${Math.max(...spreads).toFixed(1)}%${within < spreads.length ? ' (a figure with a wider spread cannot be quoted from this run)' : ''}`);
+    if (!Number.isNaN(postgres.http.waited)) console.log(`  section 8: the servers under test waited for a core up to ${(postgres.http.waited * 100).toFixed(1)}% of a round (other work on the machine; near 0 on a quiet one)`);
   }
 }
 console.log('\n  Other figures');

@@ -11,7 +11,7 @@
 // Needs Redis at REDIS_URL (default redis://127.0.0.1:6379) for 6a and the Redis half of 6b; skipped without it.
 import net from 'node:net';
 import * as core from '@mcp-fleet/core';
-import { fmtRatio, max, median, min, padLeft, verdict, verdictAtMost } from './stats.mjs';
+import { figure, fmtRatioFigure, max, median, rangeVerdict, verdictAtMost } from './stats.mjs';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BIG = Number(process.env.BENCH_PAGE_BIG ?? 100_000);
@@ -19,7 +19,7 @@ const SMALL = Number(process.env.BENCH_PAGE_SMALL ?? 1_000);
 const ROUNDS = Number(process.env.BENCH_PAGE_ROUNDS ?? 7);
 const BATCH = Number(process.env.BENCH_PAGE_BATCH ?? 40);
 const HIGH = 1e9;
-const limits = { tiers: { pro: HIGH }, operations: { 'servers.list': HIGH, 'servers.get': HIGH } };
+export const limits = { tiers: { pro: HIGH }, operations: { 'servers.list': HIGH, 'servers.get': HIGH, 'servers.create': HIGH } };
 
 // Every flush to a Redis socket, and the commands in it.
 const flushes = { count: 0, commands: 0 };
@@ -82,7 +82,7 @@ async function redisAvailable() {
 }
 
 /** A fleet with one account of `n` servers: a few made by creates, the rest copies of those written in bulk. */
-async function seeded(n, kit) {
+export async function seeded(n, kit) {
   const rateLimit = { ...limits, ...(kit.rateLimitStore && { store: kit.rateLimitStore }) };
   const fleet = core.createFleet({ ...kit.fleetOptions, rateLimit, webhooks: false, monitor: false });
   const { secret } = (await fleet.keys.create({ account: 'pages', tier: 'pro' }))._unsafeUnwrap();
@@ -90,17 +90,21 @@ async function seeded(n, kit) {
   return { fleet, secret, first };
 }
 
-async function bulkSeed(n, keyv, index, keyPrefix, first) {
+/**
+ * Writes servers 1..n-1 of the account of `first`: copies of its stored record, with their listings and name claims.
+ * `commit` writes each chunk's index transaction (`{ add, claims }`, every key fresh); the store's own `commit` by
+ * default, or a writer that puts the same rows in place by other means (section 8's bulk INSERT).
+ */
+export async function bulkSeed(n, keyv, index, keyPrefix, first, { chunk = 2000, commit = (tx) => index.commit(tx) } = {}) {
   // The stored record of the server made by a create (not its detail view), copied with other ids and names.
   const template = await keyv.get(`${keyPrefix}server:${first.id}`);
   if (template?.account !== 'pages') throw new Error('bulk seed: the template record was not found');
   const base = Date.parse(template.created_at);
-  const CHUNK = 2000;
-  for (let start = 1; start < n; start += CHUNK) {
+  for (let start = 1; start < n; start += chunk) {
     const entries = [];
     const add = [];
     const claims = [];
-    for (let i = start; i < Math.min(n, start + CHUNK); i++) {
+    for (let i = start; i < Math.min(n, start + chunk); i++) {
       const id = `srv_${String(i).padStart(24, '0')}`;
       const at = new Date(base + i).toISOString();
       const record = { ...template, id, config: { ...template.config, name: `server-${i}` }, created_at: at, updated_at: at };
@@ -111,12 +115,12 @@ async function bulkSeed(n, keyv, index, keyPrefix, first) {
     }
     if (typeof keyv.setMany === 'function') await keyv.setMany(entries);
     else await Promise.all(entries.map((e) => keyv.set(e.key, e.value)));
-    const done = await index.commit({ add, claims });
+    const done = await commit({ add, claims });
     if (!done.ok) throw new Error('bulk seed: a name claim conflicted');
   }
 }
 
-const requestFor = (secret, path) => new Request(`http://bench.local/v1${path}`, { headers: { authorization: `Bearer ${secret}` } });
+export const requestFor = (secret, path) => new Request(`http://bench.local/v1${path}`, { headers: { authorization: `Bearer ${secret}` } });
 
 async function timePages(variants) {
   const per = Object.fromEntries(variants.map((v) => [v.id, []]));
@@ -136,7 +140,7 @@ async function timePages(variants) {
   return per;
 }
 
-async function pageComparison(label, make) {
+export async function pageComparison(label, make) {
   const small = await make(SMALL, 'small');
   const big = await make(BIG, 'big');
   const run = (s) => async () => {
@@ -149,10 +153,10 @@ async function pageComparison(label, make) {
     { id: 'small', run: run(small) },
     { id: 'big', run: run(big) },
   ]);
-  const ratios = per.big.map((t, i) => t / per.small[i]);
-  const result = { ratio: median(ratios), low: min(ratios), high: max(ratios), smallMs: median(per.small), bigMs: median(per.big) };
+  const ratios = figure(per.big.map((t, i) => t / per.small[i]));
+  const result = { ratio: ratios.median, low: ratios.low, high: ratios.high, figure: ratios, big: BIG, small: SMALL, smallMs: median(per.small), bigMs: median(per.big) };
   console.log(
-    `  ${label}: page 1 at ${BIG.toLocaleString('en')} servers / at ${SMALL.toLocaleString('en')}: ${padLeft(fmtRatio(result.ratio), 6)} (rounds ${fmtRatio(result.low)}..${fmtRatio(result.high)}; ${result.bigMs.toFixed(3)} vs ${result.smallMs.toFixed(3)} ms)  ${verdictAtMost(result.ratio, 1.5, '×')}`,
+    `  ${label}: page 1 at ${BIG.toLocaleString('en')} servers / at ${SMALL.toLocaleString('en')} (time): ${fmtRatioFigure(ratios)}; ${result.bigMs.toFixed(3)} vs ${result.smallMs.toFixed(3)} ms  ${rangeVerdict(ratios, 1.5, { atMost: true })}`,
   );
   return { result, small, big };
 }
