@@ -1,8 +1,10 @@
 import { createServer, type Server } from 'node:net';
 import { createFleet } from '@mcp-fleet/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { DATABASE_URL, dropSchemas, rawPool, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
 import { createPostgresStore, migrationSql, PostgresSchemaError, SCHEMA_VERSION } from './index.js';
+import { migrations } from './schema.js';
 
 const skip = withoutPostgres('createPostgresStore');
 const connectionString = DATABASE_URL as string;
@@ -80,9 +82,10 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
   it('stores starting at once migrate once, under the lock; a second migrate changes nothing', async () => {
     const schema = schemaFor('race');
     const stores = await Promise.all(Array.from({ length: 4 }, () => createPostgresStore({ connectionString, schema })));
-    expect(await sql(`SELECT version FROM "${schema}".migrations`)).toEqual([{ version: SCHEMA_VERSION }]);
+    const versions = Array.from({ length: SCHEMA_VERSION }, (_, i) => ({ version: i + 1 }));
+    expect(await sql(`SELECT version FROM "${schema}".migrations ORDER BY version`)).toEqual(versions);
     await stores[0]?.migrate();
-    expect(await sql(`SELECT count(*)::int AS n FROM "${schema}".migrations`)).toEqual([{ n: 1 }]);
+    expect(await sql(`SELECT count(*)::int AS n FROM "${schema}".migrations`)).toEqual([{ n: SCHEMA_VERSION }]);
     for (const store of stores) await store.close();
   });
 
@@ -100,7 +103,34 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
   it('migrate: false on an empty schema refuses to start and says to migrate', async () => {
     const error = await createPostgresStore({ connectionString, schema: schemaFor('empty'), migrate: false }).catch((e: Error) => e);
     expect(error).toBeInstanceOf(PostgresSchemaError);
-    expect((error as Error).message).toMatch(/at version 0, .* needs 1: run its migrations/);
+    expect((error as Error).message).toMatch(new RegExp(`at version 0, .* needs ${SCHEMA_VERSION}: run its migrations`));
+  });
+
+  it('a schema at version 1 is brought to version 2 at start: consume then commits without waiting for the WAL flush', async () => {
+    const schema = schemaFor('upgrade');
+    const [first] = migrations(schema);
+    await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());${first?.sql}; INSERT INTO "${schema}".migrations (version, name) VALUES (1, 'v1')`);
+    // What consume's transaction commits with, seen from inside it.
+    const setting = async () => {
+      const client = new pg.Client({ connectionString });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(`SELECT "${schema}".consume(ARRAY['k'], ARRAY[10]::bigint[], ARRAY[1]::bigint[], $1)`, [Date.now() + 60_000]);
+        const { rows } = await client.query(`SELECT current_setting('synchronous_commit') AS value`);
+        await client.query('COMMIT');
+        return rows[0]?.value;
+      } finally {
+        await client.end();
+      }
+    };
+    expect(await setting()).toBe('on');
+    const store = await createPostgresStore({ connectionString, schema });
+    expect(await sql(`SELECT max(version)::int AS v FROM "${schema}".migrations`)).toEqual([{ v: 2 }]);
+    expect(await setting()).toBe('off');
+    // Only consume's own transaction: the session's setting and every other statement keep theirs.
+    expect(await sql(`SELECT current_setting('synchronous_commit') AS value`)).toEqual([{ value: 'on' }]);
+    await store.close();
   });
 
   it('records: a Keyv over its own table, with expiry on the database clock and a sweep', async () => {

@@ -161,10 +161,37 @@ BEGIN
 END
 $fn$;
 
--- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
+${consumeFunction(schema, 'CREATE', false)}
+-- Deletes up to batch expired records and batch expired counters; returns how many. Reads never return an expired
+-- row; this only frees the space. SKIP LOCKED: a row being written is left for the next sweep, and the delete
+-- checks expiry again on the row it deletes, so a counter started again meanwhile is kept.
+CREATE FUNCTION ${s}.sweep(batch integer) RETURNS bigint
+LANGUAGE sql AS $fn$
+  WITH r AS (
+    DELETE FROM ${s}.records WHERE expires_at <= clock_timestamp() AND key IN (
+      SELECT key FROM ${s}.records WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
+    RETURNING 1
+  ), c AS (
+    DELETE FROM ${s}.counters WHERE expires_at <= clock_timestamp() AND key IN (
+      SELECT key FROM ${s}.counters WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM c);
+$fn$;
+`;
+}
+
+/**
+ * The rate-limit decision (`consume`), as `verb` (`CREATE`, or `CREATE OR REPLACE` in a later migration) makes it.
+ * `asyncCommit`: the decision's transaction commits without waiting for the WAL flush (migration 2).
+ */
+function consumeFunction(schema: string, verb: 'CREATE' | 'CREATE OR REPLACE', asyncCommit: boolean): string {
+  const s = quoteIdentifier(schema);
+  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+  return `-- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
 -- its cost is within its limit; then each cost > 0 is added (a counter is created, or started again once its window
 -- has ended, with expires_ms as its end). A refusal writes nothing. Returns {1 or 0 (allowed), each count after}.
-CREATE FUNCTION ${s}.consume(keys text[], limits bigint[], costs bigint[], expires_ms bigint) RETURNS bigint[]
+${verb} FUNCTION ${s}.consume(keys text[], limits bigint[], costs bigint[], expires_ms bigint) RETURNS bigint[]
 LANGUAGE plpgsql AS $fn$
 DECLARE
   lock_id bigint;
@@ -173,7 +200,11 @@ DECLARE
 BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'mcp-fleet: consume runs at READ COMMITTED, not %', current_setting('transaction_isolation');
-  END IF;
+  END IF;${asyncCommit ? `
+  -- The decision's commit does not wait for the WAL to reach the disk: the counters' locks are held for the call, not
+  -- for a flush, and a hot account's requests stop queueing behind each other's fsync. A PostgreSQL crash can forget
+  -- the last moments of counts (at most 3 × wal_writer_delay); nothing else of the schema commits this way.
+  PERFORM set_config('synchronous_commit', 'off', true);` : ''}
   FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
     PERFORM pg_advisory_xact_lock(lock_id);
   END LOOP;
@@ -197,35 +228,20 @@ BEGIN
     FROM unnest(keys) WITH ORDINALITY t(k, i) LEFT JOIN written w ON w.key = t.k;
   RETURN array_prepend(1::bigint, counts);
 END
-$fn$;
-
--- Deletes up to batch expired records and batch expired counters; returns how many. Reads never return an expired
--- row; this only frees the space. SKIP LOCKED: a row being written is left for the next sweep, and the delete
--- checks expiry again on the row it deletes, so a counter started again meanwhile is kept.
-CREATE FUNCTION ${s}.sweep(batch integer) RETURNS bigint
-LANGUAGE sql AS $fn$
-  WITH r AS (
-    DELETE FROM ${s}.records WHERE expires_at <= clock_timestamp() AND key IN (
-      SELECT key FROM ${s}.records WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
-    RETURNING 1
-  ), c AS (
-    DELETE FROM ${s}.counters WHERE expires_at <= clock_timestamp() AND key IN (
-      SELECT key FROM ${s}.counters WHERE expires_at <= clock_timestamp() LIMIT batch FOR UPDATE SKIP LOCKED)
-    RETURNING 1
-  )
-  SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM c);
-$fn$;
-`;
+$fn$;`;
 }
 
 /** Every migration, oldest first, for `schema`. The table `migrations` itself is made by `migrate()`. */
 export function migrations(schema: string): Migration[] {
   checkSchemaName(schema);
-  return [{ version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) }];
+  return [
+    { version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) },
+    { version: 2, name: 'consume commits without waiting for the WAL flush', sql: `\n${consumeFunction(schema, 'CREATE OR REPLACE', true)}\n` },
+  ];
 }
 
 /** The version this code brings the schema to. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with
