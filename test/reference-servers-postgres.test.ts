@@ -96,6 +96,9 @@ describe.skipIf(skip)('two reference servers on one PostgreSQL database', () => 
     const revoked = await keys('revoke', id);
     expect(revoked.code, revoked.stderr).toBe(0);
     for (const server of [b, a]) expectError(await api(server, secret).get('/servers'), 401, 'UNAUTHORIZED');
+    // The configured keys, registered by both processes at once on start, are one key each.
+    const listed = await keys('list', accounts.names.account);
+    expect(listed.stdout.trim().split('\n'), listed.stdout).toHaveLength(1);
   });
 
   it('the server quota (1000 an account) holds when the last creates race across both', async () => {
