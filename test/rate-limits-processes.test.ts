@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { earlyInAMinute } from './support/http-client.js';
 import { killLeftovers, removeTempDirs, startServer, tempDir } from './support/reference-server.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
@@ -21,9 +22,8 @@ describe.skipIf(withoutRedis('rate limits across processes'))('rate limits acros
     const account = `burst${randomBytes(4).toString('hex')}`;
     const env = { MCP_FLEET_STORE: store, MCP_FLEET_API_KEYS: `${account}:free:${secret}` };
     const [a, b] = await Promise.all([startServer({ cwd: await tempDir(), env }), startServer({ cwd: await tempDir(), env })]);
-    // The burst must fall in one window: start it early in a minute.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+    // The burst must fall in one window.
+    await earlyInAMinute();
 
     const urls = [a.url, b.url];
     const answers = await Promise.all(

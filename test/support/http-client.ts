@@ -62,8 +62,8 @@ export async function send(url: string, method: string, path: string, options: R
   return { status: response.status, headers: response.headers, body, text };
 }
 
-/** A tiny client of one served fleet that authenticates with `key` (or not at all with `null`). */
-export function api(served: Served, key: string | null): ApiClient {
+/** A tiny client of one served fleet (or a reference server process: its `url`) that authenticates with `key` (or not at all with `null`). */
+export function api(served: Pick<Served, 'url'>, key: string | null): ApiClient {
   const request = (method: string, path: string, options: RequestOptions = {}) => send(served.url, method, path, options, key);
   return {
     key,
@@ -212,4 +212,13 @@ export async function total(client: ApiClient, query = ''): Promise<number> {
   const res = await client.get(`/servers${query}`);
   expectSuccess(res, 200);
   return res.body.pagination.total;
+}
+
+/**
+ * Waits, when less than 10 s of the current minute are left, for the next minute: a burst that must fall in one
+ * fixed rate-limit window (aligned to the minute) starts early in one.
+ */
+export async function earlyInAMinute(): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
 }

@@ -1,19 +1,25 @@
 // A process of its own on the built packages, for the webhook crash tests (test/webhooks-crash.test.ts).
 // MODE=stage: creates a webhook (to RECEIVER) and COUNT servers with the worker off, prints their ids, then idles
 // until it is killed. MODE=work: runs the delivery worker on the same storage until it is killed.
+// STORE: redis://… (under PREFIX), postgres://… (in SCHEMA) or sqlite://PATH. LEASE_MS and TIMEOUT_MS: the worker's
+// `webhooks.leaseMs` and `timeoutMs` (default: the library's).
 import { createFleet } from '../../packages/core/dist/index.js';
+import { createPostgresStore } from '../../packages/postgres/dist/index.js';
 import { createRedisStore } from '../../packages/redis/dist/index.js';
 import { createSqliteStore } from '../../packages/sqlite/dist/index.js';
 
-const { MODE, STORE, RECEIVER, COUNT = '1', PREFIX = 'mcp-fleet:' } = process.env;
+const { MODE, STORE, RECEIVER, COUNT = '1', PREFIX = 'mcp-fleet:', SCHEMA, LEASE_MS, TIMEOUT_MS } = process.env;
 const opened = STORE.startsWith('redis')
   ? await createRedisStore({ url: STORE, keyPrefix: PREFIX })
-  : await createSqliteStore({ path: STORE.slice('sqlite://'.length) });
+  : STORE.startsWith('postgres')
+    ? await createPostgresStore({ connectionString: STORE, schema: SCHEMA })
+    : await createSqliteStore({ path: STORE.slice('sqlite://'.length) });
+const timing = { ...(LEASE_MS && { leaseMs: Number(LEASE_MS) }), ...(TIMEOUT_MS && { timeoutMs: Number(TIMEOUT_MS) }) };
 const fleet = createFleet({
   store: opened,
   rateLimit: false,
   allowPrivateNetworks: true,
-  webhooks: MODE === 'stage' ? { worker: false } : { pollIntervalMs: 25, concurrency: 4 },
+  webhooks: MODE === 'stage' ? { worker: false } : { pollIntervalMs: 25, concurrency: 4, ...timing },
   onError: (error) => console.error(error.code, error.cause),
 });
 if (MODE === 'stage') {

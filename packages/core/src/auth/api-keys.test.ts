@@ -206,6 +206,16 @@ describe('ApiKeys', () => {
       expect((await keys.count())._unsafeUnwrap()).toBe(1);
     });
 
+    it('two registrations of one secret at once (processes starting together on one store) make one key', async () => {
+      const { keys } = setup();
+      const both = await Promise.all([keys.register({ account: 'acme', secret }), keys.register({ account: 'acme', secret })]);
+      const [first, second] = both.map((r) => r._unsafeUnwrap());
+      expect(second?.id).toBe(first?.id);
+      expect((await keys.list('acme'))._unsafeUnwrap().map((k) => k.id)).toEqual([first?.id]);
+      expect((await keys.count())._unsafeUnwrap()).toBe(1);
+      expect((await keys.verify(secret))._unsafeUnwrap()?.keyId).toBe(first?.id);
+    });
+
     it('registering again updates tier and scopes', async () => {
       const { keys } = setup();
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();

@@ -95,6 +95,8 @@ const SECRET_PREFIX = 'mcpf_';
 const keyRecord = (id: string) => `apikey:${id}`;
 const usedRecord = (id: string) => `apikey-used:${id}`;
 const hashRecord = (hash: string) => `apikey-hash:${hash}`;
+/** The index claim that makes a secret one key's: taken in the commit that lists the key. */
+const secretClaim = (hash: string) => `apikey-secret:${hash}`;
 const accountSet = (account: string) => `apikeys:${encodeURIComponent(account)}`;
 const ALL_KEYS_SET = 'apikeys';
 
@@ -172,7 +174,7 @@ export class ApiKeys {
             name: valid.name ?? existing.name,
             expires_at: valid.expires_at ?? null,
           };
-          if (key.account !== valid.account) return this.revoke(existing.id).andThen(() => this.store(valid, secret));
+          if (key.account !== valid.account) return this.revoke(existing.id).andThen(() => this.store(valid, secret, existing.id));
           return toAsync(this.records.set(keyRecord(key.id), key))
             .andThen(() => this.records.set(hashRecord(hashSecret(secret)), this.hashEntry(key)))
             .andThen(okWith(() => key));
@@ -282,7 +284,13 @@ export class ApiKeys {
     await Promise.all([...this.writing]);
   }
 
-  private store(valid: z.output<typeof inputSchema>, secret: string): ResultAsync<ApiKey, FleetError> {
+  /**
+   * Writes a new key for `secret`; `replacing`: the key that held the secret before (registered for another account).
+   * The secret is claimed in the commit that lists the key, so two registrations of one secret at once (processes
+   * starting together on one store) make one key: the one that lost the claim removes its records and answers the
+   * winner's key.
+   */
+  private store(valid: z.output<typeof inputSchema>, secret: string, replacing?: string): ResultAsync<ApiKey, FleetError> {
     const now = this.now();
     const key: ApiKey = {
       id: newId('apiKey'),
@@ -305,14 +313,18 @@ export class ApiKeys {
       .andThen(() => this.records.set(`apikey-hash-of:${key.id}`, hash))
       .andThen(() =>
         this.index.commit({
+          claims: [{ key: secretClaim(hash), owner: key.id, ...(replacing !== undefined && { replacing }) }],
           add: [
             { set: accountSet(key.account), member: key.id, score: now },
             { set: ALL_KEYS_SET, member: key.id, score: now },
           ],
         }),
       )
-      .andThen(() => this.records.set(hashRecord(hash), this.hashEntry(key)))
-      .andThen(okWith(() => key));
+      .andThen((result) => {
+        if (result.ok) return toAsync(this.records.set(hashRecord(hash), this.hashEntry(key))).andThen(okWith(() => key));
+        const winner = result.conflict?.owner as string;
+        return toAsync(this.records.deleteMany([keyRecord(key.id), `apikey-hash-of:${key.id}`])).andThen(() => this.get(winner));
+      });
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {
