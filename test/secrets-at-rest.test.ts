@@ -1,7 +1,7 @@
 /**
  * Secrets at rest (docs/security.md): what each real store holds after servers with credentials and env values and a
  * webhook were created, read byte for byte (the memory Map, the SQLite file and its journal, every Redis key under the
- * test's prefix), never contains a secret; the secrets still work (probes, tool calls, stdio env, webhook signatures);
+ * test's prefix, every row of every table in the test's PostgreSQL schema), never contains a secret; the secrets still work (probes, tool calls, stdio env, webhook signatures);
  * rotation moves everything to a new key; a wrong key fails at start; plaintext from before stays readable.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFleet, createMemoryStore, type Fleet, type FleetOptions, MemoryIndexStore, verify } from '@mcp-fleet/core';
+import { createPostgresStore } from '@mcp-fleet/postgres';
 import { createRedisStore } from '@mcp-fleet/redis';
 import { createSqliteStore } from '@mcp-fleet/sqlite';
 import Keyv from 'keyv';
@@ -17,6 +18,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { listen, type Listening, readBody } from '../packages/core/src/mcp/fixtures/listen.js';
 import { startAuthServer } from '../packages/core/src/mcp/fixtures/misc-servers.js';
 import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
+import { DATABASE_URL, dropSchemas, sql, uniqueSchema, withoutPostgres } from './support/postgres.js';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix } from './support/redis.js';
 
 const ACCOUNT = 'acme';
@@ -103,7 +105,33 @@ function redisStore(): StoreKind {
   };
 }
 
-const STORES = [memoryStore(), sqliteStore(), redisStore()];
+function postgresStore(): StoreKind {
+  const schema = uniqueSchema('secrets');
+  return {
+    name: 'postgres',
+    skip: withoutPostgres('secrets at rest on PostgreSQL'),
+    open: async () => {
+      const postgres = await createPostgresStore({ connectionString: DATABASE_URL as string, schema });
+      return { options: { store: postgres }, close: postgres.close };
+    },
+    // Every row of every table of the schema, as the database renders it: whatever the store wrote, wherever.
+    dump: async () => {
+      const tables = await sql<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1", [schema]);
+      expect(tables.map((table) => table.name)).toContain('records');
+      const parts: string[] = [];
+      for (const { name } of tables) {
+        const rows = await sql<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM "${schema}"."${name}" t`);
+        parts.push(name, ...rows.map((row) => row.row));
+      }
+      return parts.join('\n');
+    },
+    cleanup: async () => {
+      if (DATABASE_URL !== undefined) await dropSchemas(schema);
+    },
+  };
+}
+
+const STORES = [memoryStore(), sqliteStore(), redisStore(), postgresStore()];
 afterAll(async () => {
   for (const store of STORES) await store.cleanup();
 });

@@ -4,8 +4,11 @@ import { ADAPTERS } from '../support/adapters.js';
 import { api, createKey, expectError, freshClient, httpServer, serveForSuite, UNKNOWN_SERVER_ID } from '../support/http-client.js';
 
 const MINUTE = 60_000;
-/** A fake clock: each test starts in a window of its own, a few seconds into it. */
-let clock = Date.UTC(2026, 10, 22, 10, 0, 5);
+/**
+ * A fake clock: each test starts in a window of its own, a few seconds into it. It starts at the real time and only
+ * moves ahead: a PostgreSQL store ends a window on the database's clock, which must not be past the fake one.
+ */
+let clock = Math.floor(Date.now() / MINUTE) * MINUTE + 5_000;
 const nextWindow = () => {
   clock = (Math.floor(clock / MINUTE) + 1) * MINUTE + 5_000;
   return (Math.floor(clock / MINUTE) + 1) * 60; // this window's reset, Unix seconds

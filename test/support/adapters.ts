@@ -1,12 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { serve } from '@hono/node-server';
-import { createFleet, type Fleet, type FleetOptions } from '@mcp-fleet/core';
+import { createFleet, type Fleet, type FleetOptions, type FleetStore } from '@mcp-fleet/core';
 import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
+import { createPostgresStore } from '@mcp-fleet/postgres';
 import express from 'express';
 import { Hono } from 'hono';
 import { checkedFleet } from './answer-check.js';
+import { DATABASE_URL, dropSchemas, uniqueSchema } from './postgres.js';
 
 /**
  * A fleet served over real HTTP on a random loopback port by one adapter. Every answer is checked against its route's
@@ -77,10 +79,40 @@ export function withSharedStdioUser<T extends FleetOptions>(options: T): T {
   return { ...options, stdio: { sharedUser: true, ...options.stdio } };
 }
 
+/**
+ * The store every fleet of the run gets when its test asks for none: `MCP_FLEET_TEST_STORE=postgres` (the vitest
+ * project `http-postgres`) gives each fleet a PostgreSQL store in a schema of its own, dropped on close; unset, the
+ * fleet makes its own memory store.
+ */
+export const TEST_STORE: 'memory' | 'postgres' = process.env.MCP_FLEET_TEST_STORE === 'postgres' ? 'postgres' : 'memory';
+
+async function testStore(options: FleetOptions): Promise<{ store?: FleetStore; close(): Promise<void> }> {
+  if (options.store !== undefined || TEST_STORE === 'memory') return { close: async () => {} };
+  if (DATABASE_URL === undefined) throw new Error('MCP_FLEET_TEST_STORE=postgres needs DATABASE_URL');
+  const schema = uniqueSchema('http');
+  const store = await createPostgresStore({ connectionString: DATABASE_URL, schema, now: options.now, sweepIntervalMs: 0 });
+  return {
+    store,
+    close: async () => {
+      await store.close();
+      await dropSchemas(schema);
+    },
+  };
+}
+
 export async function serveFleet(adapter: Adapter, options: ServeOptions = {}): Promise<Served> {
   const { mount = '', ...fleetOptions } = options;
-  const fleet = createFleet({ rateLimit: false, ...withSharedStdioUser(fleetOptions) });
-  const { origin, server } = await adapter.serve(fleet, mount);
+  const test = await testStore(fleetOptions);
+  let fleet: Fleet;
+  let listening: { origin: string; server: Server };
+  try {
+    fleet = createFleet({ rateLimit: false, ...withSharedStdioUser(fleetOptions), ...(test.store && { store: test.store }) });
+    listening = await adapter.serve(fleet, mount);
+  } catch (error) {
+    await test.close();
+    throw error;
+  }
+  const { origin, server } = listening;
   return {
     fleet,
     origin,
@@ -89,6 +121,7 @@ export async function serveFleet(adapter: Adapter, options: ServeOptions = {}): 
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await fleet.close();
+      await test.close();
     },
   };
 }
