@@ -246,7 +246,13 @@ describe.skipIf(skip)('PostgreSQL faults through HTTP', () => {
       expect(answers.some((a) => a.status === 201 && a.started > restoredAt)).toBe(true);
       expectCausesSay(o, new RegExp(`PostgreSQL 127\\.0\\.0\\.1:\\d+/\\w+: .* failed: .*check that the database runs`));
 
-      const probes = (await call(o, 'GET', '/servers?limit=100')).body as unknown as { data: { name: string; id: string }[] };
+      // Every server listed, page by page: a quiet machine makes more than a page of creates.
+      const probes: { data: { name: string; id: string }[] } = { data: [] };
+      for (let page = 1; ; page++) {
+        const { data } = (await call(o, 'GET', `/servers?limit=100&page=${page}`)).body as unknown as { data: { name: string; id: string }[] };
+        probes.data.push(...data);
+        if (data.length < 100) break;
+      }
       const creates = [...answers, ...probes.data.filter((s) => s.name.startsWith('probe-')).map((s) => ({ method: 'POST', name: s.name, status: 201, body: { success: true, data: { id: s.id } } }) as Answer)];
       const orphans = await expectNothingHalfWritten(o, creates, 'unreachable undo');
       // Their names are free: a create of each answers 201.
