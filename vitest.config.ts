@@ -57,9 +57,7 @@ function postgresProjects(): TestProjectInlineConfiguration[] {
           // Two fleets on one Redis by design; two processes on one PostgreSQL: test/reference-servers-postgres.test.ts.
           'test/http/mcp-endpoint-processes.test.ts',
         ],
-        // The fuzz's inputs do not depend on the store: half its runs here (the memory project runs them all), so that
-        // npm test stays near 10 minutes on a 2-core machine.
-        env: { MCP_FLEET_TEST_STORE: 'postgres', FUZZ_RUNS: process.env.FUZZ_RUNS ?? '100' },
+        env: { MCP_FLEET_TEST_STORE: 'postgres' },
       },
     },
   ];
