@@ -6,12 +6,11 @@
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { createFleet } from '@mcp-fleet/core';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../packages/core/src/errors/codes.js';
 import { buildRoutes } from '../../packages/core/src/http/routes.js';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
-import { addFormats } from '../support/answer-check.js';
+import { documentValidator, resolvedAnswer } from '../support/answer-check.js';
 import { createKey, httpServer, type Json, send } from '../support/http-client.js';
 
 let served: Served[] = [];
@@ -24,18 +23,6 @@ async function serve(...args: Parameters<typeof serveFleet>): Promise<Served> {
   const s = await serveFleet(...args);
   served.push(s);
   return s;
-}
-
-type OpenApi = Json;
-
-/** The schema of `status`'s JSON answer for `method path` in `doc`, `$ref`s resolved against the document. */
-function answerValidator(doc: OpenApi, path: string, method: string, status: number) {
-  const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
-  ajv.addSchema({ $id: 'https://openapi.local/doc.json', components: doc.components });
-  let response = doc.paths[path][method].responses[String(status)];
-  if (response.$ref !== undefined) response = doc.components.responses[response.$ref.split('/').pop()];
-  const schema = JSON.parse(JSON.stringify(response.content['application/json'].schema).replaceAll('"#/components/', '"https://openapi.local/doc.json#/components/'));
-  return ajv.compile(schema);
 }
 
 describe('GET /openapi.json', () => {
@@ -59,7 +46,7 @@ describe('GET /openapi.json', () => {
       const documented = Object.entries(op.responses as Record<string, Json>)
         .filter(([status]) => Number(status) >= 400)
         .flatMap(([status, response]) => {
-          const resolved = response.$ref === undefined ? response : (doc.components as Json).responses[response.$ref.split('/').pop()];
+          const resolved = resolvedAnswer(doc, response);
           const codes: string[] = resolved.content['application/json'].schema.allOf[1].properties.error.properties.code.enum;
           for (const code of codes) expect(ERROR_CODES[code as keyof typeof ERROR_CODES].status, `${operation.name} ${code}`).toBe(Number(status));
           return codes;
@@ -118,7 +105,7 @@ describe('GET /openapi.json', () => {
         const doc = (await (await fetch(`${s.url}/openapi.json`)).json()) as Json;
         const key = await createKey(s, { account: 'acme-openapi-answers' });
         const check = (path: string, method: string, status: number, body: unknown) => {
-          const validate = answerValidator(doc, path, method, status);
+          const validate = documentValidator(doc, path, method, status);
           expect(validate(body), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)}`).toBe(true);
         };
         const created = await send(s.url, 'POST', '/servers', { body: httpServer() }, key);
@@ -130,7 +117,7 @@ describe('GET /openapi.json', () => {
         check('/servers', 'post', 400, (await send(s.url, 'POST', '/servers', { body: { name: '' } }, key)).body);
         check('/servers', 'get', 401, (await send(s.url, 'GET', '/servers', {}, 'mcpf_wrong')).body);
         // And a lie is caught: a 201 body is not a valid 200 listing.
-        expect(answerValidator(doc, '/servers', 'get', 200)(created.body)).toBe(false);
+        expect(documentValidator(doc, '/servers', 'get', 200)(created.body)).toBe(false);
       });
     });
   }

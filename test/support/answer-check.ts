@@ -19,7 +19,7 @@ import { buildRoutes, matchRoute, type Operation, type Route } from '../../packa
  */
 
 // ajv-formats is CommonJS: its default export is the plugin under ESM and under the transform alike.
-export const addFormats = ((addFormatsPlugin as unknown as { default?: typeof addFormatsPlugin }).default ?? addFormatsPlugin) as unknown as (
+const addFormats = ((addFormatsPlugin as unknown as { default?: typeof addFormatsPlugin }).default ?? addFormatsPlugin) as unknown as (
   ajv: Ajv2020,
 ) => Ajv2020;
 const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
@@ -38,10 +38,15 @@ type Json = any;
 /** A document's `components`, held by Ajv under an id of their own, so that its `$ref`s resolve. */
 const componentIds = new Map<string, string>();
 
+/** A response object of the document, `$ref` to `components.responses` followed. */
+export function resolvedAnswer(document: OpenApiDocument, answer: Json): Json {
+  return answer.$ref === undefined ? answer : (document.components as Json).responses[String(answer.$ref).split('/').pop() as string];
+}
+
 /** The schema of one answer of the document, its `#/components/…` references pointed at the document's components. */
 function answerSchema(document: OpenApiDocument, answer: Json): JsonSchema {
   const components = document.components as Json;
-  const resolved = answer.$ref === undefined ? answer : components.responses[String(answer.$ref).split('/').pop() as string];
+  const resolved = resolvedAnswer(document, answer);
   const text = JSON.stringify(components);
   let id = componentIds.get(text);
   if (id === undefined) {
@@ -50,6 +55,11 @@ function answerSchema(document: OpenApiDocument, answer: Json): JsonSchema {
     componentIds.set(text, id);
   }
   return JSON.parse(JSON.stringify(resolved.content['application/json'].schema).replaceAll('"#/components/', `"${id}#/components/`));
+}
+
+/** A validator of the document's `status` answer to `method` on the path template `path` (`/servers/{id}`). */
+export function documentValidator(document: OpenApiDocument, path: string, method: string, status: number): ValidateFunction {
+  return validator(answerSchema(document, (document.paths as Json)[path][method].responses[String(status)]));
 }
 
 interface Checked {
