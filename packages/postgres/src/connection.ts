@@ -110,8 +110,13 @@ export class Connection {
     this.timeoutMs = limits.statementTimeoutMs;
   }
 
-  /** A connection of the pool within `connectTimeoutMs`; one that comes later is handed straight back, unused. */
+  /**
+   * A connection of the pool within `connectTimeoutMs`; one that comes later is handed straight back, unused. The
+   * store's own pool keeps that bound itself (`connectionTimeoutMillis`, which also drops a waiter it gave up on), so
+   * only a given pool, whose own bound may be none, gets a timer of the store's per call.
+   */
   acquire(what: string): Promise<PoolClient> {
+    if (this.limits.owned) return this.pool.connect().catch((error: unknown) => Promise.reject(this.acquireFailure(what, error)));
     return new Promise((resolve, reject) => {
       let settled = false;
       const timer = setTimeout(() => {
@@ -129,11 +134,15 @@ export class Connection {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
-          // pg-pool's own connectionTimeoutMillis: the same wait, said the same way.
-          reject(this.failure(what, error instanceof Error && /timeout exceeded when trying to connect/.test(error.message) ? new AcquireTimeout(error.message) : error));
+          reject(this.acquireFailure(what, error));
         },
       );
     });
+  }
+
+  /** Why no connection came: pg-pool's own `connectionTimeoutMillis` is the same wait as ours, said the same way. */
+  private acquireFailure(what: string, error: unknown): Error {
+    return this.failure(what, error instanceof Error && /timeout exceeded when trying to connect/.test(error.message) ? new AcquireTimeout(error.message) : error);
   }
 
   /**
