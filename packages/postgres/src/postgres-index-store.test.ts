@@ -1,6 +1,7 @@
 import type { IndexStore } from '@mcp-fleet/core';
 import { indexStoreContract } from '@mcp-fleet/core/testing';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { indexClosingStore } from '../../../test/support/index-of-store.js';
 import { DATABASE_URL, dropSchemas, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
 import { createPostgresStore, type PostgresStore } from './index.js';
 
@@ -15,15 +16,7 @@ afterAll(async () => {
 
 /** The index of a store of its own, whose close also ends the pool the contract made it open. */
 async function openIndex(now?: () => number): Promise<IndexStore> {
-  const store = await createPostgresStore({ connectionString, schema, now, sweepIntervalMs: 0 });
-  const { index } = store;
-  return {
-    commit: (tx) => index.commit(tx),
-    claimOf: (key) => index.claimOf(key),
-    range: (set, options) => index.range(set, options),
-    count: (set) => index.count(set),
-    close: store.close,
-  };
+  return indexClosingStore(await createPostgresStore({ connectionString, schema, now, sweepIntervalMs: 0 }));
 }
 
 describe.skipIf(skip)('PostgresIndexStore on a real PostgreSQL', () => {

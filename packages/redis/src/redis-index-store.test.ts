@@ -1,6 +1,7 @@
 import type { IndexStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { indexStoreContract } from '@mcp-fleet/core/testing';
+import { indexClosingStore } from '../../../test/support/index-of-store.js';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
 import { createRedisStore, RedisIndexStore, type RedisStore } from './index.js';
 
@@ -21,15 +22,7 @@ afterAll(async () => {
 
 /** The index of a storage of its own, whose close also closes the connection the contract opened. */
 async function openIndex(keyPrefix: string, now?: () => number): Promise<IndexStore> {
-  const redis = await createRedisStore({ url, keyPrefix, now });
-  const { index } = redis;
-  return {
-    commit: (tx) => index.commit(tx),
-    claimOf: (key) => index.claimOf(key),
-    range: (set, options) => index.range(set, options),
-    count: (set) => index.count(set),
-    close: redis.close,
-  };
+  return indexClosingStore(await createRedisStore({ url, keyPrefix, now }));
 }
 
 describe.skipIf(skip)('RedisIndexStore on a real Redis', () => {
