@@ -213,23 +213,22 @@ export function openApiDocument(routes: readonly Route[], base: string): OpenApi
 /** Serves the document: `undefined` for any other path or method, which goes on to the API. */
 export type OpenApiHandler = (request: Request, path: string, requestId: string) => Response | undefined;
 
-/** Most mount points a handler keeps a rendered copy for; a host app mounts a fleet at one or two. */
-const MAX_BASES = 8;
-
 /**
- * `GET`/`HEAD /openapi.json` below the mount, without a key. Rendered once per mount point the requests come through
- * (`servers[0].url` follows it: `/v1`, or `/api/v1` when the host app mounts the fleet at `/api`), from the raw path
- * the adapters pass, never from a `Host` header a client chose.
+ * `GET`/`HEAD /openapi.json` below the mount, without a key. The document is rendered once, at the first request;
+ * each answer only puts its mount point into `servers[0].url` (`/v1`, or `/api/v1` when the host app mounts the fleet
+ * at `/api`), taken from the raw path the adapters pass, never from a `Host` header a client chose. A keyless request
+ * thus costs one string join, however many mount points (a host route with parameters) the requests come through.
  */
 export function createOpenApiHandler(routes: readonly Route[], prefix: string): OpenApiHandler {
-  const rendered = new Map<string, string>();
+  // The document's text around its one `servers[0].url`, split at a marker no route renders.
+  let parts: [string, string] | undefined;
   const textFor = (base: string): string => {
-    let text = rendered.get(base);
-    if (text === undefined) {
-      text = JSON.stringify(openApiDocument(routes, base));
-      if (rendered.size < MAX_BASES) rendered.set(base, text);
+    if (parts === undefined) {
+      const marker = '\u0000mcp-fleet-base\u0000';
+      const [before, after] = JSON.stringify(openApiDocument(routes, marker)).split(JSON.stringify(marker));
+      parts = [before as string, after as string];
     }
-    return text;
+    return `${parts[0]}${JSON.stringify(base)}${parts[1]}`;
   };
   return (request, path, requestId) => {
     if (path !== OPENAPI_PATH || (request.method !== 'GET' && request.method !== 'HEAD')) return undefined;
