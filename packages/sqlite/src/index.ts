@@ -37,14 +37,39 @@ async function keepPrivate(path: string): Promise<void> {
   }
 }
 
+type Writer = <T>(write: () => T | PromiseLike<T>) => Promise<T>;
+
 /** Runs the writes given to it one after another, in the order given, whether each succeeds or fails. */
-function oneAtATime(): <T>(write: () => T | PromiseLike<T>) => Promise<T> {
+function oneAtATime(): Writer {
   let tail: Promise<unknown> = Promise.resolve();
   return (write) => {
     const run = tail.then(write, write);
     tail = run.catch(() => {});
     return run;
   };
+}
+
+/** The writer of each file open in this process, with the number of stores over it. */
+const writers = new Map<string, { write: Writer; stores: number }>();
+
+/**
+ * The one writer of a file in this process, shared by every store opened over it (two fleets over one file in one
+ * process would otherwise write at once and could fill libuv's pool with connections waiting for the lock: see
+ * below). Its release forgets the file once the last store over it has closed. `:memory:` is a database per store.
+ */
+function writerOf(path: string): { write: Writer; release: () => void } {
+  if (path === ':memory:') return { write: oneAtATime(), release: () => {} };
+  const shared = writers.get(path) ?? { write: oneAtATime(), stores: 0 };
+  shared.stores += 1;
+  writers.set(path, shared);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    shared.stores -= 1;
+    if (shared.stores === 0 && writers.get(path) === shared) writers.delete(path);
+  };
+  return { write: shared.write, release };
 }
 
 /**
@@ -74,9 +99,9 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Fl
   const adapter = new KeyvSqlite({ uri: `sqlite://${path}`, table: `${tablePrefix}_records`, busyTimeout });
   // SQLite lets one connection write at a time; the others wait for the lock asleep on libuv's pool of 4 threads. Two
   // connections of this process writing at once could fill the pool with waiters while the holder's COMMIT waits for
-  // a thread (then every write fails after busyTimeout): this process's writes go one at a time instead, which
-  // costs nothing, as the file takes one writer anyway.
-  const write = oneAtATime();
+  // a thread (then every write fails after busyTimeout): this process's writes to the file go one at a time instead,
+  // those of every store over it included, which costs nothing, as the file takes one writer anyway.
+  const { write, release } = writerOf(path);
   for (const method of ['set', 'delete', 'deleteMany', 'clear'] as const) {
     const original = adapter[method].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
     (adapter as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => write(() => original(...args));
@@ -93,9 +118,13 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Fl
   const rateLimits = new MemoryRateLimitStore({ now });
   let closing: Promise<void> | undefined;
   const close = async () => {
-    await rateLimits.close();
-    await claims.close();
-    await records.disconnect();
+    try {
+      await rateLimits.close();
+      await claims.close();
+      await records.disconnect();
+    } finally {
+      release();
+    }
   };
   return { records, index, rateLimits, leases: rateLimits, close: () => (closing ??= close()) };
 }

@@ -60,3 +60,39 @@ describe('createSqliteStore keeps its files private', () => {
     expect(mode(folder)).toBe(0o755);
   });
 });
+
+describe('two stores over one file in one process', () => {
+  it('write one at a time: busy writes of both never wait for each other into busyTimeout', async () => {
+    const path = join(dir, 'shared', 'fleet.sqlite');
+    // A lock held past 50 ms by the other store of this process would fail its writer: the two share one queue instead.
+    const [a, b] = [await createSqliteStore({ path, busyTimeout: 50 }), await createSqliteStore({ path, busyTimeout: 50 })];
+    try {
+      const writes = Array.from({ length: 400 }, (_, i) => {
+        const store = i % 2 === 0 ? a : b;
+        return i % 4 < 2
+          ? store.index.commit({ add: [{ set: 'shared', member: `m${i}`, score: i }] })
+          : store.records.set(`mcp-fleet:r${i}`, { i });
+      });
+      const settled = await Promise.allSettled(writes);
+      expect(settled.filter((s) => s.status === 'rejected').map((s) => String((s as PromiseRejectedResult).reason))).toEqual([]);
+      expect(await b.index.count('shared')).toBe(200);
+      expect(await a.records.get('mcp-fleet:r399')).toEqual({ i: 399 });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a store closed leaves the other writing, and a store opened after both closed writes on its own', async () => {
+    const path = join(dir, 'reopened', 'fleet.sqlite');
+    const a = await createSqliteStore({ path });
+    const b = await createSqliteStore({ path });
+    await a.close();
+    await b.index.commit({ add: [{ set: 's', member: 'after', score: 1 }] });
+    await b.close();
+    const c = await createSqliteStore({ path });
+    await c.index.commit({ add: [{ set: 's', member: 'again', score: 2 }] });
+    expect(await c.index.range('s', { offset: 0, limit: 10 })).toEqual(['after', 'again']);
+    await c.close();
+  });
+});
