@@ -267,8 +267,11 @@ describe.each(ADAPTERS)('POST /servers/import: quota and create limit ($name)', 
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await total(client)).toBe(0);
     // The dry run and the refusal spent none of the budget: four creates are left.
-    const plan = expectSuccess(await importing(client, { document: five, skip_invalid: true }), 200);
+    const partial = await importing(client, { document: five, skip_invalid: true });
+    const plan = expectSuccess(partial, 200);
     expect(plan.created.map((c: { server: { name: string } }) => c.server.name)).toEqual(['a', 'b', 'c', 'd']);
+    // The answer's rate-limit headers are the create limit's: it binds now.
+    expect([partial.headers.get('x-ratelimit-limit'), partial.headers.get('x-ratelimit-remaining')]).toEqual(['4', '0']);
     expect(plan.skipped).toEqual([{ entry: 'e', code: 'RATE_LIMITED', message: expect.any(String) }]);
     const after = await client.post('/servers', httpServer());
     expectError(after, 429, 'RATE_LIMITED', { limit: 4, reset: expect.any(Number), scope: 'operation' });
