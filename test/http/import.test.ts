@@ -121,7 +121,7 @@ describe.each(ADAPTERS)('POST /servers/import ($name)', (adapter) => {
 
     const plan = expectSuccess(await importing(client, { document: CODE, skip_invalid: true }), 200);
     expect(plan.format).toBe('claude-code');
-    expect(plan.skipped).toEqual([{ entry: 'internal-api', code: 'HEADERS_NOT_IMPORTABLE', message: expect.stringMatching(/^headers: headers "X-API-Key" cannot be imported/) }]);
+    expect(plan.skipped).toEqual([{ entry: 'internal-api', code: 'HEADERS_NOT_IMPORTABLE', message: expect.stringMatching(/^headers: "X-API-Key" cannot be imported/) }]);
     expect(plan.created.map((c: { server: { name: string } }) => c.server.name)).toEqual(['sentry', 'stripe', 'asana', 'airtable', 'postgres']);
     expect(plan.unresolved).toEqual([
       { entry: 'stripe', field: 'authentication.token', placeholder: '${STRIPE_SECRET_KEY}' },

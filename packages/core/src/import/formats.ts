@@ -114,7 +114,9 @@ function clientEntry(key: string, value: unknown, path: string): SourceEntry {
   const { type } = value;
   if (type !== undefined && typeof type !== 'string') return problem('type', 'must be a string');
   const url = value.url ?? value.serverUrl;
-  const remote = url !== undefined && (value.command === undefined || (type !== undefined && REMOTE_TYPES.has(type)));
+  const remoteType = type !== undefined && REMOTE_TYPES.has(type);
+  if (remoteType && url === undefined) return problem('url', `is required: a "${type}" server is reached at its URL`);
+  const remote = url !== undefined && (value.command === undefined || remoteType);
   if (remote) {
     if (typeof url !== 'string') return problem(value.url === undefined ? 'serverUrl' : 'url', 'must be a string');
     const headers = stringMap(value.headers);

@@ -166,13 +166,14 @@ describe('formats', () => {
   });
 
   it('entries that are no server are named as such, with the field at fault', () => {
-    const { entries } = read(JSON.stringify({ mcpServers: { a: 'npx', b: {}, c: { command: 'npx', args: 'x' }, d: { type: 'carrier-pigeon', command: 'x' }, e: { url: 5 } } }));
+    const { entries } = read(JSON.stringify({ mcpServers: { a: 'npx', b: {}, c: { command: 'npx', args: 'x' }, d: { type: 'carrier-pigeon', command: 'x' }, e: { url: 5 }, f: { type: 'http', command: 'npx' } } }));
     expect(entries.map((e) => [e.entry, e.problem?.code, e.problem?.field])).toEqual([
       ['a', 'NOT_A_SERVER', ''],
       ['b', 'NOT_A_SERVER', ''],
       ['c', 'NOT_A_SERVER', 'args'],
       ['d', 'UNSUPPORTED', 'type'],
       ['e', 'NOT_A_SERVER', 'url'],
+      ['f', 'NOT_A_SERVER', 'url'],
     ]);
   });
 });

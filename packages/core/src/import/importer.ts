@@ -24,7 +24,7 @@ export const importBodySchema = z
   .strictObject({
     format: z.enum(IMPORT_FORMATS).optional().describe('The document\'s format; left out, it is detected from the document\'s shape (the answer\'s `format` says which).'),
     document: z
-      .union([z.string().max(IMPORT_BODY_LIMIT), z.record(z.string(), z.unknown())])
+      .union([z.string(), z.record(z.string(), z.unknown())])
       .describe('The file\'s text as it is (JSON with comments and trailing commas accepted), or its JSON object.'),
     dry_run: z.boolean().default(false).describe('Plan only: nothing is created, and no create budget is spent.'),
     skip_invalid: z.boolean().default(false).describe('Import the valid entries and skip the others; without it, one invalid entry refuses the whole import (400).'),

@@ -126,7 +126,7 @@ export function bearerOf(headers: Record<string, string>): { token?: string } | 
   if (token !== undefined) return { token };
   const listed = names.map((header) => JSON.stringify(header.slice(0, 100))).join(', ');
   return {
-    problem: `headers ${listed} cannot be imported: a server's authentication holds one "Authorization: Bearer <token>" header (or OAuth client credentials), nothing else. Import it without them (remove them from the document) and set its authentication after.`,
+    problem: `${listed} cannot be imported: a server's authentication holds one "Authorization: Bearer <token>" header (or OAuth client credentials), nothing else. Import it without them (remove them from the document) and set its authentication after.`,
   };
 }
 
