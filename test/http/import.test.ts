@@ -283,15 +283,17 @@ describe.each(ADAPTERS)('POST /servers/import: quota and create limit ($name)', 
     const three = JSON.stringify({ mcpServers: { x: { url: 'https://x.example/mcp' }, y: { url: 'https://y.example/mcp' }, z: { url: 'https://z.example/mcp' } } });
     expectSuccess(await importing(client, { document: three }), 200);
     // Three of six used; four would not fit.
-    const four = JSON.stringify({ mcpServers: Object.fromEntries(['p', 'q', 'r', 's'].map((n) => [n, { url: `https://${n}.example.com/mcp` }])) });
+    const four = JSON.stringify({ mcpServers: Object.fromEntries(['p', 'q', 'r', 's'].map((n) => [`${n}.1`, { url: `https://${n}.example.com/mcp` }])) });
     const refused = await importing(client, { document: four });
     expectError(refused, 409, 'QUOTA_EXCEEDED', { resource: 'servers', limit: 6 });
     expect(refused.body.error.message).toMatch(/would create 4 servers; the account holds 3 of the 6/);
     expectError(await importing(client, { document: four, dry_run: true }), 409, 'QUOTA_EXCEEDED');
     expect(await total(client)).toBe(3);
     const plan = expectSuccess(await importing(client, { document: four, skip_invalid: true, dry_run: true }), 200);
-    expect(plan.created.map((c: { server: { name: string } }) => c.server.name)).toEqual(['p', 'q', 'r']);
-    expect(plan.skipped).toEqual([{ entry: 's', code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/quotas\.serversPerAccount/) }]);
+    expect(plan.created.map((c: { server: { name: string } }) => c.server.name)).toEqual(['p-1', 'q-1', 'r-1']);
+    expect(plan.skipped).toEqual([{ entry: 's.1', code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/quotas\.serversPerAccount/) }]);
+    // What the plan says of an entry is said of those it creates alone.
+    expect(plan.renamed.map((r: { entry: string }) => r.entry)).toEqual(['p.1', 'q.1', 'r.1']);
     expect(await total(client)).toBe(3);
   });
 });

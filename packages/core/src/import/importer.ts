@@ -192,10 +192,7 @@ async function importDocument(deps: ImporterDeps, account: string, input: unknow
     for (const plan of planned.splice(room)) result.skipped.push({ entry: plan.source.entry, code: 'QUOTA_EXCEEDED', message: `The account may hold ${limit} servers (the quotas.serversPerAccount option).` });
   }
 
-  if (dry_run) {
-    result.created = planned.map((plan) => ({ entry: plan.source.entry, server: plannedView(plan.name, plan.config) }));
-    return ok(result);
-  }
+  if (dry_run) return ok(reported(result, planned.map((plan) => ({ entry: plan.source.entry, server: plannedView(plan.name, plan.config) }))));
   const { charge } = options;
   // All or nothing: the create budget for every server at once, before any is created.
   if (charge !== undefined && !skip_invalid && planned.length > 0) {
@@ -230,8 +227,14 @@ async function importDocument(deps: ImporterDeps, account: string, input: unknow
     }
     result.skipped.push({ entry: plan.source.entry, code: error.code === 'SERVER_NAME_EXISTS' ? 'SERVER_NAME_EXISTS' : 'INVALID_CONFIGURATION', message: error.message });
   }
-  result.created = made;
-  return ok(result);
+  return ok(reported(result, made));
+}
+
+/** The result with what it says of each entry (renamed, unresolved, ignored) kept for the entries created alone. */
+function reported(result: ImportResult, created: ImportResult['created']): ImportResult {
+  const entries = new Set(created.map(({ entry }) => entry));
+  const kept = <T extends { entry: string }>(items: T[]) => items.filter(({ entry }) => entries.has(entry));
+  return { ...result, created, unresolved: kept(result.unresolved), renamed: kept(result.renamed), ignored: kept(result.ignored) };
 }
 
 /** A refused create budget, saying what to do when the import is larger than the limit could ever admit at once. */
