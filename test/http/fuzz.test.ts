@@ -23,6 +23,7 @@ const UPSTREAM_CODES = new Set([
 
 const TEMPLATES = [
   '/servers',
+  '/servers/import',
   '/servers/:srv',
   '/servers/:srv/health',
   '/servers/:srv/tools',
@@ -37,7 +38,8 @@ const TEMPLATES = [
 
 const DANGEROUS_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty'];
 const FIELD_KEYS = ['name', 'type', 'endpoint', 'url', 'events', 'timeout', 'retry', 'authentication', 'heartbeat', 'command',
-  'args', 'env', 'working_directory', 'tool', 'arguments', 'description', 'enabled', 'secret', 'id', 'status'];
+  'args', 'env', 'working_directory', 'tool', 'arguments', 'description', 'enabled', 'secret', 'id', 'status',
+  'document', 'format', 'dry_run', 'skip_invalid', 'mcpServers', 'servers', 'packages', 'remotes', 'headers'];
 
 /** Keys a hostile client would send: the routes' own fields, prototype keys, and anything. */
 const key = fc.oneof(fc.constantFrom(...DANGEROUS_KEYS), fc.constantFrom(...FIELD_KEYS), fc.string({ maxLength: 12 }));
@@ -62,7 +64,8 @@ const bodyText = fc.oneof(
   { weight: 1, arbitrary: fc.string({ maxLength: 80 }) },
   { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":', '[1,]', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}', '\u0000', '\uFEFF{}', 'null') },
   // Valid ones too, so that successes (and the state they change) are in the mix.
-  { weight: 1, arbitrary: fc.constantFrom('{"description":"fuzzed"}', '{"timeout":5000}', '{"enabled":false}', '{"tool":"echo","arguments":{}}') },
+  { weight: 1, arbitrary: fc.constantFrom('{"description":"fuzzed"}', '{"timeout":5000}', '{"enabled":false}', '{"tool":"echo","arguments":{}}',
+    '{"document":"{ // a client file\\n \\"mcpServers\\": { \\"f\\": { \\"url\\": \\"https://f.example/mcp\\" }, } }","dry_run":false}') },
 );
 
 /** fast-check's dictionaries define `__proto__` as an own key, so JSON.stringify writes it as a literal key. */
@@ -249,6 +252,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
     await setup();
     const bodyRoutes = fc.constantFrom(
       ['POST', '/servers'],
+      ['POST', '/servers/import'],
       ['PUT', '/servers/:srv'],
       ['POST', '/servers/:srv/tools/call'],
       ['POST', '/webhooks'],
@@ -277,6 +281,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
     ];
     const routes: [string, string][] = [
       ['POST', '/servers'],
+      ['POST', '/servers/import'],
       ['PUT', `/servers/${ids.srv}`],
       ['POST', `/servers/${ids.srv}/tools/call`],
       ['POST', '/webhooks'],

@@ -29,7 +29,10 @@ export interface FleetOptions {
   store?: FleetStore;
   /** Mount point that `handle` strips when the adapter gives no path. @default '/v1' */
   prefix?: string;
-  /** Largest request body in bytes; larger ones get 413 before parsing. @default 65536 */
+  /**
+   * Largest request body in bytes; larger ones get 413 before parsing. `POST /servers/import` reads up to 1 MiB, or
+   * this if larger (docs/import.md). @default 65536
+   */
   bodyLimit?: number;
   /** Accept only `https:` and `wss:` endpoints. @default false */
   requireTls?: boolean;

@@ -154,11 +154,12 @@ function operationObject(operation: Operation, components: Components): Record<s
     responses[status] = { description: 'Success: the envelope `{ success: true, data, meta }`.', headers: COUNTED_HEADERS, content: { [JSON_TYPE]: { schema: components.part(schema) } } };
   }
   const limit = operation.limit === undefined ? 'the tier\'s limit alone' : `${operation.limit} a minute per account (\`rateLimit.operations['${operation.name}']\`), within the tier's`;
+  const charged = operation.charges === undefined ? '' : ` Each item it creates counts against \`${operation.charges}\`'s limit too.`;
   return {
     operationId: operation.name,
     tags: [operation.name.split('.')[0]],
     summary: operation.name,
-    description: `Scope \`${operation.scope}\`. Rate limit: ${limit}.`,
+    description: `Scope \`${operation.scope}\`. Rate limit: ${limit}.${charged}`,
     security: [{ apiKey: [operation.scope] }],
     parameters: [...parameters('path', rendered.params), ...parameters('query', rendered.query)],
     ...(rendered.body === undefined ? {} : { requestBody: { required: true, content: { [JSON_TYPE]: { schema: components.part(rendered.body) } } } }),
