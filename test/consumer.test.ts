@@ -453,7 +453,7 @@ describe('the packed packages', () => {
     for (const subpath of CORE_SUBPATHS) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/core/dist/${subpath}.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
-  });
+  }, 60_000);
 
   it('publint and attw find no problem in any tarball (npm run check:packages)', async () => {
     const result = await checkPackages;
