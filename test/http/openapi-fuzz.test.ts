@@ -7,14 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { categoryOf, isErrorCode } from '../../packages/core/src/errors/codes.js';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
-import { ADAPTERS, type Served } from '../support/adapters.js';
+import { createMemoryStore } from '@mcp-fleet/core';
+import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 import { resolvedAnswer, schemaValidator, takeMismatches } from '../support/answer-check.js';
 import { fuzzRuns, fuzzSeed, fuzzTimeout } from '../support/fuzz.js';
-import { type ApiResponse, createKey, type Json, send, serveForSuite } from '../support/http-client.js';
+import { type ApiResponse, type Json, send, serveForSuite } from '../support/http-client.js';
 import { bodyText, type Hint, MUTATIONS, mutate, PROTOTYPE_KEYS, type Schema, SchemaArbitraries } from '../support/schema-arbitrary.js';
 
 /** Runs per operation. */
-const RUNS = fuzzRuns(8);
+const RUNS = fuzzRuns(6);
 const SEED = fuzzSeed(2828);
 const params = (runs: number) => ({ seed: SEED, numRuns: runs, endOnFailure: true });
 
@@ -87,6 +88,13 @@ const GARBAGE_IDS = ['', '%00', '..', '%2e%2e', '__proto__', 'constructor', 'pro
 const TEXT_MUTATIONS = ['invalid-json', 'wrong-content-type', 'not-an-object', 'empty', 'no-content-type'] as const;
 const QUERY_MUTATIONS = ['duplicate', 'unknown', 'prototype-key', 'invalid-value', 'array-form', 'huge-number'] as const;
 
+/** A request's body, its content type, and what was broken in it. */
+interface Body {
+  body?: string;
+  contentType?: string;
+  broken: string[];
+}
+
 interface Request {
   path: string;
   query: string;
@@ -115,7 +123,9 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
   /** Everything a run needs, made once per fleet. */
   interface World {
     served: Served;
+    /** The fuzz's own key (every scope), and its id: never deleted. */
     key: string;
+    keyId: string;
     document: Json;
     ops: Op[];
     arbitraries: SchemaArbitraries;
@@ -123,14 +133,19 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     ids: Map<string, string>;
     /** Answers seen, by operation: `servers.create 201`, `servers.create INVALID_REQUEST`. */
     seen: Set<string>;
+    /** The body each seeded resource was created with, by collection. */
+    seedBodies: Map<string, unknown>;
+    /** The account's state, when no request changed it since it was taken. */
+    unchanged?: string | undefined;
   }
 
-  async function world(served: Served, key: string): Promise<World> {
+  async function world(served: Served, account: string): Promise<World> {
+    const { key: made, secret: key } = (await served.fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
     const res = await send(served.url, 'GET', '/openapi.json');
     expect(res.status, res.text.slice(0, 300)).toBe(200);
     const document = res.body;
     const ops = operationsOf(document);
-    const w: World = { served, key, document, ops, arbitraries: new SchemaArbitraries(document, hintsFor(upstream, refused)), ids: new Map(), seen: new Set() };
+    const w: World = { served, key, keyId: made.id, document, ops, arbitraries: new SchemaArbitraries(document, hintsFor(upstream, refused)), ids: new Map(), seen: new Set(), seedBodies: new Map() };
     await seed(w);
     return w;
   }
@@ -153,20 +168,24 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     for (const collection of collections) {
       const op = creator(w, collection);
       if (op === undefined) continue;
-      const samples = fc.sample(w.arbitraries.valid(op.body as Schema), { seed: SEED, numRuns: 60 });
-      let chosen: string | undefined;
+      // The body that made the last one, first: a seeded resource deleted by the fuzz comes back in one request.
+      const kept = w.seedBodies.get(collection);
+      const samples = [...(kept === undefined ? [] : [kept]), ...fc.sample(w.arbitraries.valid(op.body as Schema), { seed: SEED, numRuns: 60 })];
+      let chosen: { id: string; body: unknown } | undefined;
       for (const body of samples) {
         const res = await call(w, 'POST', collection, body);
         if (res.status !== op.success.status) continue;
         const id = res.body.data.id as string;
-        if (chosen === undefined || JSON.stringify(body).includes(upstream.origin)) {
-          if (chosen !== undefined) await undo(w, collection, chosen);
-          chosen = id;
+        const upstreamBody = JSON.stringify(body).includes(upstream.origin);
+        if (chosen === undefined || upstreamBody) {
+          if (chosen !== undefined) await undo(w, collection, chosen.id);
+          chosen = { id, body };
         } else await undo(w, collection, id);
-        if (JSON.stringify(body).includes(upstream.origin)) break;
+        if (upstreamBody || body === kept) break;
       }
       expect(chosen, `no body generated for POST ${collection} was created`).toBeDefined();
-      w.ids.set(collection, chosen as string);
+      w.ids.set(collection, (chosen as { id: string }).id);
+      w.seedBodies.set(collection, (chosen as { body: unknown }).body);
     }
     if (only !== undefined) return;
     for (const op of w.ops.filter((o) => o.method === 'POST' && o.pathParams.length > 0)) {
@@ -227,13 +246,14 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     return JSON.stringify(parts);
   }
 
-  function bodyArbitrary(w: World, op: Op): fc.Arbitrary<{ body?: string; contentType?: string; broken: string[] }> {
+  function bodyArbitrary(w: World, op: Op): fc.Arbitrary<Body> {
     if (op.body === undefined) {
       // A route that reads no body: none, or one it must ignore or refuse (fetch sends none with a GET).
-      if (op.method === 'GET') return fc.constant({ broken: [] });
+      const none = fc.constant<Body>({ broken: [] });
+      if (op.method === 'GET') return none;
       return fc.oneof(
-        { weight: 3, arbitrary: fc.constant({ broken: [] }) },
-        { weight: 1, arbitrary: fc.constantFrom('{}', '{"__proto__":{"polluted":true}}', '[', 'x'.repeat(70_000)).map((body) => ({ body, contentType: 'application/json', broken: ['unexpected-body'] })) },
+        { weight: 3, arbitrary: none },
+        { weight: 1, arbitrary: fc.constantFrom('{}', '{"__proto__":{"polluted":true}}', '[', 'x'.repeat(70_000)).map((body): Body => ({ body, contentType: 'application/json', broken: ['unexpected-body'] })) },
       );
     }
     const schema = op.body;
@@ -315,10 +335,13 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
   }
 
   /** Sends one request and holds its answer to the document; a refused one changes nothing; a success is undone or re-seeded. */
-  async function check(w: World, op: Op, request: Request): Promise<ApiResponse> {
-    const before = await snapshot(w);
+  async function check(w: World, op: Op, request: Request, url = w.served.url): Promise<ApiResponse> {
+    // A refused mutation changes nothing. Its before is the state after the last refused request, when nothing but
+    // refusals ran since (a read that answered may have changed health).
+    const mutation = op.method !== 'GET';
+    const before = mutation ? (w.unchanged ?? (await snapshot(w))) : undefined;
     const headers: Record<string, string> = request.contentType === undefined ? {} : { 'content-type': request.contentType };
-    const res = await send(w.served.url, op.method, `${request.path}${request.query}`, { body: request.body, raw: true, headers }, w.key);
+    const res = await send(url, op.method, `${request.path}${request.query}`, { body: request.body, raw: true, headers }, w.key);
     const code = res.body?.error?.code as string | undefined;
     const label = `${op.method} ${request.path.slice(0, 120)}${request.query.slice(0, 200)} [${request.broken.join(', ') || 'valid'}] ${(request.body ?? '').slice(0, 300)} -> ${res.status} ${res.text.slice(0, 400)}`;
     w.seen.add(`${op.name} ${code ?? res.status}`);
@@ -326,20 +349,34 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     expect(takeMismatches(), label).toEqual([]);
     expect(res.headers.get('content-type') ?? '', label).toMatch(/^application\/json/);
     if (res.status >= 500) expect(code !== undefined && isErrorCode(code) && categoryOf(code) === 'upstream', `a 5xx that is not an upstream's: ${label}`).toBe(true);
-    if (res.status >= 400 && res.status < 500) expect(await snapshot(w), `a refused request changed the account: ${label}`).toBe(before);
-    if (res.status < 300 && op.method !== 'GET') await settle(w, op, res);
+    const refused = res.status >= 400 && res.status < 500;
+    if (refused && before !== undefined) {
+      expect(await snapshot(w), `a refused request changed the account: ${label}`).toBe(before);
+      w.unchanged = before;
+    } else if (!refused) w.unchanged = undefined;
+    if (res.status < 300 && op.method !== 'GET') await settle(w, op);
     return res;
   }
 
-  /** After a success that changed something: a created resource deleted, a seeded one touched replaced by a fresh one. */
-  async function settle(w: World, op: Op, res: ApiResponse): Promise<void> {
-    const created = op.method === 'POST' && op.pathParams.length === 0 ? res.body?.data?.id : undefined;
-    if (typeof created === 'string' && deleter(w, op.template) !== undefined && created !== w.ids.get(op.template)) await undo(w, op.template, created);
+  /**
+   * After a success that changed something: a seeded resource it touched is replaced by a fresh one, and whatever
+   * else it made (a created server, webhook or key, an import's servers) is deleted, so that every listing is back to
+   * the seeded resources (and the fuzz's own key) and no quota fills. Tool-call records and deliveries stay: no route
+   * deletes them, and the next request's snapshot counts them.
+   */
+  async function settle(w: World, op: Op): Promise<void> {
     if (op.collection !== undefined && op.method !== 'POST') {
       const id = w.ids.get(op.collection);
       if (id !== undefined && creator(w, op.collection) !== undefined) {
         await undo(w, op.collection, id);
         await seed(w, op.collection);
+      }
+    }
+    for (const collection of w.ids.keys()) {
+      if (creator(w, collection) === undefined || deleter(w, collection) === undefined) continue;
+      const listed = await call(w, 'GET', collection);
+      for (const item of (listed.body?.data ?? []) as { id: string }[]) {
+        if (item.id !== w.ids.get(collection) && item.id !== w.keyId) await undo(w, collection, item.id);
       }
     }
   }
@@ -348,7 +385,7 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
   async function theWorld(): Promise<World> {
     if (shared === undefined) {
       const account = `ofuzz-${adapter.name}-${Math.random().toString(36).slice(2, 8)}`;
-      shared = await world(suite.served, await createKey(suite.served, { account }));
+      shared = await world(suite.served, account);
     }
     return shared;
   }
@@ -370,6 +407,34 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
       const answers = [...w.seen].filter((s) => s.startsWith(`${op.name} `)).map((s) => s.slice(op.name.length + 1));
       expect(answers, `${op.name}: no success`).toContain(String(op.success.status));
       expect(answers.some((a) => !/^\d+$/.test(a)), `${op.name}: no refusal`).toBe(true);
+    }
+  }, fuzzTimeout(RUNS * 20));
+
+  it(`with real limits, a request refused 429 changes nothing (${RUNS} runs per mutating operation)`, async () => {
+    // Two fleets on one store: the open one seeds and reads the account, the limited one (each mutating operation
+    // once a minute) answers the fuzz.
+    const { ops } = await theWorld();
+    const mutating = ops.filter((op) => op.method !== 'GET');
+    const store = createMemoryStore();
+    const open = await serveFleet(adapter, { ...fleetOptions, store });
+    const limited = await serveFleet(adapter, { ...fleetOptions, store, rateLimit: { tiers: { pro: 1_000_000 }, operations: Object.fromEntries(mutating.map((op) => [op.name, 1])) } });
+    try {
+      const account = `ofuzz-limits-${adapter.name}-${Math.random().toString(36).slice(2, 8)}`;
+      const w = await world(open, account);
+      const request = fc.constantFrom(...mutating).chain((op) => requestArbitrary(w, op).map((r) => [op, r] as const));
+      await fc.assert(
+        fc.asyncProperty(request, async ([op, r]) => {
+          fc.pre(r !== undefined);
+          const res = await check(w, op, r as Request, limited.url);
+          if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        }),
+        params(RUNS * mutating.length),
+      );
+      for (const op of mutating) expect([...w.seen], `${op.name} was never limited`).toContain(`${op.name} RATE_LIMITED`);
+    } finally {
+      await limited.close();
+      await open.close();
+      await store.close();
     }
   }, fuzzTimeout(RUNS * 20));
 });
