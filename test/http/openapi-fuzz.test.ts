@@ -64,7 +64,9 @@ function operationsOf(document: Json): Op[] {
 function hintsFor(upstream: ToolServer, refused: number): Hint {
   const url = (scheme: string): fc.Arbitrary<string> => {
     if (scheme === 'http') return fc.constantFrom(upstream.url, upstream.url, `http://127.0.0.1:${refused}/mcp`);
-    return fc.webPath().map((path) => `${scheme}://127.0.0.1:${refused}${path}`);
+    // Not fc.webPath(): its first use costs seconds, long enough for a kept-alive socket to the fleet to time out.
+    const path = fc.array(fc.constantFrom('hook', 'a.b', '%20', '..', '~x', ''), { maxLength: 3 }).map((parts) => `/${parts.join('/')}`);
+    return path.map((p) => `${scheme}://127.0.0.1:${refused}${p}`);
   };
   return (schema) => {
     const text = String(schema.description ?? '');
