@@ -16,6 +16,8 @@ import { bodyText, type Hint, MUTATIONS, mutate, PROTOTYPE_KEYS, type Schema, Sc
 
 /** Runs per operation. */
 const RUNS = fuzzRuns(6);
+/** Runs per mutating operation under real limits: the first may pass, the rest are 429s. */
+const LIMITED_RUNS = Math.max(3, Math.ceil(RUNS / 2));
 const SEED = fuzzSeed(2828);
 const params = (runs: number) => ({ seed: SEED, numRuns: runs, endOnFailure: true });
 
@@ -80,6 +82,13 @@ function hintsFor(upstream: ToolServer, refused: number): Hint {
     }
     return undefined;
   };
+}
+
+/** The id of what a create answered: `data.id`, or that of the one object in `data` that has one (a key beside its secret). */
+function createdId(data: Json): string | undefined {
+  if (typeof data?.id === 'string') return data.id;
+  const inner = Object.values((data ?? {}) as Record<string, Json>).filter((value) => typeof value?.id === 'string');
+  return inner.length === 1 ? inner[0].id : undefined;
 }
 
 /** Ids of a known form that no resource has, and ids no route accepts. */
@@ -154,9 +163,8 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
 
   const call = (w: World, method: string, path: string, body?: unknown) => send(w.served.url, method, path, body === undefined ? {} : { body }, w.key);
 
-  /** The operation that creates what `collection` lists (a POST on it whose success answers an `id`), if any. */
-  const creator = (w: World, collection: string) =>
-    w.ops.find((op) => op.method === 'POST' && op.template === collection && op.body !== undefined && op.success.schema.properties?.data?.properties?.id !== undefined);
+  /** The operation that creates what `collection` lists (a POST on it with a body, answering 201), if any. */
+  const creator = (w: World, collection: string) => w.ops.find((op) => op.method === 'POST' && op.template === collection && op.body !== undefined && op.success.status === 201);
   /** The operation that deletes one of `collection`, if any. */
   const deleter = (w: World, collection: string) => w.ops.find((op) => op.method === 'DELETE' && op.collection === collection && op.pathParams.length === 1 && op.template.endsWith('}'));
 
@@ -177,12 +185,13 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
       for (const body of samples) {
         const res = await call(w, 'POST', collection, body);
         if (res.status !== op.success.status) continue;
-        const id = res.body.data.id as string;
+        const id = createdId(res.body.data);
+        expect(id, `POST ${collection} answered no id: ${res.text.slice(0, 300)}`).toBeDefined();
         const upstreamBody = JSON.stringify(body).includes(upstream.origin);
         if (chosen === undefined || upstreamBody) {
           if (chosen !== undefined) await undo(w, collection, chosen.id);
-          chosen = { id, body };
-        } else await undo(w, collection, id);
+          chosen = { id: id as string, body };
+        } else await undo(w, collection, id as string);
         if (upstreamBody || body === kept) break;
       }
       expect(chosen, `no body generated for POST ${collection} was created`).toBeDefined();
@@ -198,17 +207,18 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     }
     for (const collection of collections.filter((c) => !w.ids.has(c))) {
       const listed = await call(w, 'GET', collection);
-      const id = listed.body?.data?.[0]?.id;
+      // Never the fuzz's own key, should a listing of keys be one of these: a DELETE would revoke it.
+      const id = ((listed.body?.data ?? []) as { id?: unknown }[]).map((item) => item.id).find((item) => typeof item === 'string' && item !== w.keyId);
       if (typeof id === 'string') w.ids.set(collection, id);
     }
   }
 
-  /** Deletes `id` of `collection` when a route can. */
+  /** Deletes `id` of `collection` when a route can (a refusal, such as a key revoked before, is fine: no 5xx). */
   async function undo(w: World, collection: string, id: string): Promise<void> {
     const op = deleter(w, collection);
     if (op === undefined) return;
     const res = await call(w, 'DELETE', op.template.replace(/\{[^}]+\}/, encodeURIComponent(id)));
-    expect([op.success.status, 404], res.text.slice(0, 300)).toContain(res.status);
+    expect(res.status, res.text.slice(0, 300)).toBeLessThan(500);
   }
 
   /** `op`'s path with its parameters filled, each the real id, an absent one or garbage; `undefined` without a real id. */
@@ -412,7 +422,7 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     }
   }, fuzzTimeout(RUNS * 20));
 
-  it(`with real limits, a request refused 429 changes nothing (${RUNS} runs per mutating operation)`, async () => {
+  it(`with real limits, a request refused 429 changes nothing (${LIMITED_RUNS} runs each mutating operation)`, async () => {
     // Two fleets on one store: the open one seeds and reads the account, the limited one (each mutating operation
     // once a minute) answers the fuzz.
     const { ops } = await theWorld();
@@ -423,16 +433,17 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
     try {
       const account = `ofuzz-limits-${adapter.name}-${Math.random().toString(36).slice(2, 8)}`;
       const w = await world(open, account);
-      const request = fc.constantFrom(...mutating).chain((op) => requestArbitrary(w, op).map((r) => [op, r] as const));
-      await fc.assert(
-        fc.asyncProperty(request, async ([op, r]) => {
-          fc.pre(r !== undefined);
-          const res = await check(w, op, r as Request, limited.url);
-          if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-        }),
-        params(RUNS * mutating.length),
-      );
-      for (const op of mutating) expect([...w.seen], `${op.name} was never limited`).toContain(`${op.name} RATE_LIMITED`);
+      for (const op of mutating) {
+        await fc.assert(
+          fc.asyncProperty(requestArbitrary(w, op), async (r) => {
+            fc.pre(r !== undefined);
+            const res = await check(w, op, r as Request, limited.url);
+            if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+          }),
+          params(LIMITED_RUNS),
+        );
+        expect([...w.seen], `${op.name} was never limited`).toContain(`${op.name} RATE_LIMITED`);
+      }
     } finally {
       await limited.close();
       await open.close();
