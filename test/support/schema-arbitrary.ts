@@ -100,6 +100,8 @@ export class SchemaArbitraries {
     const properties = (s.properties ?? {}) as Record<string, Schema>;
     const required = (s.required ?? []) as string[];
     const names = Object.keys(properties);
+    // A free-form object (a tool's arguments): any JSON in it.
+    if (names.length === 0 && s.additionalProperties === undefined) return fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: depth >= MAX_DEPTH ? 0 : 3 });
     if (names.length === 0 && typeof s.additionalProperties === 'object') {
       const key = s.propertyNames === undefined ? fc.string({ maxLength: 12 }) : (this.valid(s.propertyNames, depth + 1) as fc.Arbitrary<string>);
       return fc.dictionary(key, this.valid(s.additionalProperties, depth + 1), { maxKeys: depth >= MAX_DEPTH ? 0 : 3 });
