@@ -2,12 +2,12 @@
 // valid and then broken in one place, on every operation the document lists, through both adapters. Each answer is
 // a success or a 4xx (a 5xx only with an upstream's code, where the document lists it), matches the document, and a
 // refused request changes nothing the account can see. test/support/fuzz.ts: FUZZ_RUNS, FUZZ_SEED, `npm run fuzz`.
+import { createMemoryStore } from '@mcp-fleet/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { categoryOf, isErrorCode } from '../../packages/core/src/errors/codes.js';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
-import { createMemoryStore } from '@mcp-fleet/core';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 import { resolvedAnswer, schemaValidator, takeMismatches } from '../support/answer-check.js';
 import { fuzzRuns, fuzzSeed, fuzzTimeout } from '../support/fuzz.js';

@@ -205,9 +205,8 @@ function replaceAt(root: unknown, path: readonly (string | number)[], replace: (
 }
 
 /**
- * `value` broken at `site` by `mutation`; `pick` chooses among the ways (which wrong type, which bound). Returns the
- * value unchanged when the mutation does not apply there (dropping a required field of a string): the caller
- * knows it by `undefined`.
+ * `value` broken at `site` by `mutation`; `pick` chooses among the ways (which wrong type, which bound). `undefined`
+ * when the mutation does not apply there (dropping a required field of a string).
  */
 export function mutate(value: unknown, site: Site, mutation: Mutation, pick: number): unknown | undefined {
   const s = site.schema;
