@@ -5,10 +5,12 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
+import { fuzzRuns, fuzzSeed, fuzzTimeout } from '../support/fuzz.js';
 import { createKey, type ApiResponse, send, serveForSuite } from '../support/http-client.js';
 
-const RUNS = Number.parseInt(process.env.FUZZ_RUNS ?? '', 10) > 0 ? Number.parseInt(process.env.FUZZ_RUNS as string, 10) : 200;
-const SEED = Number.parseInt(process.env.FUZZ_SEED ?? '', 10) || 1313;
+const RUNS = fuzzRuns(200);
+const SEED = fuzzSeed(1313);
+const TIMEOUT = fuzzTimeout(RUNS);
 const params = (runs = RUNS) => ({ seed: SEED, numRuns: runs, endOnFailure: true });
 
 /** Operations that talk to the upstream: a 502/504 with an upstream code is their honest answer, not a fault. */
@@ -246,7 +248,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
     for (const expected of [200, 'INVALID_REQUEST', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'UNAUTHORIZED', 'FORBIDDEN', 'UNSUPPORTED_MEDIA_TYPE']) {
       expect([...seen], `never answered ${expected}`).toContain(expected);
     }
-  }, 60_000);
+  }, TIMEOUT);
 
   it(`arbitrary JSON bodies on every POST/PUT route (${RUNS} runs)`, async () => {
     await setup();
@@ -266,7 +268,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
       }),
       params(),
     );
-  }, 60_000);
+  }, TIMEOUT);
 
   it('10,000-deep JSON nesting (arrays, objects, under prototype keys) on every body route', async () => {
     await setup();
@@ -290,7 +292,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
     for (const [m, p] of routes) {
       for (const body of bodies) await check(m, p, { body: new TextEncoder().encode(body), contentType: 'application/json', auth: 'full' });
     }
-  }, 60_000);
+  }, TIMEOUT);
 
   it('a lying Content-Length (more and fewer bytes than sent) never hangs, never answers 5xx, never changes state', async () => {
     await setup();
@@ -335,7 +337,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
       }),
       params(Math.max(12, Math.ceil(RUNS / 4))),
     );
-  }, 60_000);
+  }, TIMEOUT);
 });
 
 /**

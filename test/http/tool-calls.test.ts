@@ -103,6 +103,11 @@ describe.each(ADAPTERS)('tool calls over HTTP ($name)', (adapter) => {
     expectInvalid(await client.post(`/servers/${id}/tools/call`, { name: 'echo', arguments: [1] }), 'arguments');
     expectInvalid(await client.post(`/servers/${id}/tools/call`, { name: 'echo', extra: 1 }), 'extra');
     expectInvalid(await client.post(`/servers/${id}/tools/call`, ['echo']), 'body');
+    // A lone surrogate in the name (JSON escapes it as \ud800): refused before the upstream hears of it, where the call
+    // went out and its record then failed to file (500).
+    const calls = upstream.methods.filter((method) => method === 'tools/call').length;
+    expect(expectInvalid(await client.post(`/servers/${id}/tools/call`, { name: 'echo\ud800' }), 'name').issue).toMatch(/well-formed Unicode/);
+    expect(upstream.methods.filter((method) => method === 'tools/call').length).toBe(calls);
     expectError(await client.post(`/servers/${UNKNOWN_SERVER_ID}/tools/call`, { name: 'echo' }), 404, 'SERVER_NOT_FOUND');
     expectInvalid(await client.get('/tool-calls?status=broken'), 'status');
     expect(expectSuccess(await client.get('/tool-calls'), 200)).toEqual([]);

@@ -133,6 +133,14 @@ describe.each(ADAPTERS)('server validation ($name)', (adapter) => {
       await refused(httpServer({ name: 'n'.repeat(101) }), 'name');
     });
 
+    it('no field holds a lone surrogate (PostgreSQL refused the name in its json and answered 503)', async () => {
+      expect((await refused(httpServer({ name: 'n\ud800' }), 'name')).issue).toMatch(/lone surrogate/);
+      await refused(stdioServer({ args: ['ok', '\udc00'] }), 'args[1]');
+      await refused(httpServer({ authentication: { type: 'bearer', token: 't\udbff' } }), 'authentication.token');
+      // A pair is one character, kept as sent.
+      expect((await accepted(httpServer({ name: 'n \ud83d\udef0' }))).name).toBe('n \u{1F6F0}');
+    });
+
     it('timeout: integer 1 to 300000, default 30000', async () => {
       expect((await accepted(httpServer())).timeout).toBe(30000);
       expect((await accepted(httpServer({ timeout: 1 }))).timeout).toBe(1);

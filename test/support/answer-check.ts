@@ -43,10 +43,9 @@ export function resolvedAnswer(document: OpenApiDocument, answer: Json): Json {
   return answer.$ref === undefined ? answer : (document.components as Json).responses[String(answer.$ref).split('/').pop() as string];
 }
 
-/** The schema of one answer of the document, its `#/components/…` references pointed at the document's components. */
-function answerSchema(document: OpenApiDocument, answer: Json): JsonSchema {
+/** A schema of the document, its `#/components/…` references pointed at the document's components. */
+function inDocument(document: OpenApiDocument, schema: Json): JsonSchema {
   const components = document.components as Json;
-  const resolved = resolvedAnswer(document, answer);
   const text = JSON.stringify(components);
   let id = componentIds.get(text);
   if (id === undefined) {
@@ -54,8 +53,14 @@ function answerSchema(document: OpenApiDocument, answer: Json): JsonSchema {
     ajv.addSchema({ $id: id, components });
     componentIds.set(text, id);
   }
-  return JSON.parse(JSON.stringify(resolved.content['application/json'].schema).replaceAll('"#/components/', `"${id}#/components/`));
+  return JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', `"${id}#/components/`));
 }
+
+/** The schema of one answer of the document. */
+const answerSchema = (document: OpenApiDocument, answer: Json): JsonSchema => inDocument(document, resolvedAnswer(document, answer).content['application/json'].schema);
+
+/** A validator of any schema of the document (a request body's, a parameter's): its `$ref`s resolve in the document. */
+export const schemaValidator = (document: OpenApiDocument, schema: Json): ValidateFunction => validator(inDocument(document, schema));
 
 /** A validator of the document's `status` answer to `method` on the path template `path` (`/servers/{id}`). */
 export function documentValidator(document: OpenApiDocument, path: string, method: string, status: number): ValidateFunction {

@@ -26,3 +26,28 @@ describe('readJsonBody, with a server that holds bodies to their Content-Length 
     expect((await readJsonBody(lying, 100, true))._unsafeUnwrapErr().code).toBe('PAYLOAD_TOO_LARGE');
   });
 });
+
+describe('readJsonBody and lone surrogates', () => {
+  it('refuses a string or a key with an unpaired \\uD800-\\uDFFF escape, naming where; a pair is a character', async () => {
+    const invalid = async (body: string) => (await readJsonBody(post(body, null), 1_000_000))._unsafeUnwrapErr();
+    for (const [body, field] of [
+      ['{"name":"x\\ud800"}', 'name'],
+      ['{"args":["a","\\udfff"]}', 'args[1]'],
+      ['{"env":{"K\\uDBFF":"v"}}', 'env'],
+      ['"\\ud800"', 'body'],
+      ['{"a":{"b":"\\udc00\\ud800"}}', 'a.b'],
+    ] as const) {
+      const error = await invalid(body);
+      expect(error.code, body).toBe('INVALID_REQUEST');
+      expect(error.details, body).toMatchObject({ field, issue: expect.stringMatching(/lone surrogate/) });
+    }
+    expect((await readJsonBody(post('{"name":"\\ud83d\\udef0 and \\\\ud800"}', null), 1000))._unsafeUnwrap()).toEqual({ name: '\u{1F6F0} and \\ud800' });
+  });
+
+  it('walks a deep body without recursion, and finds the surrogate at the bottom', async () => {
+    const depth = 20_000;
+    const error = (await readJsonBody(post(`${'['.repeat(depth)}"\\ud800"${']'.repeat(depth)}`, null), 1_000_000))._unsafeUnwrapErr();
+    expect(error.details.field).toBe('[0]'.repeat(depth));
+  });
+});
+

@@ -1,6 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
 import { readLimited } from '../util/read-limited.js';
+import { formatPath } from '../validation/zod-issues.js';
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
@@ -60,11 +61,55 @@ export async function readJsonBody(request: Request, limit: number, withinLength
   } catch {
     return err(invalidRequest([{ field: 'body', issue: 'is not valid UTF-8' }]));
   }
+  let value: unknown;
   try {
-    return ok(JSON.parse(text));
+    value = JSON.parse(text);
   } catch {
     return err(invalidRequest([{ field: 'body', issue: 'is not valid JSON' }], 'The request body is not valid JSON.'));
   }
+  // Only a `\uD8xx`-`\uDFxx` escape can put a lone surrogate in (UTF-8 holds none): most bodies skip the walk.
+  const lone = SURROGATE_ESCAPE.test(text) ? loneSurrogateAt(value) : undefined;
+  if (lone !== undefined) return err(invalidRequest([{ field: lone, issue: 'must be well-formed Unicode: it holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)' }]));
+  return ok(value);
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+/** An unpaired UTF-16 surrogate: no Unicode text holds one, and stores refuse it (PostgreSQL's json) or mangle it. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** A value of a body being walked, with the way to it: its key and the entry that holds it. */
+interface Walked {
+  value: unknown;
+  key: PropertyKey | undefined;
+  parent: Walked | undefined;
+}
+
+/**
+ * Where in a parsed body a string or a key holds a lone surrogate (`name`, `args[2]`; `body` for the body itself), if
+ * anywhere. Walks with a stack of its own, each entry linked to its parent (no path copied per level): a body may nest
+ * as deep as `JSON.parse` goes.
+ */
+function loneSurrogateAt(body: unknown): string | undefined {
+  const where = (entry: Walked): string => {
+    const path: PropertyKey[] = [];
+    for (let at: Walked | undefined = entry; at?.key !== undefined; at = at.parent) path.unshift(at.key);
+    return formatPath(path) || 'body';
+  };
+  const pending: Walked[] = [{ value: body, key: undefined, parent: undefined }];
+  for (let entry = pending.pop(); entry !== undefined; entry = pending.pop()) {
+    const { value } = entry;
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return where(entry);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push({ value: value[i], key: i, parent: entry });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (LONE_SURROGATE.test(key)) return where(entry);
+        pending.push({ value: item, key, parent: entry });
+      }
+    }
+  }
+  return undefined;
 }
 
 function unsupported(contentType: string | null): FleetError {

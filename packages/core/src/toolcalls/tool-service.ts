@@ -84,6 +84,11 @@ export interface InvokeOptions {
 }
 
 const MAX_TOOL_NAME = 256;
+/**
+ * A lone surrogate: a string no UTF-8 text holds. A tool name with one can name no tool, and cannot key the record's
+ * listings (`encodeURIComponent` throws on it).
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -91,7 +96,12 @@ type AttemptResult = { ok: true; result: CallToolResult } | { ok: false; rejecte
 
 /** The body of `tools/call`: `{ name, arguments? }`. The arguments go to the tool as sent, so they are not copied. */
 export const callInputSchema = z.strictObject({
-  name: z.string().min(1).max(MAX_TOOL_NAME),
+  name: z
+    .string()
+    .min(1)
+    .max(MAX_TOOL_NAME)
+    .refine((name) => !LONE_SURROGATE.test(name), 'must be well-formed Unicode (it holds a lone surrogate)')
+    .describe('Well-formed Unicode.'),
   arguments: z
     .custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object')
     // What JSON Schema says of it: a custom check renders as its metadata (`http/json-schema.ts`).
@@ -110,7 +120,7 @@ export function plainCallInput(body: unknown): CallInput | undefined {
   if (!isPlainObject(body)) return undefined;
   for (const key in body) if (key !== 'name' && key !== 'arguments') return undefined;
   const { name, arguments: args } = body;
-  if (typeof name !== 'string' || name.length < 1 || name.length > MAX_TOOL_NAME) return undefined;
+  if (typeof name !== 'string' || name.length < 1 || name.length > MAX_TOOL_NAME || LONE_SURROGATE.test(name)) return undefined;
   if (args !== undefined && !isPlainObject(args)) return undefined;
   return body as CallInput;
 }
