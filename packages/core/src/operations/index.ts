@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import type { ResultAsync } from 'neverthrow';
+import type { ApiKeys } from '../auth/api-keys.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
@@ -31,6 +32,8 @@ export interface Operations {
   readonly toolCalls: ToolCallsApi;
   /** `undefined` when webhooks are off. */
   readonly webhooks: WebhookOperations | undefined;
+  /** The API keys (`fleet.keys`): the `/keys` routes call `createFor`, `list`, `get` and `revoke` with the caller's account. */
+  readonly keys: ApiKeys;
 }
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list' | 'import'> {
@@ -98,9 +101,10 @@ export interface OperationServices {
   tools: ToolService;
   toolCalls: ToolCallLog;
   webhooks: WebhookOperations | undefined;
+  keys: ApiKeys;
 }
 
-export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
+export function createOperations({ registry, health, tools, toolCalls, webhooks, keys }: OperationServices): Operations {
   const create = (account: string, input: unknown) => chainMap(registry.create(account, input), toDetail);
   const remove = (account: string, id: string) => registry.delete(account, id);
   return {
@@ -130,6 +134,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       list: (account, query = {}) => toolCalls.list(account, withPageDefaults(query)),
     },
     webhooks,
+    keys,
   };
 }
 
