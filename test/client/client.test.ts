@@ -3,7 +3,7 @@
  * errors (the fleet's, narrowed by code; no answer at all), retries on a real limiter's 429 and a real store's 503,
  * and cancellation. Every answer the fleet gives is also checked against its document (`serveFleet`).
  */
-import { createMemoryStore } from '@mcp-fleet/core';
+import { createMemoryStore, SCOPES, type Scope } from '@mcp-fleet/core';
 import { createClient, type FleetClient, FleetApiError, FleetNetworkError, isFleetApiError } from '@mcp-fleet/client';
 import Keyv from 'keyv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,8 +21,8 @@ afterAll(async () => {
 });
 
 /** A client of `served` for an account of its own; `seen` lists each request it sent (`METHOD path?query`). */
-async function clientOf(served: Served, options: Partial<Parameters<typeof createClient>[0]> = {}): Promise<{ client: FleetClient; seen: string[] }> {
-  const apiKey = (await freshClient(served)).key as string;
+async function clientOf(served: Served, options: Partial<Parameters<typeof createClient>[0]> = {}, scopes?: Scope[]): Promise<{ client: FleetClient; seen: string[] }> {
+  const apiKey = (await freshClient(served, scopes)).key as string;
   const seen: string[] = [];
   const counting: typeof fetch = (input, init) => {
     const url = new URL(String(input));
@@ -96,6 +96,30 @@ describe.each(ADAPTERS)('@mcp-fleet/client through $name', (adapter) => {
     expect(deliveries.data.map((d) => d.id)).toEqual([ping.delivery_id]);
     expect(await client.webhooks.delete(hook.id)).toEqual({ id: hook.id, deleted: true });
     expect(await rejection(client.webhooks.get(hook.id))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+
+  it('keys: create, get, list, revoke; servers.import: a dry run, then the import', async () => {
+    const { client } = await clientOf(suite.served, {}, [...SCOPES]);
+    const made = await client.keys.create({ scopes: ['servers:read'], description: 'reader' });
+    expect(made.secret).toEqual(expect.any(String));
+    expect(made).toMatchObject({ scopes: ['servers:read'], description: 'reader' });
+    const got = await client.keys.get(made.id);
+    expect(got).toMatchObject({ id: made.id, scopes: ['servers:read'] });
+    expect(got).not.toHaveProperty('secret');
+    expect((await client.keys.list()).data.map((k) => k.id)).toContain(made.id);
+    const reader = createClient({ baseUrl: suite.served.url, apiKey: made.secret, retries: 0 });
+    expect((await reader.servers.list()).data).toEqual([]);
+    expect(await rejection(reader.servers.create({ name: uniqueName('denied'), type: 'http', endpoint: upstream.url }))).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    expect(await client.keys.revoke(made.id)).toEqual({ id: made.id, revoked: true });
+    expect(await rejection(reader.servers.list())).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
+
+    const name = uniqueName('imported');
+    const document = { mcpServers: { [name]: { url: upstream.url } } };
+    const plan = await client.servers.import({ document, dry_run: true });
+    expect(plan.created.map((s) => [s.entry, s.server.name])).toEqual([[name, name]]);
+    expect((await client.servers.list()).data).toEqual([]);
+    const imported = await client.servers.import({ document });
+    expect((await client.servers.list()).data.map((s) => s.name)).toEqual(imported.created.map((s) => s.server.name));
   });
 
   it('paginate walks every page of a listing, one request a page, from the page asked for', async () => {

@@ -57,6 +57,7 @@ function operations(endpoint: <M extends Method, P extends PathOf<M>>(method: M,
       delete: endpoint('DELETE', '/servers/{id}', 'none'),
       health: endpoint('GET', '/servers/{id}/health', 'none'),
       healthHistory: endpoint('GET', '/servers/{id}/health/history', 'none'),
+      import: endpoint('POST', '/servers/import', 'body'),
     },
     tools: {
       list: endpoint('GET', '/servers/{id}/tools', 'none'),
@@ -74,6 +75,12 @@ function operations(endpoint: <M extends Method, P extends PathOf<M>>(method: M,
       delete: endpoint('DELETE', '/webhooks/{id}', 'none'),
       test: endpoint('POST', '/webhooks/{id}/test', 'none'),
       deliveries: endpoint('GET', '/webhooks/{id}/deliveries', 'query'),
+    },
+    keys: {
+      list: endpoint('GET', '/keys', 'query'),
+      create: endpoint('POST', '/keys', 'body'),
+      get: endpoint('GET', '/keys/{id}', 'none'),
+      revoke: endpoint('DELETE', '/keys/{id}', 'none'),
     },
   };
 }

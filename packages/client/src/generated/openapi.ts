@@ -28,6 +28,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/servers/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * servers.import
+         * @description Scope `servers:write`. Rate limit: the tier's limit alone. Each item it creates counts against `servers.create`'s limit too.
+         */
+        post: operations["servers.import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/servers/{id}": {
         parameters: {
             query?: never;
@@ -268,6 +288,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * keys.list
+         * @description Scope `keys:manage`. Rate limit: 100 a minute per account (`rateLimit.operations['keys.list']`), within the tier's.
+         */
+        get: operations["keys.list"];
+        put?: never;
+        /**
+         * keys.create
+         * @description Scope `keys:manage`. Rate limit: 10 a minute per account (`rateLimit.operations['keys.create']`), within the tier's.
+         */
+        post: operations["keys.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * keys.get
+         * @description Scope `keys:manage`. Rate limit: 100 a minute per account (`rateLimit.operations['keys.get']`), within the tier's.
+         */
+        get: operations["keys.get"];
+        put?: never;
+        post?: never;
+        /**
+         * keys.revoke
+         * @description Scope `keys:manage`. Rate limit: 10 a minute per account (`rateLimit.operations['keys.revoke']`), within the tier's.
+         */
+        delete: operations["keys.revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -344,7 +412,7 @@ export interface components {
                 };
             };
         };
-        /** @description The key lacks the scope or the tool this operation needs. Codes: `FORBIDDEN`. */
+        /** @description The key lacks the scope or the tool this operation needs, or (`POST /keys`) the scope, tool, tier or expiry it would grant. Codes: `FORBIDDEN`. */
         Error403: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -815,6 +883,147 @@ export interface operations {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                        };
+                        meta: {
+                            /** Format: date-time */
+                            timestamp: string;
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    "servers.import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The document's format; left out, it is detected from the document's shape (the answer's `format` says which).
+                     * @enum {string}
+                     */
+                    format?: "claude-desktop" | "claude-code" | "cursor" | "vscode" | "registry";
+                    /** @description The file's text as it is (JSON with comments and trailing commas accepted), or its JSON object. */
+                    document: string | {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description Plan only: nothing is created, and no create budget is spent.
+                     * @default false
+                     */
+                    dry_run?: boolean;
+                    /**
+                     * @description Import the valid entries and skip the others; without it, one invalid entry refuses the whole import (400).
+                     * @default false
+                     */
+                    skip_invalid?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: the envelope `{ success: true, data, meta }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @enum {string} */
+                            format: "claude-desktop" | "claude-code" | "cursor" | "vscode" | "registry";
+                            /** @description `format` was detected from the document, not given. */
+                            detected: boolean;
+                            dry_run: boolean;
+                            /** @description The servers created (on a dry run: that would be), in the document's order. */
+                            created: {
+                                /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
+                                entry: string;
+                                server: {
+                                    id: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "http" | "websocket" | "stdio";
+                                    endpoint: string | null;
+                                    /** @constant */
+                                    status: "active";
+                                    /** @enum {string} */
+                                    health: "unknown" | "healthy" | "unhealthy";
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                } | {
+                                    name: string;
+                                    /** @enum {string} */
+                                    type: "http" | "websocket" | "stdio";
+                                    endpoint: string | null;
+                                    command: string | null;
+                                    args: string[] | null;
+                                    working_directory: string | null;
+                                    authentication: ({
+                                        /** @constant */
+                                        type: "bearer";
+                                    } | {
+                                        /** @constant */
+                                        type: "oauth2";
+                                        client_id: string;
+                                        key_id?: string;
+                                        algorithm?: string;
+                                        token_url?: string;
+                                        scope?: string;
+                                    }) | null;
+                                    env_keys: string[] | null;
+                                };
+                            }[];
+                            skipped: {
+                                /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
+                                entry: string;
+                                /** @enum {string} */
+                                code: "NOT_A_SERVER" | "UNSUPPORTED" | "HEADERS_NOT_IMPORTABLE" | "STDIO_COMMAND_NOT_ALLOWED" | "INVALID_CONFIGURATION" | "QUOTA_EXCEEDED" | "RATE_LIMITED" | "SERVER_NAME_EXISTS";
+                                message: string;
+                            }[];
+                            /** @description Placeholders kept as written in the created servers. */
+                            unresolved: {
+                                /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
+                                entry: string;
+                                field: string;
+                                placeholder: string;
+                                description?: string;
+                            }[];
+                            /** @description Names the fleet gives otherwise than the document. */
+                            renamed: {
+                                /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
+                                entry: string;
+                                from: string;
+                                to: string;
+                            }[];
+                            /** @description Parts of entries a server has no place for, left out. */
+                            ignored: {
+                                /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
+                                entry: string;
+                                field: string;
+                            }[];
                         };
                         meta: {
                             /** Format: date-time */
@@ -1316,6 +1525,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Well-formed Unicode. */
                     name: string;
                     /** @description The tool's arguments, a JSON object. */
                     arguments?: {
@@ -1658,7 +1868,7 @@ export interface operations {
                         data: {
                             id: string;
                             url: string;
-                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                             description: string | null;
                             enabled: boolean;
                             disabled_reason: string | null;
@@ -1702,7 +1912,7 @@ export interface operations {
                     /** @description An absolute https URL without credentials; a literal private, loopback or reserved address (or localhost) is refused unless private networks are allowed. */
                     url: string;
                     /** @description Each event at most once. */
-                    events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                    events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                     description?: string;
                 };
             };
@@ -1724,7 +1934,7 @@ export interface operations {
                         data: {
                             id: string;
                             url: string;
-                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                             description: string | null;
                             enabled: boolean;
                             disabled_reason: string | null;
@@ -1781,7 +1991,7 @@ export interface operations {
                         data: {
                             id: string;
                             url: string;
-                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                             description: string | null;
                             enabled: boolean;
                             disabled_reason: string | null;
@@ -1823,7 +2033,7 @@ export interface operations {
                     /** @description An absolute https URL without credentials; a literal private, loopback or reserved address (or localhost) is refused unless private networks are allowed. */
                     url?: string;
                     /** @description Each event at most once. */
-                    events?: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                    events?: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                     description?: string | null;
                     enabled?: boolean;
                 };
@@ -1846,7 +2056,7 @@ export interface operations {
                         data: {
                             id: string;
                             url: string;
-                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed")[];
+                            events: ("server.created" | "server.updated" | "server.deleted" | "server.health_changed" | "tool_call.failed" | "key.created" | "key.revoked")[];
                             description: string | null;
                             enabled: boolean;
                             disabled_reason: string | null;
@@ -2024,6 +2234,254 @@ export interface operations {
                             limit: number;
                             total: number;
                             pages: number;
+                        };
+                        meta: {
+                            /** Format: date-time */
+                            timestamp: string;
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404_2"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    "keys.list": {
+        parameters: {
+            query?: {
+                /** @description An integer of at least 1, in decimal digits. */
+                page?: string;
+                /** @description An integer from 1 to 100, in decimal digits. */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope `{ success: true, data, meta }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            account: string;
+                            /** @enum {string} */
+                            tier: "free" | "pro" | "enterprise";
+                            scopes: ("servers:read" | "servers:write" | "servers:health" | "tool_calls:read" | "tool_calls:write" | "webhooks:manage" | "keys:manage")[] | null;
+                            tools: string[] | null;
+                            prompts: string[] | null;
+                            resources: string[] | null;
+                            description: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            last_used_at: string | null;
+                            revoked_at: string | null;
+                        }[];
+                        pagination: {
+                            page: number;
+                            limit: number;
+                            total: number;
+                            pages: number;
+                        };
+                        meta: {
+                            /** Format: date-time */
+                            timestamp: string;
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    "keys.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `free` < `pro` < `enterprise`; at most the creating key's tier. Default: the creating key's tier.
+                     * @enum {string}
+                     */
+                    tier?: "free" | "pro" | "enterprise";
+                    /** @description Only scopes the creating key holds. Default: the creating key's scopes but `keys:manage`, which a key gets only when its list names it. */
+                    scopes?: ("servers:read" | "servers:write" | "servers:health" | "tool_calls:read" | "tool_calls:write" | "webhooks:manage" | "keys:manage")[];
+                    /** @description Tool allowlist: globs (`*`) over namespaced tool names. With a creating key that has an allowlist, each pattern must lie within one of its patterns (its `*`s matched by their `*`s); `null` (every tool) only without one. Default: the creating key's allowlist. */
+                    tools?: string[] | null;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601, in the future, at most 10 years ahead, and no later than the creating key's own expiry. Default: the creating key's expiry (none: never).
+                     */
+                    expires_at?: string;
+                    /** @description What the key is for, 1–100 characters. */
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: the envelope `{ success: true, data, meta }`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            account: string;
+                            /** @enum {string} */
+                            tier: "free" | "pro" | "enterprise";
+                            scopes: ("servers:read" | "servers:write" | "servers:health" | "tool_calls:read" | "tool_calls:write" | "webhooks:manage" | "keys:manage")[] | null;
+                            tools: string[] | null;
+                            prompts: string[] | null;
+                            resources: string[] | null;
+                            description: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            last_used_at: string | null;
+                            revoked_at: string | null;
+                            secret: string;
+                        };
+                        meta: {
+                            /** Format: date-time */
+                            timestamp: string;
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    "keys.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API key's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope `{ success: true, data, meta }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            account: string;
+                            /** @enum {string} */
+                            tier: "free" | "pro" | "enterprise";
+                            scopes: ("servers:read" | "servers:write" | "servers:health" | "tool_calls:read" | "tool_calls:write" | "webhooks:manage" | "keys:manage")[] | null;
+                            tools: string[] | null;
+                            prompts: string[] | null;
+                            resources: string[] | null;
+                            description: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            expires_at: string | null;
+                            last_used_at: string | null;
+                            revoked_at: string | null;
+                        };
+                        meta: {
+                            /** Format: date-time */
+                            timestamp: string;
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404_2"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    "keys.revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API key's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope `{ success: true, data, meta }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @constant */
+                            revoked: true;
                         };
                         meta: {
                             /** Format: date-time */
