@@ -47,6 +47,7 @@ export default defineConfig([
   pkg('postgres', [core, 'keyv', 'pg']),
   pkg('hono', [core, 'hono']),
   pkg('express', [core, 'express']),
+  pkg('otel', [core, /^@opentelemetry\//]),
   {
     name: 'reference-server',
     entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },
