@@ -260,8 +260,12 @@ function known(attributes: Record<string, AttributeValue | undefined>): Attribut
   return out;
 }
 
-/** `gen_ai.operation.name` is `execute_tool` for a tool call, and absent otherwise. */
-const operationName = (method: string) => (method === 'tools/call' ? 'execute_tool' : undefined);
+/** What both MCP spans say of the server and the tool: `gen_ai.operation.name` is `execute_tool` for a tool call. */
+const aboutTool = (message: { method: string; server_id?: string; tool_name?: string }) => ({
+  'mcp_fleet.server.id': message.server_id,
+  'gen_ai.tool.name': message.tool_name,
+  'gen_ai.operation.name': message.tool_name !== undefined && message.method === 'tools/call' ? 'execute_tool' : undefined,
+});
 
 function serverAttributes(message: McpServerMessage): Attributes {
   return known({
@@ -272,9 +276,7 @@ function serverAttributes(message: McpServerMessage): Attributes {
     'mcp_fleet.account': message.account,
     'mcp.protocol.version': message.protocol_version,
     'mcp.session.id': message.session_id,
-    'mcp_fleet.server.id': message.server_id,
-    'gen_ai.tool.name': message.tool_name,
-    'gen_ai.operation.name': message.tool_name === undefined ? undefined : operationName(message.method),
+    ...aboutTool(message),
   });
 }
 
@@ -289,9 +291,7 @@ function clientAttributes(message: McpClientMessage): Attributes {
     'mcp.protocol.version': message.era === '2025' ? undefined : message.era,
     'server.address': message.server_address,
     'server.port': message.server_port,
-    'mcp_fleet.server.id': message.server_id,
-    'gen_ai.tool.name': message.tool_name,
-    'gen_ai.operation.name': message.tool_name === undefined ? undefined : operationName(message.method),
+    ...aboutTool(message),
   });
 }
 
