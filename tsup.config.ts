@@ -49,6 +49,7 @@ export default defineConfig([
   pkg('express', [core, 'express']),
   // Browsers and edge runtimes too: fetch, URL, AbortController and Headers only, no Node built-in.
   { ...pkg('client', []), platform: 'neutral', target: 'es2022' },
+  pkg('otel', [core, /^@opentelemetry\//]),
   {
     name: 'reference-server',
     entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },

@@ -18,6 +18,7 @@ export default defineConfig({
       { find: /^@mcp-fleet\/redis$/, replacement: src('redis/src/index.ts') },
       { find: /^@mcp-fleet\/postgres$/, replacement: src('postgres/src/index.ts') },
       { find: /^@mcp-fleet\/client$/, replacement: src('client/src/index.ts') },
+      { find: /^@mcp-fleet\/otel$/, replacement: src('otel/src/index.ts') },
     ],
   },
   test: {

@@ -401,9 +401,11 @@ describe('the packed packages', () => {
       redis: ['@mcp-fleet/core', 'keyv'],
       postgres: ['@mcp-fleet/core', 'keyv'],
       client: [],
+      otel: ['@mcp-fleet/core', '@opentelemetry/api'],
     };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
     if (name === 'core') expect(pkg.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
+    if (name === 'otel') expect(pkg.peerDependenciesMeta).toEqual({ '@opentelemetry/api': { optional: true } });
     expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
     expect(pkg.devDependencies).toBeUndefined();
     if (name === 'client') expect(pkg.dependencies).toBeUndefined();

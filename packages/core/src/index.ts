@@ -117,3 +117,20 @@ export { MemoryTokenCache, type CachedToken, type MemoryTokenCacheOptions, type 
 export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
 export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
 export type { McpEra } from './mcp/connect.js';
+
+// The trace points (docs/observability.md): channel names and message shapes, for subscribers such as @mcp-fleet/otel.
+export {
+  TRACE_CHANNELS,
+  type AuthMessage,
+  type HttpRequestMessage,
+  type McpClientMessage,
+  type McpEraName,
+  type McpServerMessage,
+  type OperationDoor,
+  type OperationMessage,
+  type ProbeMessage,
+  type RateLimitMessage,
+  type Settled,
+  type StoreMessage,
+  type WebhookDeliveryMessage,
+} from './trace/channels.js';
