@@ -11,8 +11,9 @@
  * as the server. The server may keep running: SQLite lets both write the file.
  */
 import { parseArgs } from 'node:util';
-import { type ApiKey, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { type ApiKey, ERROR_CODES, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 import { runCli, withStoredFleet } from './cli.js';
+import { CliError, exitForStatus } from './cli/exit.js';
 import { ConfigError, readConfig } from './config.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
@@ -47,9 +48,10 @@ function describe(key: ApiKey): string {
   return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  ${tools}  created ${key.created_at}  ${state}`;
 }
 
+/** The fleet's refusal exits as over HTTP: 4 for what the request must fix (an unknown key, a bad pattern), else 1. */
 function fail(error: FleetError): never {
   const details = Object.keys(error.details).length > 0 ? ` ${JSON.stringify(error.details)}` : '';
-  throw new ConfigError(`${error.code}: ${error.message}${details}`);
+  throw new CliError(`${error.code}: ${error.message}${details}`, exitForStatus(ERROR_CODES[error.code].status));
 }
 
 async function run(argv: string[]): Promise<void> {
