@@ -185,8 +185,8 @@ describe('npm run keys', () => {
   it('with --, and through the mcp-fleet bin, the flags arrive', async () => {
     const store = `sqlite://${await tempDir()}/k.sqlite`;
     const viaNpm = await npmRun(['run', '--silent', 'keys', '--', 'create', 'acme', '--tier', 'pro', '--name', 'ci'], { MCP_FLEET_STORE: store }, /secret \(shown this once\)/);
-    expect(viaNpm.stdout).toMatch(/ {2}acme {2}pro {2}all scopes {2}ci /);
+    expect(viaNpm.stdout).toMatch(/ {2}acme {2}pro {2}all scopes but keys:manage {2}ci /);
     const viaBin = await npmRun(['exec', '--', 'mcp-fleet', 'keys', 'create', 'acme', '--tier', 'enterprise'], { MCP_FLEET_STORE: store }, /secret \(shown this once\)/);
-    expect(viaBin.stdout).toMatch(/ {2}acme {2}enterprise {2}all scopes /);
+    expect(viaBin.stdout).toMatch(/ {2}acme {2}enterprise {2}all scopes but keys:manage /);
   });
 });

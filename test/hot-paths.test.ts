@@ -239,7 +239,7 @@ describe.skipIf(withoutRedis('revocation across processes'))('revocation across 
     const stores = await createRedisStore({ url: store });
     try {
       const fleet = createFleet({ store: stores, rateLimit: false, webhooks: false });
-      const [key] = (await fleet.keys.list(account))._unsafeUnwrap();
+      const [key] = (await fleet.keys.list(account))._unsafeUnwrap().data;
       (await fleet.keys.revoke(key!.id))._unsafeUnwrap();
       await fleet.close();
     } finally {

@@ -156,10 +156,10 @@ describe('tool allowlists on stored keys', () => {
       // A key with a list holds no servers:write unless it says so: a key of the same account without one creates.
       const { id } = await createServer(await adminOf(served, client.account), { name: uniqueName('old'), type: 'http', endpoint: upstream.url });
       expectError(await client.post(`/servers/${id}/tools/call`, callBody('echo')), 403, 'FORBIDDEN');
-      const [key] = (await served.fleet.keys.list(client.account))._unsafeUnwrap();
+      const [key] = (await served.fleet.keys.list(client.account))._unsafeUnwrap().data;
       await stripTools(storage, `mcp-fleet:apikey:${key?.id}`);
       await stripTools(storage, `mcp-fleet:apikey-hash:${hashSecret(client.key as string)}`);
-      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap()[0]?.tools).toBeNull();
+      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap().data[0]?.tools).toBeNull();
       expectSuccess(await client.post(`/servers/${id}/tools/call`, callBody('echo')), 200);
     } finally {
       await served.close();
@@ -187,10 +187,10 @@ describe.skipIf(withoutRedis('tool allowlists on Redis'))('tool allowlists on Re
       expectSuccess(await client.post(`/servers/${id}/tools/call`, callBody('echo')), 200);
       expectError(await client.post(`/servers/${id}/tools/call`, callBody('fail')), 403, 'FORBIDDEN', { tool: 'fail' });
       expect(await calls(client)).toBe(1);
-      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap()[0]?.tools).toEqual([`${name}__echo`]);
+      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap().data[0]?.tools).toEqual([`${name}__echo`]);
 
       // The same key as an earlier version stored it: the Redis records without `tools`.
-      const [key] = (await served.fleet.keys.list(client.account))._unsafeUnwrap();
+      const [key] = (await served.fleet.keys.list(client.account))._unsafeUnwrap().data;
       const hashEntry = `apikey-hash:${hashSecret(client.key as string)}`;
       for (const record of [`apikey:${key?.id}`, hashEntry]) {
         const { tools: _tools, ...old } = (await redis.records.get(record)) as Record<string, unknown>;
@@ -198,7 +198,7 @@ describe.skipIf(withoutRedis('tool allowlists on Redis'))('tool allowlists on Re
       }
       expect(JSON.stringify(await redis.records.get(hashEntry))).not.toContain('tools');
       expectSuccess(await client.post(`/servers/${id}/tools/call`, callBody('fail')), 200);
-      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap()[0]?.tools).toBeNull();
+      expect((await served.fleet.keys.list(client.account))._unsafeUnwrap().data[0]?.tools).toBeNull();
     } finally {
       await served.close();
     }

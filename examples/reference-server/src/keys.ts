@@ -41,8 +41,15 @@ or use the bin, which needs none:
 
 function describe(key: ApiKey): string {
   const limited = key.tools !== null || key.prompts !== null || key.resources !== null;
-  // A key with an allowlist and no scope list holds every scope but servers:write (docs/configuration.md).
-  const scopes = key.scopes !== null ? key.scopes.join(',') : limited ? 'all scopes but servers:write' : 'all scopes';
+  // No scope list: every scope but keys:manage, and but servers:write for a key with an allowlist (docs/configuration.md).
+  const scopes =
+    key.scopes === null
+      ? limited
+        ? 'all scopes but servers:write and keys:manage'
+        : 'all scopes but keys:manage'
+      : SCOPES.every((scope) => key.scopes?.includes(scope))
+        ? 'all scopes'
+        : key.scopes.join(',');
   const tools = key.tools === null ? 'all tools' : `tools ${key.tools.join('|')}`;
   const state = key.revoked_at === null ? 'active' : `revoked ${key.revoked_at}`;
   return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  ${tools}  created ${key.created_at}  ${state}`;
@@ -81,10 +88,16 @@ async function run(argv: string[]): Promise<void> {
       console.log(describe(created.value.key));
       console.log(`secret (shown this once): ${created.value.secret}`);
     } else if (command === 'list') {
-      const keys = await fleet.keys.list(target);
-      if (keys.isErr()) fail(keys.error);
-      for (const key of keys.value) console.log(describe(key));
-      if (keys.value.length === 0) console.log(`no keys for account "${target}"`);
+      // Every page: the operator asked for the account's keys, not the first 100.
+      let shown = 0;
+      for (let page = 1; ; page++) {
+        const keys = await fleet.keys.list(target, { page, limit: 100 });
+        if (keys.isErr()) fail(keys.error);
+        for (const key of keys.value.data) console.log(describe(key));
+        shown += keys.value.data.length;
+        if (page >= keys.value.pagination.pages) break;
+      }
+      if (shown === 0) console.log(`no keys for account "${target}"`);
     } else if (command === 'revoke') {
       const revoked = await fleet.keys.revoke(target);
       if (revoked.isErr()) fail(revoked.error);

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import type { IncomingMessage } from 'node:http';
-import { createFleet } from '@mcp-fleet/core';
+import { createFleet, SCOPES } from '@mcp-fleet/core';
 import { answerClientError, clientAddressBehindProxies } from '@mcp-fleet/core/node';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { type Context, Hono } from 'hono';
@@ -78,9 +78,11 @@ async function main(): Promise<void> {
     );
   }
   // The first key is `pro` (600 a minute): a newcomer exploring should meet the limit they are testing, not the tier's.
+  // It names every scope, `keys:manage` too (no list would hold all but that one): it is the operator's key, which
+  // makes the others over `POST /keys`.
   let firstKey: string | undefined;
   if (config.apiKeys.length === 0 && (await fleet.keys.count()).unwrapOr(0) === 0) {
-    firstKey = (await fleet.keys.create({ account: 'default', tier: 'pro', name: 'first key' }))._unsafeUnwrap().secret;
+    firstKey = (await fleet.keys.create({ account: 'default', tier: 'pro', scopes: [...SCOPES], name: 'first key' }))._unsafeUnwrap().secret;
   }
 
   let stopping = false;

@@ -50,7 +50,7 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
   /** The mount point given as `prefix`, normalized (`/v1`). */
   readonly prefix: string;
   readonly keys: ApiKeys;
-  /** Changes as they land: `server.created`, `server.updated`, `server.deleted`, `server.health_changed`, `tool_call.failed`. */
+  /** Changes as they land: `server.created`, `server.updated`, `server.deleted`, `server.health_changed`, `tool_call.failed`, `key.created`, `key.revoked`. */
   readonly events: EventSource;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
@@ -163,7 +163,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   });
   expiry.start();
   const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, listings, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
-  const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api });
+  const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."), changes);
+  const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api, keys });
   const routes = buildRoutes(operations);
   const limiter = resolved.rateLimit === undefined ? undefined : new RateLimiter({ ...resolved.rateLimit, store: store.rateLimits }, now, operationLimits(routes));
   const monitor =
@@ -180,7 +181,6 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           resolved.monitor,
         );
   monitor?.start();
-  const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."));
   const onRequest = logger === undefined ? undefined : (entry: RequestLogEntry) => logger.info({ ...entry }, 'request');
   const mcp =
     resolved.mcp === undefined

@@ -93,6 +93,7 @@ describe('ApiKeys', () => {
         prompts: null,
         resources: null,
         keyId: key.id,
+        expiresAt: null,
       });
     });
 
@@ -104,13 +105,13 @@ describe('ApiKeys', () => {
       }
     });
 
-    it('scopes null means every scope; a scope list means only those', async () => {
+    it('scopes null means every scope but keys:manage; a scope list means only those', async () => {
       const { keys } = setup();
       const all = (await keys.verify((await keys.create({ account: 'acme' }))._unsafeUnwrap().secret))._unsafeUnwrap();
       const some = (await keys.verify((await keys.create({ account: 'acme', scopes: ['servers:read'] }))._unsafeUnwrap().secret))._unsafeUnwrap();
       if (all === null || some === null) throw new Error('keys did not verify');
       expect(all.scopes).toBeNull();
-      for (const scope of SCOPES) expect(hasScope(all, scope)).toBe(true);
+      for (const scope of SCOPES) expect(hasScope(all, scope)).toBe(scope !== 'keys:manage');
       expect(hasScope(some, 'servers:read')).toBe(true);
       expect(SCOPES.filter((scope) => hasScope(some, scope))).toEqual(['servers:read']);
     });
@@ -124,7 +125,7 @@ describe('ApiKeys', () => {
       const revoked = (await keys.revoke(key.id))._unsafeUnwrap();
       expect(revoked).toEqual({ ...key, revoked_at: '2026-11-22T10:00:01.000Z' });
       expect((await keys.verify(secret))._unsafeUnwrap()).toBeNull();
-      expect((await keys.list('acme'))._unsafeUnwrap()).toEqual([revoked]);
+      expect((await keys.list('acme'))._unsafeUnwrap().data).toEqual([revoked]);
     });
 
     it('is idempotent: revoking again keeps the first revoked_at', async () => {
@@ -159,7 +160,7 @@ describe('ApiKeys', () => {
       advance(10);
       const second = (await keys.create({ account: 'acme', name: 'second' }))._unsafeUnwrap();
       await keys.create({ account: 'other' });
-      const listed = (await keys.list('acme'))._unsafeUnwrap();
+      const listed = (await keys.list('acme'))._unsafeUnwrap().data;
       expect(listed.map((k) => k.name)).toEqual(['first', 'second']);
       for (const key of listed) expect(Object.keys(key).sort()).toEqual(API_KEY_FIELDS);
       const text = JSON.stringify(listed);
@@ -171,7 +172,7 @@ describe('ApiKeys', () => {
 
     it('lists nothing for an account without keys', async () => {
       const { keys } = setup();
-      expect((await keys.list('nobody'))._unsafeUnwrap()).toEqual([]);
+      expect((await keys.list('nobody'))._unsafeUnwrap().data).toEqual([]);
     });
 
     it('counts keys of every account, revoked ones included', async () => {
@@ -191,7 +192,7 @@ describe('ApiKeys', () => {
       const { keys, dump } = setup();
       const key = (await keys.register({ account: 'acme', tier: 'pro', secret }))._unsafeUnwrap();
       expect(isId('apiKey', key.id)).toBe(true);
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, prompts: null, resources: null, keyId: key.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'pro', scopes: null, tools: null, prompts: null, resources: null, keyId: key.id, expiresAt: null });
       expect(dump()).not.toContain(secret);
       expect(JSON.stringify(key)).not.toContain(secret);
     });
@@ -202,7 +203,7 @@ describe('ApiKeys', () => {
       const second = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       expect(second.id).toBe(first.id);
       expect(second.created_at).toBe(first.created_at);
-      expect((await keys.list('acme'))._unsafeUnwrap()).toHaveLength(1);
+      expect((await keys.list('acme'))._unsafeUnwrap().data).toHaveLength(1);
       expect((await keys.count())._unsafeUnwrap()).toBe(1);
     });
 
@@ -211,7 +212,7 @@ describe('ApiKeys', () => {
       const both = await Promise.all([keys.register({ account: 'acme', secret }), keys.register({ account: 'acme', secret })]);
       const [first, second] = both.map((r) => r._unsafeUnwrap());
       expect(second?.id).toBe(first?.id);
-      expect((await keys.list('acme'))._unsafeUnwrap().map((k) => k.id)).toEqual([first?.id]);
+      expect((await keys.list('acme'))._unsafeUnwrap().data.map((k) => k.id)).toEqual([first?.id]);
       expect((await keys.count())._unsafeUnwrap()).toBe(1);
       expect((await keys.verify(secret))._unsafeUnwrap()?.keyId).toBe(first?.id);
     });
@@ -221,7 +222,7 @@ describe('ApiKeys', () => {
       const first = (await keys.register({ account: 'acme', secret }))._unsafeUnwrap();
       const second = (await keys.register({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], secret }))._unsafeUnwrap();
       expect(second).toMatchObject({ id: first.id, tier: 'enterprise', scopes: ['servers:read'] });
-      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, prompts: null, resources: null, keyId: first.id });
+      expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'enterprise', scopes: ['servers:read'], tools: null, prompts: null, resources: null, keyId: first.id, expiresAt: null });
     });
 
     it('registering a secret for another account revokes the old key and issues a new one', async () => {
@@ -339,7 +340,13 @@ describe('ApiKeys expiry and last use', () => {
     advance(5 * 60_000);
     expect((await keys.verify(created.secret))._unsafeUnwrap()).toBeNull();
     const past = (await keys.create({ account: 'acme', expires_at: '2026-11-22T09:00:00.000Z' }))._unsafeUnwrapErr();
-    expect(past.details).toMatchObject({ field: 'expires_at', issue: 'must be in the future' });
+    expect(past.details).toMatchObject({ field: 'expires_at', issue: 'must be in the future (now is 2026-11-22T10:05:00.000Z)' });
+    const far = (await keys.create({ account: 'acme', expires_at: '2037-01-01T00:00:00Z' }))._unsafeUnwrapErr();
+    expect(far.details).toMatchObject({ field: 'expires_at', issue: 'must be at most 10 years ahead; leave it out for a key that never expires' });
+    // Kept and shown in UTC, whatever offset it was given with; the principal carries it.
+    const offset = (await keys.create({ account: 'acme', expires_at: '2026-11-22T12:30:00+02:00' }))._unsafeUnwrap();
+    expect(offset.key.expires_at).toBe('2026-11-22T10:30:00.000Z');
+    expect((await keys.verify(offset.secret))._unsafeUnwrap()?.expiresAt).toBe('2026-11-22T10:30:00.000Z');
     expect((await keys.create({ account: 'acme', expires_at: 'tomorrow' }))._unsafeUnwrapErr().details).toMatchObject({ field: 'expires_at' });
   });
 
@@ -358,7 +365,7 @@ describe('ApiKeys expiry and last use', () => {
     advance(31_000);
     await keys.verify(created.secret);
     await new Promise((resolve) => setImmediate(resolve));
-    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.last_used_at).toBe('2026-11-22T10:01:00.000Z');
+    expect((await keys.list('acme'))._unsafeUnwrap().data[0]?.last_used_at).toBe('2026-11-22T10:01:00.000Z');
   });
 });
 
@@ -369,14 +376,14 @@ describe('ApiKeys tool allowlists', () => {
     const { key, secret } = (await keys.create({ account: 'acme', tools }))._unsafeUnwrap();
     expect(key.tools).toEqual(tools);
     expect((await keys.get(key.id))._unsafeUnwrap().tools).toEqual(tools);
-    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.tools).toEqual(tools);
+    expect((await keys.list('acme'))._unsafeUnwrap().data[0]?.tools).toEqual(tools);
     const reads: string[] = [];
     const get = map.get.bind(map);
     map.get = (name: string) => {
       reads.push(name);
       return get(name);
     };
-    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, prompts: null, resources: null, keyId: key.id });
+    expect((await keys.verify(secret))._unsafeUnwrap()).toEqual({ account: 'acme', tier: 'free', scopes: null, tools, prompts: null, resources: null, keyId: key.id, expiresAt: null });
     expect(reads).toHaveLength(1);
     expect(reads[0]).toMatch(new RegExp(`apikey-hash:${hashSecret(secret)}$`));
   });
@@ -410,7 +417,7 @@ describe('ApiKeys tool allowlists', () => {
       await storage.set(`mcp-fleet:${name}`, old);
     }
     expect((await keys.get(key.id))._unsafeUnwrap().tools).toBeNull();
-    expect((await keys.list('acme'))._unsafeUnwrap()[0]?.tools).toBeNull();
+    expect((await keys.list('acme'))._unsafeUnwrap().data[0]?.tools).toBeNull();
     expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ account: 'acme', tools: null });
   });
 
@@ -430,7 +437,7 @@ describe('ApiKeys prompt and resource allowlists', () => {
     const lists = { prompts: ['search__*'], resources: ['docs__file:///public/*'] };
     const { key, secret } = (await keys.create({ account: 'acme', ...lists }))._unsafeUnwrap();
     expect(key).toMatchObject({ tools: null, ...lists });
-    expect((await keys.list('acme'))._unsafeUnwrap()[0]).toMatchObject(lists);
+    expect((await keys.list('acme'))._unsafeUnwrap().data[0]).toMatchObject(lists);
     expect((await keys.verify(secret))._unsafeUnwrap()).toMatchObject({ tools: null, ...lists });
     const chosen = 'operator-chosen-secret-0004';
     (await keys.register({ account: 'acme', secret: chosen, resources: ['a__*'] }))._unsafeUnwrap();
@@ -453,11 +460,13 @@ describe('ApiKeys prompt and resource allowlists', () => {
 describe('hasScope', () => {
   const principal = (extra: Partial<Principal>): Principal => ({ account: 'acme', tier: 'pro', scopes: null, ...extra });
 
-  it('no scope list: every scope, but servers:write for a principal with any allowlist unless its list names it', () => {
-    expect(SCOPES.filter((scope) => hasScope(principal({}), scope))).toEqual([...SCOPES]);
-    expect(SCOPES.filter((scope) => hasScope(principal({ tools: null, prompts: null, resources: null }), scope))).toEqual([...SCOPES]);
+  it('no scope list: every scope but keys:manage, and but servers:write for a principal with any allowlist unless its list names it', () => {
+    const allButKeys = SCOPES.filter((scope) => scope !== 'keys:manage');
+    expect(SCOPES.filter((scope) => hasScope(principal({}), scope))).toEqual(allButKeys);
+    expect(SCOPES.filter((scope) => hasScope(principal({ tools: null, prompts: null, resources: null }), scope))).toEqual(allButKeys);
+    expect(hasScope(principal({ scopes: ['keys:manage'] }), 'keys:manage')).toBe(true);
     for (const lists of [{ tools: ['a__*'] }, { prompts: ['a__*'] }, { resources: ['a__*'] }, { tools: [] }]) {
-      expect(SCOPES.filter((scope) => hasScope(principal(lists), scope))).toEqual(SCOPES.filter((scope) => scope !== 'servers:write'));
+      expect(SCOPES.filter((scope) => hasScope(principal(lists), scope))).toEqual(allButKeys.filter((scope) => scope !== 'servers:write'));
       expect(hasScope(principal({ ...lists, scopes: ['servers:write'] }), 'servers:write')).toBe(true);
       expect(isLimited(principal(lists))).toBe(true);
     }

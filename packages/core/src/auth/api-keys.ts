@@ -2,11 +2,16 @@ import { hash as oneShotHash } from 'node:crypto';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { z } from 'zod';
 import { FleetError, invalidRequest } from '../errors/fleet-error.js';
-import type { IndexCalls } from '../storage/index-calls.js';
-import { readRange } from '../storage/read-page.js';
+import { EventBus } from '../events/bus.js';
+import { ChangeWriter } from '../events/change-writer.js';
+import { type IndexCalls, mergeTransactions } from '../storage/index-calls.js';
+import { readPage } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
-import { newId, randomToken } from '../util/ids.js';
+import { isId, newId, randomToken } from '../util/ids.js';
+import { type Page, type PageQuery, pagination, withPageDefaults } from '../util/pagination.js';
 import { parse } from '../validation/parse.js';
+import { grantedKey, keyRequestSchema } from './key-grants.js';
+import { toKeyView } from './key-views.js';
 import { ACCOUNT_PATTERN, type Principal, SCOPES, type Scope, TIERS, type Tier } from './scopes.js';
 import { toolPatternsSchema } from './tool-patterns.js';
 import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
@@ -61,8 +66,14 @@ export interface CreateApiKeyInput {
    */
   resources?: string[] | null;
   name?: string;
-  /** When the key stops working (ISO 8601, in the future). @default never */
+  /** When the key stops working (ISO 8601, in the future, at most 10 years ahead); kept in UTC. @default never */
   expires_at?: string;
+}
+
+/** Narrows `get` and `revoke` to one account: another account's key is then `NOT_FOUND`, exactly as a missing one. */
+export interface KeyLookup {
+  /** @default any account (the operator's view) */
+  account?: string;
 }
 
 export interface RegisterApiKeyInput extends CreateApiKeyInput {
@@ -90,6 +101,10 @@ interface KeyHashEntry {
 
 /** `last_used_at` is written at most this often per key, off the request path. */
 const LAST_USED_EVERY_MS = 60_000;
+/** The furthest a key's expiry may lie ahead: further is a typo, or a key that should not expire at all. */
+const MAX_EXPIRY_MS = 10 * 366 * 86_400_000;
+/** Body fields the service sets (`POST /keys`): named as read-only rather than unknown. */
+const READ_ONLY = ['id', 'account', 'secret', 'created_at', 'last_used_at', 'revoked_at'];
 
 const SECRET_PREFIX = 'mcpf_';
 const keyRecord = (id: string) => `apikey:${id}`;
@@ -143,12 +158,26 @@ export class ApiKeys {
     private readonly now: () => number,
     /** Sees a failed write of `last_used_at` (it never fails a request). */
     private readonly onBackgroundError: (error: FleetError) => void = () => {},
+    /** Announces `key.created` and `key.revoked` (webhooks, `fleet.events`). @default told to no one */
+    private readonly changes: ChangeWriter = new ChangeWriter(new EventBus(() => {}), undefined),
   ) {}
 
   /** A new key with a generated secret, returned once. */
   create(input: CreateApiKeyInput): ResultAsync<CreatedApiKey, FleetError> {
     const secret = SECRET_PREFIX + randomToken(40);
     return parse(inputSchema, input, { root: 'input' }).andThen((valid) => futureExpiry(valid, this.now())).asyncAndThen((valid) => this.store(valid, secret).andThen(okWith((key) => ({ key, secret }))));
+  }
+
+  /**
+   * A key made by another (`POST /keys`): `request` as received (`{ tier?, scopes?, tools?, expires_at?, description? }`,
+   * judged by `keyRequestSchema`), in `creator`'s account, never with more than `creator` holds (`grantedKey`: a 403
+   * `FORBIDDEN` names the scope, tool pattern, tier or expiry it lacks). The route calls this; so can an embedder
+   * that lets its own principals make keys.
+   */
+  createFor(creator: Principal, request: unknown): ResultAsync<CreatedApiKey, FleetError> {
+    return parse(keyRequestSchema, request, { readOnly: READ_ONLY })
+      .andThen((valid) => grantedKey(creator, valid))
+      .asyncAndThen((granted) => this.create(granted));
   }
 
   /**
@@ -187,31 +216,42 @@ export class ApiKeys {
    * Revokes a key at once and for good; its record stays listed with `revoked_at`, and its secret's entry stays as a
    * revoked mark, so that registering the secret again (a restart with it still configured) cannot bring it back.
    */
-  revoke(id: string): ResultAsync<ApiKey, FleetError> {
-    return this.get(id).andThen((key) => {
+  revoke(id: string, lookup: KeyLookup = {}): ResultAsync<ApiKey, FleetError> {
+    return this.get(id, lookup).andThen((key) => {
       if (key.revoked_at !== null) return okAsync(key);
       const revoked: ApiKey = { ...key, revoked_at: new Date(this.now()).toISOString() };
+      const event = { account: key.account, type: 'key.revoked' as const, data: { key: toKeyView(revoked) }, at: revoked.revoked_at as string, check: { key: keyRecord(id), match: { revoked_at: revoked.revoked_at } } };
       // The record is marked first: if the hash entry cannot be marked, `verify` still refuses nothing it should
       // not, as the entry is marked next and `revoke` can be run again.
-      return toAsync(this.records.set(keyRecord(id), revoked))
-        .andThen(() => this.records.get<string>(`apikey-hash-of:${id}`))
-        .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.set(hashRecord(hash), { ...this.hashEntry(key), revoked: true })))
-        .andThen(okWith(() => revoked));
+      return toAsync(
+        this.changes.write(event, ({ publish }) =>
+          toAsync(this.records.set(keyRecord(id), revoked))
+            .andThen(() => this.records.get<string>(`apikey-hash-of:${id}`))
+            .andThen((hash) => (hash === undefined ? okAsync(undefined) : this.records.set(hashRecord(hash), { ...this.hashEntry(key), revoked: true })))
+            .andThen(() => (publish === undefined ? okAsync(undefined) : toAsync(this.index.commit(publish)).map(() => undefined)))
+            .andThen(okWith(() => revoked)),
+        ),
+      );
     });
   }
 
-  get(id: string): ResultAsync<ApiKey, FleetError> {
+  /** One key, revoked ones included; with `lookup.account`, only a key of that account. */
+  get(id: string, lookup: KeyLookup = {}): ResultAsync<ApiKey, FleetError> {
+    // An id of the wrong form is simply unknown: no lookup, the same 404.
+    if (lookup.account !== undefined && !isId('apiKey', id)) return errAsync(keyNotFound(id));
     return ResultAsync.combine([toAsync(this.records.get<ApiKey>(keyRecord(id))), toAsync(this.records.get<string>(usedRecord(id)))]).andThen(([key, used]) =>
-      key === undefined ? errAsync(keyNotFound(id)) : okAsync(withDefaults(key, used)),
+      key === undefined || (lookup.account !== undefined && key.account !== lookup.account) ? errAsync(keyNotFound(id)) : okAsync(withDefaults(key, used)),
     );
   }
 
-  /** The account's keys, oldest first, revoked ones included. */
-  list(account: string): ResultAsync<ApiKey[], FleetError> {
-    return toAsync(readRange<ApiKey>(this.index, this.records, accountSet(account), { offset: 0, limit: Number.MAX_SAFE_INTEGER }, keyRecord)).andThen(({ ids, found }) =>
-      toAsync(this.records.getMany<string>(ids.map(usedRecord))).andThen(okWith((used) =>
-        found.flatMap((key, i) => (key === undefined ? [] : [withDefaults(key, used[i])]))),
-      ),
+  /** The account's keys, oldest first, revoked ones included; `page` 1 and `limit` 50 unless given. */
+  list(account: string, query: Partial<PageQuery> = {}): ResultAsync<Page<ApiKey>, FleetError> {
+    const page = withPageDefaults(query);
+    return toAsync(readPage<ApiKey>(this.index, this.records, accountSet(account), page, keyRecord)).andThen(({ ids, found, total }) =>
+      toAsync(this.records.getMany<string>(ids.map(usedRecord))).andThen(okWith((used) => {
+        const data = found.flatMap((key, i) => (key === undefined || key.account !== account ? [] : [withDefaults(key, used[i])]));
+        return { data, pagination: pagination(page, total - (found.length - data.length)) };
+      })),
     );
   }
 
@@ -263,6 +303,7 @@ export class ApiKeys {
       prompts: entry.prompts?.slice() ?? null,
       resources: entry.resources?.slice() ?? null,
       keyId: entry.id,
+      expiresAt: entry.expires_at ?? null,
     };
   }
 
@@ -307,24 +348,38 @@ export class ApiKeys {
       last_used_at: null,
     };
     const hash = hashSecret(secret);
+    const event = { account: key.account, type: 'key.created' as const, data: { key: toKeyView(key) }, at: key.created_at, check: { key: keyRecord(key.id) } };
+    // Lost the secret's claim: the key is another's, whose registration announced it.
+    let winner: string | undefined;
+    const lost = new FleetError('INTERNAL_ERROR', { message: 'Another registration of this secret won.' });
     // Record and listing first, the hash (which makes the key usable) last: a crash leaves at worst a listed key
-    // that was never handed out.
-    return toAsync(this.records.set(keyRecord(key.id), key))
-      .andThen(() => this.records.set(`apikey-hash-of:${key.id}`, hash))
-      .andThen(() =>
-        this.index.commit({
-          claims: [{ key: secretClaim(hash), owner: key.id, ...(replacing !== undefined && { replacing }) }],
-          add: [
-            { set: accountSet(key.account), member: key.id, score: now },
-            { set: ALL_KEYS_SET, member: key.id, score: now },
-          ],
+    // that was never handed out. The event is published by the listing's commit.
+    const written = this.changes.write(event, ({ publish, abandon }) =>
+      toAsync(this.records.set(keyRecord(key.id), key))
+        .andThen(() => this.records.set(`apikey-hash-of:${key.id}`, hash))
+        .andThen(() =>
+          this.index.commit(
+            mergeTransactions(
+              {
+                claims: [{ key: secretClaim(hash), owner: key.id, ...(replacing !== undefined && { replacing }) }],
+                add: [
+                  { set: accountSet(key.account), member: key.id, score: now },
+                  { set: ALL_KEYS_SET, member: key.id, score: now },
+                ],
+              },
+              publish,
+            ),
+          ),
+        )
+        .andThen((result) => {
+          if (result.ok) return toAsync(this.records.set(hashRecord(hash), this.hashEntry(key))).andThen(okWith(() => key));
+          winner = result.conflict?.owner as string;
+          return toAsync(this.records.deleteMany([keyRecord(key.id), `apikey-hash-of:${key.id}`]))
+            .andThen(() => abandon())
+            .andThen(() => errAsync(lost));
         }),
-      )
-      .andThen((result) => {
-        if (result.ok) return toAsync(this.records.set(hashRecord(hash), this.hashEntry(key))).andThen(okWith(() => key));
-        const winner = result.conflict?.owner as string;
-        return toAsync(this.records.deleteMany([keyRecord(key.id), `apikey-hash-of:${key.id}`])).andThen(() => this.get(winner));
-      });
+    );
+    return toAsync(written).orElse((error) => (error === lost && winner !== undefined ? this.get(winner) : errAsync(error)));
   }
 
   private hashEntry(key: ApiKey): KeyHashEntry {
@@ -348,11 +403,16 @@ const keyNotFound = (id: string) => new FleetError('NOT_FOUND', { message: 'No A
  * every tool, prompts and resources by reach.
  */
 function withDefaults(key: ApiKey, used?: string): ApiKey {
-  return { ...key, tools: key.tools ?? null, prompts: key.prompts ?? null, resources: key.resources ?? null, expires_at: key.expires_at ?? null, last_used_at: used ?? key.last_used_at ?? null };
+  // Expiries were once kept as given (with an offset): shown in UTC, as every time is.
+  const expires = key.expires_at == null ? null : new Date(Date.parse(key.expires_at)).toISOString();
+  return { ...key, tools: key.tools ?? null, prompts: key.prompts ?? null, resources: key.resources ?? null, expires_at: expires, last_used_at: used ?? key.last_used_at ?? null };
 }
 
-/** An expiry must lie ahead: a key born expired is a mistake worth a 400. */
+/** An expiry must lie ahead (a key born expired is a mistake worth a 400), and within 10 years; kept in UTC. */
 function futureExpiry<T extends { expires_at?: string | undefined }>(valid: T, now: number): Result<T, FleetError> {
-  if (valid.expires_at === undefined || Date.parse(valid.expires_at) > now) return ok(valid);
-  return err(invalidRequest([{ field: 'expires_at', issue: 'must be in the future' }]));
+  if (valid.expires_at === undefined) return ok(valid);
+  const at = Date.parse(valid.expires_at);
+  if (at <= now) return err(invalidRequest([{ field: 'expires_at', issue: `must be in the future (now is ${new Date(now).toISOString()})` }]));
+  if (at - now > MAX_EXPIRY_MS) return err(invalidRequest([{ field: 'expires_at', issue: 'must be at most 10 years ahead; leave it out for a key that never expires' }]));
+  return ok({ ...valid, expires_at: new Date(at).toISOString() });
 }

@@ -5,11 +5,16 @@ export const SCOPES = [
   'tool_calls:read',
   'tool_calls:write',
   'webhooks:manage',
+  'keys:manage',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/** The tiers, lowest first: a key never makes a key of a tier after its own here (`tierRank`). */
 export const TIERS = ['free', 'pro', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
+
+/** A tier's place in `TIERS` (by name, not by its configured rate limit); -1 for anything else, which holds no rank. */
+export const tierRank = (tier: string): number => (TIERS as readonly string[]).indexOf(tier);
 
 /** Who a request acts for, as the built-in key check or the embedder's `authenticate` decides. */
 export interface Principal {
@@ -19,6 +24,11 @@ export interface Principal {
   scopes: readonly Scope[] | null;
   /** The API key's public id, when the built-in key check authenticated the request. */
   keyId?: string;
+  /**
+   * When the credential stops working (ISO 8601): the key's `expires_at`. A key it makes (`POST /keys`) expires no
+   * later. `null` or absent: never.
+   */
+  expiresAt?: string | null;
   /**
    * The key's tool allowlist: globs over namespaced tool names (`search__*`); only matching tools exist for this
    * principal, on `/mcp` and on `POST /servers/{id}/tools/call`. `null` or absent: every tool.
@@ -42,12 +52,15 @@ export function isLimited(principal: Principal): boolean {
 }
 
 /**
- * Whether the principal holds `scope`. A scope list holds what it lists. No list holds every scope, except that a
- * principal with an allowlist holds `servers:write` only when its list names it: creating or renaming a server would
- * let it move tools into (or out of) its own patterns.
+ * Whether the principal holds `scope`. A scope list holds what it lists. No list holds every scope but two:
+ * `keys:manage` is held only when a list names it (making keys is power that outlives the key: its keys stay when it
+ * is revoked, so no key gains it by an upgrade or by omission), and a principal with an allowlist holds
+ * `servers:write` only when its list names it: creating or renaming a server would let it move tools into (or out of)
+ * its own patterns.
  */
 export function hasScope(principal: Principal, scope: Scope): boolean {
   if (principal.scopes !== null) return principal.scopes.includes(scope);
+  if (scope === 'keys:manage') return false;
   return scope !== 'servers:write' || !isLimited(principal);
 }
 

@@ -35,13 +35,14 @@ const TAGS: Record<string, string> = {
   tools: 'The tools of a server: list them, call one (each call is recorded).',
   tool_calls: 'The recorded tool calls of the account.',
   webhooks: 'Webhook subscriptions of the account, test pings and the delivery log.',
+  keys: 'The API keys of the account: make one (never with more than the calling key holds), list, read, revoke.',
 };
 
 /** What each status means, whatever the route. */
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request is invalid: `details.field` and `details.issue` name the first problem.',
   401: 'No valid API key: send `Authorization: Bearer <API key>`.',
-  403: 'The key lacks the scope or the tool this operation needs.',
+  403: 'The key lacks the scope or the tool this operation needs, or (`POST /keys`) the scope, tool, tier or expiry it would grant.',
   404: 'Not found, or not this account\'s (another account\'s resources are never revealed).',
   409: 'Conflicts with what exists: a name taken, or a quota full.',
   413: 'The body is larger than the fleet\'s `bodyLimit`.',
@@ -188,7 +189,7 @@ export function openApiDocument(routes: readonly Route[], base: string): OpenApi
       title: 'mcp-fleet HTTP API',
       version: CLIENT_INFO.version,
       description:
-        'Register MCP servers, check their health, call their tools, list the calls, manage webhooks. Every answer is an envelope: `{ success: true, data, pagination?, meta }` or `{ success: false, error: { code, message, details }, meta }`. Each error code, its status and its `details`: docs/errors.md of @mcp-fleet/core.',
+        'Register MCP servers, check their health, call their tools, list the calls, manage webhooks and API keys. Every answer is an envelope: `{ success: true, data, pagination?, meta }` or `{ success: false, error: { code, message, details }, meta }`. Each error code, its status and its `details`: docs/errors.md of @mcp-fleet/core.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: base, description: 'Where this fleet is mounted.' }],

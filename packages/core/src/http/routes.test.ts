@@ -32,6 +32,10 @@ describe('routes', () => {
       'webhooks.delete': 10,
       'webhooks.test': 10,
       'webhooks.deliveries': 100,
+      'keys.list': 100,
+      'keys.create': 10,
+      'keys.get': 100,
+      'keys.revoke': 10,
     });
     const names = all.flatMap((route) => Object.values(route.methods).map((operation) => operation.name));
     expect(new Set(names).size).toBe(names.length);

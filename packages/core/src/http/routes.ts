@@ -1,5 +1,7 @@
 import { err, type Result, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
+import { keyRequestSchema } from '../auth/key-grants.js';
+import { apiKeyViewSchema, createdApiKeySchema, toCreatedKeyView, toKeyView } from '../auth/key-views.js';
 import type { Principal, Scope } from '../auth/scopes.js';
 import { categoryOf, ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { type FleetError, invalidRequest } from '../errors/fleet-error.js';
@@ -141,6 +143,7 @@ const UPSTREAM_ERRORS = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) 
 const idParams = (what: string) => z.strictObject({ id: z.string().describe(`The ${what}'s id.`) });
 const serverId = idParams('server');
 const deleted = z.strictObject({ id: z.string(), deleted: z.literal(true) });
+const revoked = z.strictObject({ id: z.string(), revoked: z.literal(true) });
 
 const id = ({ params }: { params: { id: string } }): [string] => [params.id];
 const idAndBody = ({ params, body }: { params: { id: string }; body: unknown }): [string, unknown] => [params.id, body];
@@ -159,7 +162,7 @@ const listToolCallsQuery = querySchema({ ...pageParams, server_id: stringParam(2
  * (seed: list 100, create 10, update 30, delete 10, health 60; get 100, tool-call list 100); webhooks are held to the
  * same as servers, and the test ping, which sends a request each time, to the create limit.
  */
-export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations): Route[] {
+export function buildRoutes({ servers, tools, toolCalls, webhooks, keys }: Operations): Route[] {
   const specs = [
     // The HTTP contract lists the seed's eight fields of each server (the operation's `summary` shape), and shows them
     // for a created one: the embedder's `fleet.servers` answers details.
@@ -202,6 +205,20 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks }: Operations)
         args: ({ params, query }) => [params.id, query] as [string, typeof query], data: z.array(deliveryViewSchema), paginated: true, errors: ['NOT_FOUND'] }),
     );
   }
+  // The account's API keys, for a key that holds `keys:manage`: never one with more than the caller holds
+  // (`ApiKeys.createFor`); another account's key is 404 as a missing one. Create and revoke at the create limit.
+  const keyId = idParams('API key');
+  const ownKey = ({ params, principal }: { params: { id: string }; principal: Principal }): [string, { account: string }] => [params.id, { account: principal.account }];
+  specs.push(
+    route({ method: 'GET', path: '/keys', name: 'keys.list', limit: 100, scope: 'keys:manage', query: pageQuery, args: queryOnly, run: (account: string, query: z.output<typeof pageQuery>) => keys.list(account, query),
+      data: z.array(apiKeyViewSchema), paginated: true, errors: [], view: (page) => ({ data: page.data.map(toKeyView), pagination: page.pagination }) }),
+    route({ method: 'POST', path: '/keys', name: 'keys.create', limit: 10, scope: 'keys:manage', body: keyRequestSchema, status: 201, data: createdApiKeySchema, errors: [], view: (created) => ({ data: toCreatedKeyView(created) }),
+      args: ({ body, principal }): [Principal, unknown] => [principal, body], run: (_account: string, creator: Principal, body: unknown) => keys.createFor(creator, body) }),
+    route({ method: 'GET', path: '/keys/:id', name: 'keys.get', limit: 100, scope: 'keys:manage', params: keyId, args: ownKey, run: (_account: string, id: string, lookup: { account: string }) => keys.get(id, lookup),
+      data: apiKeyViewSchema, errors: ['NOT_FOUND'], view: (key) => ({ data: toKeyView(key) }) }),
+    route({ method: 'DELETE', path: '/keys/:id', name: 'keys.revoke', limit: 10, scope: 'keys:manage', params: keyId, args: ownKey, run: (_account: string, id: string, lookup: { account: string }) => keys.revoke(id, lookup),
+      data: revoked, errors: ['NOT_FOUND'], view: (key) => ({ data: { id: key.id, revoked: true as const } }) }),
+  );
   return group(specs);
 }
 

@@ -1,5 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import type { ResultAsync } from 'neverthrow';
+import type { ApiKeys } from '../auth/api-keys.js';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { HealthHistory, HealthRecord } from '../health/health-log.js';
 import type { HealthService } from '../health/health-service.js';
@@ -30,6 +31,8 @@ export interface Operations {
   readonly toolCalls: ToolCallsApi;
   /** `undefined` when webhooks are off. */
   readonly webhooks: WebhookOperations | undefined;
+  /** The API keys (`fleet.keys`): the `/keys` routes call `createFor`, `list`, `get` and `revoke` with the caller's account. */
+  readonly keys: ApiKeys;
 }
 
 export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
@@ -89,9 +92,10 @@ export interface OperationServices {
   tools: ToolService;
   toolCalls: ToolCallLog;
   webhooks: WebhookOperations | undefined;
+  keys: ApiKeys;
 }
 
-export function createOperations({ registry, health, tools, toolCalls, webhooks }: OperationServices): Operations {
+export function createOperations({ registry, health, tools, toolCalls, webhooks, keys }: OperationServices): Operations {
   return {
     servers: {
       bodies: registry.bodies,
@@ -117,6 +121,7 @@ export function createOperations({ registry, health, tools, toolCalls, webhooks 
       list: (account, query = {}) => toolCalls.list(account, withPageDefaults(query)),
     },
     webhooks,
+    keys,
   };
 }
 

@@ -42,7 +42,7 @@ export function namespacedTool(server: { id: string; name: string }, tool: strin
  * without a regular expression: tool names come from tenants' servers, and `^a.*a.*a.*…b$` backtracks for as long as
  * the name is long to the power of the stars; this walk is at most pattern length × name length steps.
  */
-function globMatches(pattern: string, name: string): boolean {
+export function globMatches(pattern: string, name: string): boolean {
   let p = 0;
   let n = 0;
   // The last `*` seen, and the name position it currently swallows up to: on a mismatch it takes one more character.

@@ -14,7 +14,8 @@ const ABOUT_A_SERVER = /^(servers\.(get|update|delete|health|health_history)|too
  * `tools.call`, as the route it serves; what is not a function (the servers' body schemas) passes through.
  */
 export function tracedOperations(operations: Operations, via: OperationDoor): Operations {
-  const out = {} as Record<string, unknown>;
+  // The keys pass as they are: `fleet.keys` is the ApiKeys object itself (its verification runs on every request).
+  const out: Record<string, unknown> = { keys: operations.keys };
   for (const [group, name] of Object.entries(GROUPS)) {
     const methods = (operations as unknown as Record<string, Record<string, unknown> | undefined>)[group];
     if (methods === undefined) {
