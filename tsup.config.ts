@@ -47,6 +47,8 @@ export default defineConfig([
   pkg('postgres', [core, 'keyv', 'pg']),
   pkg('hono', [core, 'hono']),
   pkg('express', [core, 'express']),
+  // Browsers and edge runtimes too: fetch, URL, AbortController and Headers only, no Node built-in.
+  { ...pkg('client', []), platform: 'neutral', target: 'es2022' },
   {
     name: 'reference-server',
     entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },

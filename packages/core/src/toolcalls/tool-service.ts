@@ -95,7 +95,7 @@ export const callInputSchema = z.strictObject({
   arguments: z
     .custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object')
     // What JSON Schema says of it: a custom check renders as its metadata (`http/json-schema.ts`).
-    .meta({ type: 'object', description: "The tool's arguments, a JSON object." })
+    .meta({ type: 'object', additionalProperties: true, description: "The tool's arguments, a JSON object." })
     .optional(),
 });
 

@@ -1,0 +1,186 @@
+import { type ErrorCode, FleetApiError, FleetNetworkError, type RateLimit } from './errors.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface ClientOptions {
+  /** Where the API is mounted, with its prefix: `https://fleet.example.com/v1` (the document's `servers[0].url`). */
+  baseUrl: string | URL;
+  /** The API key (`mcpf_…`), sent as `Authorization: Bearer`. @default none: only `/openapi.json` answers without one */
+  apiKey?: string;
+  /** The `fetch` to send with (a mock, undici's, a proxy-aware one). @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch;
+  /**
+   * Retries after a 429 (any request: a refused request changed nothing) and after a 503 of a GET, PUT or DELETE,
+   * waiting `Retry-After` (or 0.5 s, 1 s, 2 s… without one). A POST is never retried after a 503: the fleet may have
+   * acted before the store failed (a tool call that ran, then could not be recorded). @default 2
+   */
+  retries?: number;
+  /** The longest wait before a retry, in ms: an answer asking for longer is thrown at once. @default 30000 */
+  maxRetryDelay?: number;
+  /** Per attempt, in ms, until the whole answer is read; 0: none. @default 60000 */
+  timeout?: number;
+  /** Sent with every request (an `X-Request-Id` of your own, a tracing header). @default none */
+  headers?: Record<string, string>;
+}
+
+/** What every method takes last. */
+export interface CallOptions {
+  /** Cancels the request, and any wait before a retry: the method rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Overrides the client's `timeout` for this call, in ms. */
+  timeout?: number;
+  /** Added to the client's headers for this call. */
+  headers?: Record<string, string>;
+}
+
+/** A request as the facade describes it. */
+export interface Call {
+  method: Method;
+  /** Below `baseUrl`, path parameters filled in: `/servers/srv_1`. */
+  path: string;
+  query?: Record<string, unknown> | undefined;
+  body?: unknown;
+  options?: CallOptions | undefined;
+}
+
+/** A success envelope's `data`, or `{ data, pagination }` for a listing. */
+export type Answer = unknown;
+
+const JSON_TYPE = 'application/json';
+
+/** `Retry-After` as seconds: delta-seconds or an HTTP date. */
+function retryAfterOf(headers: Headers): number | undefined {
+  const value = headers.get('retry-after');
+  if (value === null) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+function rateLimitOf(headers: Headers): RateLimit | undefined {
+  const [limit, remaining, reset] = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'].map((name) => headers.get(name));
+  if (limit == null || remaining == null || reset == null) return undefined;
+  return { limit: Number(limit), remaining: Number(remaining), reset: Number(reset) };
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export interface Transport {
+  send(call: Call): Promise<Answer>;
+  /** The `X-RateLimit-*` headers of the latest answer that carried them. */
+  readonly lastRateLimit: RateLimit | undefined;
+}
+
+export function createTransport(options: ClientOptions): Transport {
+  const base = String(options.baseUrl).replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(base)) throw new TypeError(`createClient: baseUrl must be an http(s) URL such as https://fleet.example.com/v1, got ${JSON.stringify(String(options.baseUrl))}`);
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  if (typeof fetchImpl !== 'function') throw new TypeError('createClient: no fetch in this runtime: pass one as the fetch option');
+  const retries = options.retries ?? 2;
+  if (!Number.isInteger(retries) || retries < 0) throw new TypeError(`createClient: retries must be a whole number of at least 0, got ${retries}`);
+  const maxRetryDelay = options.maxRetryDelay ?? 30_000;
+  let lastRateLimit: RateLimit | undefined;
+
+  function urlOf(call: Call): string {
+    const url = new URL(base + call.path);
+    for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
+    return url.href;
+  }
+
+  /** One attempt: the answer's status, headers and parsed body, within the timeout. */
+  async function attempt(call: Call, url: string, init: RequestInit): Promise<{ response: Response; body: unknown }> {
+    const timeout = call.options?.timeout ?? options.timeout ?? 60_000;
+    const signal = call.options?.signal;
+    if (signal?.aborted) throw signal.reason;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let timedOut = false;
+    const timer =
+      timeout > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            controller.abort();
+          }, timeout)
+        : undefined;
+    const what = `${call.method} ${url}`;
+    try {
+      const response = await fetchImpl(url, { ...init, signal: controller.signal });
+      const text = await response.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      const envelope = body as { success?: unknown } | undefined;
+      if (typeof envelope !== 'object' || envelope === null || typeof envelope.success !== 'boolean') {
+        const type = response.headers.get('content-type') ?? 'no content type';
+        throw new FleetNetworkError('invalid_response', `${what} answered ${response.status} (${type}), not the fleet's JSON envelope: is baseUrl the fleet's API, its prefix included (…/v1)?`, { status: response.status });
+      }
+      return { response, body };
+    } catch (error) {
+      if (error instanceof FleetNetworkError) throw error;
+      if (signal?.aborted) throw signal.reason;
+      if (timedOut) throw new FleetNetworkError('timeout', `${what}: no answer within ${timeout} ms (the timeout option)`, { cause: error });
+      throw new FleetNetworkError('network', `${what} failed before an answer: ${(error as Error)?.message ?? String(error)} (is the fleet running at ${base}?)`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async function send(call: Call): Promise<Answer> {
+    const url = urlOf(call);
+    const headers: Record<string, string> = { accept: JSON_TYPE, ...options.headers, ...call.options?.headers };
+    if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
+    const init: RequestInit = { method: call.method, headers };
+    if (call.body !== undefined) {
+      headers['content-type'] = JSON_TYPE;
+      init.body = JSON.stringify(call.body);
+    }
+    for (let tries = 0; ; tries++) {
+      const { response, body } = await attempt(call, url, init);
+      const rateLimit = rateLimitOf(response.headers);
+      if (rateLimit !== undefined) lastRateLimit = rateLimit;
+      const envelope = body as { success: boolean; data?: unknown; pagination?: unknown; error?: { code: ErrorCode; message: string; details?: unknown } };
+      if (envelope.success) return envelope.pagination === undefined ? envelope.data : { data: envelope.data, pagination: envelope.pagination };
+      const retryAfter = retryAfterOf(response.headers);
+      const error = new FleetApiError({
+        status: response.status,
+        code: envelope.error?.code ?? 'INTERNAL_ERROR',
+        message: envelope.error?.message ?? `The fleet answered ${response.status}.`,
+        details: envelope.error?.details ?? {},
+        requestId: response.headers.get('x-request-id') ?? undefined,
+        retryAfter,
+        rateLimit,
+      });
+      const retryable = response.status === 429 || (response.status === 503 && call.method !== 'POST');
+      if (!retryable || tries >= retries) throw error;
+      const wait = retryAfter === undefined ? 500 * 2 ** tries : retryAfter * 1000;
+      if (wait > maxRetryDelay) throw error;
+      await sleep(wait, call.options?.signal);
+    }
+  }
+
+  return {
+    send,
+    get lastRateLimit() {
+      return lastRateLimit;
+    },
+  };
+}
