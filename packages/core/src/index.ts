@@ -45,6 +45,10 @@ export {
   type ServerType,
 } from './registry/schema.js';
 export type { RedactedAuthentication, ServerDetail, ServerSummary } from './registry/views.js';
+// Import of the client configurations people already have, and export of the fleet's MCP endpoint as one (docs/import.md).
+export { IMPORT_FORMATS, SKIP_CODES, type ImportFormat, type SkipCode } from './import/formats.js';
+export { IMPORT_BODY_LIMIT, MAX_IMPORT_ENTRIES, type ImportInput, type ImportOptions, type ImportResult, type PlannedServer } from './import/importer.js';
+export { EXPORT_FORMATS, exportClientConfig, type ClientConfig, type ExportClientConfigOptions, type ExportFormat } from './import/export.js';
 export type { Attempt, HealthBucket, HealthHistory, HealthRecord } from './health/health-log.js';
 export type { HealthMonitorOptions } from './health/monitor.js';
 export type { ProbeOutcome, Prober } from './health/health-service.js';

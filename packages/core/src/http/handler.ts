@@ -14,6 +14,7 @@ import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Operation, type OperationInput, type Outcome, type Route, type RouteMatch } from './routes.js';
 import { isoTimeOf } from '../util/iso-time.js';
+import { chain, type Ran } from '../util/result.js';
 
 /** What an adapter knows about a request beyond the Web `Request` itself. */
 export interface RequestContext {
@@ -203,9 +204,13 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const { operation, params } = routed.match;
       seen.route = operation.path;
       if (!hasScope(principal, operation.scope)) return x.fail(forbidden(operation));
-      const body = operation.body ? await readJsonBody(request, deps.bodyLimit, context.bodyWithinLength === true) : NO_BODY;
+      const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
+      const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true) : NO_BODY;
       if (body.isErr()) return x.fail(body.error);
-      const ran = run(operation, { principal, params, query: queryOf(request.url), body: body.value, request });
+      const input: OperationInput = { principal, params, query: queryOf(request.url), body: body.value, request };
+      const { charges } = operation;
+      if (charges !== undefined && limiter !== undefined) input.charge = (count) => charge(x, limiter, principal, charges, count);
+      const ran = run(operation, input);
       // Over the memory stores an operation may answer at once; anything else is waited for.
       return respond(x, ran instanceof ResultAsync ? await ran : ran);
     } catch (cause) {
@@ -281,6 +286,20 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     return early?.admitted !== undefined && hinted !== undefined && hinted.account === principal.account && hinted.tier === principal.tier
       ? early.admitted
       : limiter.admit(principal, operationName);
+  }
+
+  /**
+   * Counts `count` more against `operation`'s limit alone (the request was counted against its tier already): refused
+   * whole, as a 429 with the refusal's headers. The answer's rate-limit headers follow this count when it leaves less
+   * room than the request's own admission did.
+   */
+  function charge(x: Exchange, limiter: RateLimiter, principal: Principal, operation: string, count: number): Ran<void, FleetError> {
+    return chain(limiter.admit(principal, operation, { requests: 0, ofOperation: count }), (decision): Result<void, FleetError> => {
+      if (decision === null) return ok(undefined);
+      const remaining = Number(x.limitHeaders['x-ratelimit-remaining'] ?? Number.POSITIVE_INFINITY);
+      if (!decision.allowed || decision.remaining < remaining) x.limitHeaders = RateLimiter.headers(decision, deps.now());
+      return decision.allowed ? ok(undefined) : err(RateLimiter.refusal(decision));
+    });
   }
 
   /** Respond: the envelope of the operation's outcome. */

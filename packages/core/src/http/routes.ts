@@ -19,6 +19,7 @@ import { createdWebhookSchema, webhookTestSchema } from '../webhooks/service.js'
 import { webhookViewSchema } from '../webhooks/subscriptions.js';
 import { zodIssues } from '../validation/zod-issues.js';
 import type { AnswerSchema } from './envelope.js';
+import { IMPORT_BODY_LIMIT, importBodySchema, type ImportOptions, importPlanSchema } from '../import/importer.js';
 import { enumParam, pageParams, parseQuery, querySchema, type QuerySchema, stringParam } from './query.js';
 import { type Ran, chainMap } from '../util/result.js';
 
@@ -43,6 +44,11 @@ export interface OperationInput {
    * and its listeners).
    */
   request: Request;
+  /**
+   * Counts `count` more against the limit of the operation the route `charges` (an import's servers against
+   * `servers.create`), or refuses with 429; set by the handler when rate limits are on and the route charges one.
+   */
+  charge?: ((count: number) => Ran<void, FleetError>) | undefined;
 }
 
 /** A route's path parameters: strings, by name. */
@@ -77,6 +83,10 @@ export interface Operation {
   scope: Scope;
   /** Reads a JSON body before running. */
   body: boolean;
+  /** The largest body this route reads, when it may be larger than the fleet's `bodyLimit`. */
+  bodyLimit: number | undefined;
+  /** The operation whose limit the route counts each item it creates against (`OperationInput.charge`). */
+  charges: string | undefined;
   /** The shapes the route declares: what it reads, what it answers, which error codes. */
   schemas: RouteSchemas;
   /** A `Result` when the operation could answer at once (over the memory stores), else a `ResultAsync` to wait for. */
@@ -96,6 +106,7 @@ export interface ParsedInput<P, Q> {
   query: Q;
   body: unknown;
   request: Request;
+  charge: OperationInput['charge'];
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
@@ -117,6 +128,10 @@ interface RouteSpec<P extends ParamsSchema | undefined, Q extends QuerySchema | 
   query?: Q;
   /** The JSON body, read by the handler and judged by the operation with this very schema. @default none: not read */
   body?: z.ZodType;
+  /** The largest body, in bytes, when larger than the fleet's `bodyLimit` (which wins if larger). @default the fleet's `bodyLimit` */
+  bodyLimit?: number;
+  /** The operation whose limit each item the route creates counts against (`OperationInput.charge`). @default none */
+  charges?: string;
   /** The operation's arguments after the account, from the parsed request: typed by `params` and `query`. */
   args: (input: ParsedInput<Out<P>, Out<Q>>) => A;
   /** The operation: a `Result` when it answered at once (the memory stores), else a `ResultAsync` to wait for. */
@@ -170,6 +185,11 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks, keys }: Opera
       args: ({ query }): [Partial<ListServersQuery>, 'summary'] => [query, 'summary'], run: (account: string, q: Partial<ListServersQuery>, shape: 'summary') => servers.list(account, q, shape) }),
     route({ method: 'POST', path: '/servers', name: 'servers.create', limit: 10, scope: 'servers:write', body: servers.bodies.create, args: bodyOnly, run: servers.create,
       status: 201, data: serverSummarySchema, errors: ['SERVER_NAME_EXISTS', 'QUOTA_EXCEEDED'], view: (server) => ({ data: toSummary(server) }) }),
+    // An import creates each server through `servers.create`, each counted against its limit (docs/import.md); the
+    // request itself counts against the tier alone. Documents may be larger than a create body (`IMPORT_BODY_LIMIT`).
+    route({ method: 'POST', path: '/servers/import', name: 'servers.import', scope: 'servers:write', body: importBodySchema, bodyLimit: IMPORT_BODY_LIMIT, charges: 'servers.create',
+      args: ({ body, charge }): [unknown, ImportOptions] => [body, charge === undefined ? {} : { charge }], run: servers.import, data: importPlanSchema, errors: ['SERVER_NAME_EXISTS', 'QUOTA_EXCEEDED'],
+      view: (plan) => ({ data: { ...plan, created: plan.created.map(({ entry, server }) => ({ entry, server: 'id' in server ? toSummary(server) : server })) } }) }),
     route({ method: 'GET', path: '/servers/:id', name: 'servers.get', limit: 100, scope: 'servers:read', params: serverId, args: id, run: servers.get, data: serverDetailSchema, errors: ['SERVER_NOT_FOUND'] }),
     route({ method: 'PUT', path: '/servers/:id', name: 'servers.update', limit: 30, scope: 'servers:write', params: serverId, body: servers.bodies.update, args: idAndBody, run: servers.update,
       data: serverDetailSchema, errors: ['SERVER_NOT_FOUND', 'SERVER_NAME_EXISTS'] }),
@@ -268,6 +288,8 @@ function route<P extends ParamsSchema | undefined, Q extends QuerySchema | undef
       limit: spec.limit,
       scope: spec.scope,
       body: spec.body !== undefined,
+      bodyLimit: spec.bodyLimit,
+      charges: spec.charges,
       schemas,
       run: (input) => {
         // The one parse of the route's own input: params and query (a route without a query refuses any parameter).
@@ -284,7 +306,7 @@ function route<P extends ParamsSchema | undefined, Q extends QuerySchema | undef
           if (parsed.isErr()) return err(parsed.error);
           query = parsed.value;
         }
-        const args = spec.args({ principal: input.principal, params: params as Out<P>, query: query as Out<Q>, body: input.body, request: input.request });
+        const args = spec.args({ principal: input.principal, params: params as Out<P>, query: query as Out<Q>, body: input.body, request: input.request, charge: input.charge });
         const { account } = input.principal;
         return chainMap(spec.run(account, ...args), shown);
       },

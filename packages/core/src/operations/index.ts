@@ -12,6 +12,7 @@ import type { InvokeOptions, ToolCallOutcome, ToolService } from '../toolcalls/t
 import type { JsonText } from '../util/json-text.js';
 import { type Page, withPageDefaults } from '../util/pagination.js';
 import type { WebhookOperations } from '../webhooks/service.js';
+import { createImporter, type ImportInput, type ImportOptions, type ImportResult } from '../import/importer.js';
 import { okWith, type Ran, chainMap, toAsync } from '../util/result.js';
 
 /**
@@ -35,11 +36,13 @@ export interface Operations {
   readonly keys: ApiKeys;
 }
 
-export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list'> {
+export interface ServerOperations extends Omit<ServersApi, 'create' | 'update' | 'list' | 'import'> {
   /** The schemas `create` and `update` judge their bodies with, for the route table (`http/routes.ts`). */
   readonly bodies: ServerRegistry['bodies'];
   create(account: string, input: unknown): Ran<ServerDetail, FleetError>;
   update(account: string, id: string, patch: unknown): ResultAsync<ServerDetail, FleetError>;
+  /** `charge`: the HTTP route's count of the servers against the create limit (`ImportOptions`). */
+  import(account: string, input: unknown, options?: ImportOptions): ResultAsync<ImportResult, FleetError>;
   /**
    * `shape: 'summary'` lists the seed's eight fields of each server (what `GET /servers` shows) as JSON text, made
    * straight from the records rather than narrowed from details, and kept with the stored record over the fleet's own
@@ -68,6 +71,12 @@ export interface ServersApi {
   healthHistory(account: string, id: string): ResultAsync<HealthHistory, FleetError>;
   /** Oldest first; `page` 1 and `limit` 50 unless given; filters `type`, `health`. */
   list(account: string, query?: Partial<ListServersQuery>): ResultAsync<Page<ServerDetail>, FleetError>;
+  /**
+   * Creates the servers of a client configuration (Claude Desktop, Claude Code, Cursor, VS Code) or a registry
+   * server.json, as `POST /servers/import` (docs/import.md): the plan, with what was created, skipped, renamed and left
+   * unresolved. All or nothing unless `skip_invalid`; `dry_run` creates nothing.
+   */
+  import(account: string, input: ImportInput): ResultAsync<ImportResult, FleetError>;
 }
 
 /** The tools of an account's servers, through their proxy settings. */
@@ -96,13 +105,17 @@ export interface OperationServices {
 }
 
 export function createOperations({ registry, health, tools, toolCalls, webhooks, keys }: OperationServices): Operations {
+  const create = (account: string, input: unknown) => chainMap(registry.create(account, input), toDetail);
+  const remove = (account: string, id: string) => registry.delete(account, id);
   return {
     servers: {
       bodies: registry.bodies,
-      create: (account, input) => chainMap(registry.create(account, input), toDetail),
+      create,
+      // One road: an import creates each server through `create`, and undoes through `delete`.
+      import: createImporter({ registry, create, delete: remove }),
       get: (account, id) => toAsync(registry.get(account, id)).andThen(okWith(toDetail)),
       update: (account, id, patch) => registry.update(account, id, patch).andThen(okWith(toDetail)),
-      delete: (account, id) => registry.delete(account, id),
+      delete: remove,
       health: (account, id) => health.check(account, id),
       healthHistory: (account, id) => health.history(account, id),
       list: ((account: string, query: Partial<ListServersQuery> = {}, shape?: 'summary') =>

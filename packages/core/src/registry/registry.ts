@@ -268,6 +268,24 @@ export class ServerRegistry {
     return chain(sealed, (config) => this.insert({ id, account, config, status: 'active', health: 'unknown', created_at: at, updated_at: at }, ms));
   }
 
+  /**
+   * What `create` would judge of `input` before writing anything: the configuration, and with `host` the host's
+   * check of a stdio one (which gives the account its stdio user the first time: a write). An import's plan
+   * (import/importer.ts). The name's claim and the quota are judged only by the create itself.
+   */
+  check(account: string, input: unknown, host: boolean): Ran<ServerConfig, FleetError> {
+    const validated = this.deps.validator.config(input);
+    if (validated.isErr()) return err(validated.error);
+    if (!host) return ok(validated.value);
+    return chainMap(this.checkHost(account, validated.value), () => validated.value);
+  }
+
+  /** How many servers the account holds, and how many it may (`maxPerAccount`). */
+  quota(account: string): Ran<{ used: number; limit: number }, FleetError> {
+    const limit = this.deps.maxPerAccount ?? DEFAULT_SERVERS_PER_ACCOUNT;
+    return chainMap(this.deps.index.count(setKey(account, {})), (used) => ({ used, limit }));
+  }
+
   private checkHost(account: string, config: ServerConfig): Ran<void, FleetError> {
     const { checkStdio } = this.deps;
     return config.type === 'stdio' && checkStdio !== undefined ? checkStdio(account, config) : ok(undefined);
