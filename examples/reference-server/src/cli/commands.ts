@@ -21,6 +21,19 @@ function show(context: Context, data: unknown, view: () => string): void {
   else printLine(view());
 }
 
+/** `PARENT USAGE`: one call with the command's argument (an id, or a server's name), its answer shown as `view` says. */
+export function byId(parent: Command, run: Run, usage: string, description: string, call: (client: FleetClient, ref: string) => Promise<unknown>, view: (data: any) => string = (data: Row) => details(data)): void {
+  parent
+    .command(usage)
+    .description(description)
+    .action(
+      run(async (context, ref: string) => {
+        const data = await call(await context.client(), ref);
+        show(context, data, () => view(data));
+      }),
+    );
+}
+
 function showList<T extends Row>(context: Context, rows: T[], columns: Column<T>[], empty: string): void {
   if (context.json) return printJson(rows);
   if (rows.length === 0) return note(empty);
@@ -36,6 +49,8 @@ export async function serverId(client: FleetClient, ref: string): Promise<string
   for await (const server of client.paginate(client.servers.list, { limit: 100 })) if (server.name === ref) return server.id;
   throw new CliError(`no server named "${ref}" (nor is it a server id, srv_…): mcp-fleet servers list`, EXIT.refused);
 }
+
+const deletedText = (deleted: { id: string }) => `deleted ${deleted.id}`;
 
 const created = { header: 'CREATED', value: (r: Row) => r.created_at, max: 24 } satisfies Column<Row>;
 
@@ -107,16 +122,7 @@ export function serverCommands(program: Command, run: Run): void {
       }),
     );
 
-  servers
-    .command('get <server>')
-    .description('a server\'s configuration (by id or name); never its secrets')
-    .action(
-      run(async (context, ref: string) => {
-        const client = await context.client();
-        const server = await client.servers.get(await serverId(client, ref));
-        show(context, server, () => details(server as Row));
-      }),
-    );
+  byId(servers, run, 'get <server>', 'a server\'s configuration (by id or name); never its secrets', async (client, ref) => client.servers.get(await serverId(client, ref)));
 
   serverBodyOptions(servers.command('create').description('register a server: flags, or a JSON body with --from FILE|-'))
     .action(
@@ -138,16 +144,7 @@ export function serverCommands(program: Command, run: Run): void {
       }),
     );
 
-  servers
-    .command('delete <server>')
-    .description('delete a server (by id or name)')
-    .action(
-      run(async (context, ref: string) => {
-        const client = await context.client();
-        const deleted = await client.servers.delete(await serverId(client, ref));
-        show(context, deleted, () => `deleted ${deleted.id}`);
-      }),
-    );
+  byId(servers, run, 'delete <server>', 'delete a server (by id or name)', async (client, ref) => client.servers.delete(await serverId(client, ref)), deletedText);
 
   servers
     .command('health <server>')
@@ -251,15 +248,7 @@ export function toolCommands(program: Command, run: Run): void {
       }),
     );
 
-  toolCalls
-    .command('get <id>')
-    .description('one tool call (with its arguments and result when the fleet records them)')
-    .action(
-      run(async (context, id: string) => {
-        const call = await (await context.client()).toolCalls.get(id);
-        show(context, call, () => details(call as Row));
-      }),
-    );
+  byId(toolCalls, run, 'get <id>', 'one tool call (with its arguments and result when the fleet records them)', (client, id) => client.toolCalls.get(id));
 }
 
 const WEBHOOK_COLUMNS: Column<Row>[] = [
@@ -282,15 +271,7 @@ export function webhookCommands(program: Command, run: Run): void {
     }),
   );
 
-  webhooks
-    .command('get <id>')
-    .description('one webhook (never its secret)')
-    .action(
-      run(async (context, id: string) => {
-        const webhook = await (await context.client()).webhooks.get(id);
-        show(context, webhook, () => details(webhook as Row));
-      }),
-    );
+  byId(webhooks, run, 'get <id>', 'one webhook (never its secret)', (client, id) => client.webhooks.get(id));
 
   webhooks
     .command('create <url>')
@@ -330,25 +311,8 @@ export function webhookCommands(program: Command, run: Run): void {
       }),
     );
 
-  webhooks
-    .command('delete <id>')
-    .description('delete a webhook')
-    .action(
-      run(async (context, id: string) => {
-        const deleted = await (await context.client()).webhooks.delete(id);
-        show(context, deleted, () => `deleted ${deleted.id}`);
-      }),
-    );
-
-  webhooks
-    .command('test <id>')
-    .description('queue a webhook.test delivery to it')
-    .action(
-      run(async (context, id: string) => {
-        const queued = await (await context.client()).webhooks.test(id);
-        show(context, queued, () => `queued ${queued.event_id} as delivery ${queued.delivery_id}: mcp-fleet webhooks deliveries ${id}`);
-      }),
-    );
+  byId(webhooks, run, 'delete <id>', 'delete a webhook', (client, id) => client.webhooks.delete(id), deletedText);
+  byId(webhooks, run, 'test <id>', 'queue a webhook.test delivery to it', (client, id) => client.webhooks.test(id), (queued: { event_id: string; delivery_id: string }) => `queued ${queued.event_id} as delivery ${queued.delivery_id}`);
 
   listOptions(webhooks.command('deliveries <id>').description('a webhook\'s deliveries, newest first')).action(
     run(async (context, id: string, flags: ListFlags) => {

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { type ConnectionFlags, hasUrl } from './connection.js';
 import { type Context, keysAndImport } from './context.js';
 import { UsageError } from './exit.js';
+import { byId } from './commands.js';
 import { collect, listOptions, type ListFlags } from './listing.js';
 import { type Column, details, printJson, printLine, table } from './output.js';
 import { note } from './exit.js';
@@ -111,16 +112,7 @@ export function keyCommands(program: Command, run: Run): void {
       }),
     );
 
-  keys
-    .command('get <id>')
-    .description('one key of your account (over HTTP)')
-    .action(
-      run(async (context, id: string) => {
-        const key = await keysAndImport(await context.client(), 'keys').keys.get(id);
-        if (context.json) printJson(key);
-        else printLine(details(key));
-      }),
-    );
+  byId(keys, run, 'get <id>', 'one key of your account (over HTTP)', (client, id) => keysAndImport(client, 'keys').keys.get(id));
 
   localOption(keys.command('revoke <id>'))
     .description('revoke a key, for good')

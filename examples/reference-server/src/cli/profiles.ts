@@ -3,7 +3,7 @@
  * (connection.ts), so that `--profile prod` or `profile use prod` replaces the flags and variables.
  */
 import type { Command } from 'commander';
-import { type ConnectionFlags, configPath, keyFromFlags, PROFILE_NAME, readConfigFile, writeConfigFile } from './connection.js';
+import { type ConfigFile, type ConnectionFlags, configPath, keyFromFlags, PROFILE_NAME, readConfigFile, writeConfigFile } from './connection.js';
 import { EXIT, CliError, UsageError, note } from './exit.js';
 import { printJson, table, printLine } from './output.js';
 
@@ -60,25 +60,29 @@ export function profileCommands(program: Command): void {
   profile
     .command('use <name>')
     .description('make a profile the current one (used when neither --profile nor MCP_FLEET_PROFILE names one)')
-    .action((name: string) => {
-      const path = configPath(process.env);
-      const config = readConfigFile(path);
-      if (!Object.hasOwn(config.profiles, name)) throw new CliError(`no profile "${name}" in ${path}; known: ${Object.keys(config.profiles).join(', ') || 'none'}`, EXIT.refused);
-      config.current = name;
-      writeConfigFile(path, config);
-      note(`current profile: ${name}`);
-    });
+    .action((name: string) => changeProfile(name, (config) => (config.current = name), `current profile: ${name}`));
 
   profile
     .command('remove <name>')
     .description('delete a profile (and its saved key)')
-    .action((name: string) => {
-      const path = configPath(process.env);
-      const config = readConfigFile(path);
-      if (!Object.hasOwn(config.profiles, name)) throw new CliError(`no profile "${name}" in ${path}`, EXIT.refused);
-      delete config.profiles[name];
-      if (config.current === name) delete config.current;
-      writeConfigFile(path, config);
-      note(`removed profile "${name}"`);
-    });
+    .action((name: string) =>
+      changeProfile(
+        name,
+        (config) => {
+          delete config.profiles[name];
+          if (config.current === name) delete config.current;
+        },
+        `removed profile "${name}"`,
+      ),
+    );
+}
+
+/** Changes the config file around the existing profile `name` (none: exit 4) and says what was done. */
+function changeProfile(name: string, change: (config: ConfigFile) => void, done: string): void {
+  const path = configPath(process.env);
+  const config = readConfigFile(path);
+  if (!Object.hasOwn(config.profiles, name)) throw new CliError(`no profile "${name}" in ${path}; known: ${Object.keys(config.profiles).join(', ') || 'none'}`, EXIT.refused);
+  change(config);
+  writeConfigFile(path, config);
+  note(done);
 }
