@@ -371,7 +371,8 @@ describe('the bin', () => {
 
 describe.skipIf(!clientHas('keys'))('keys over HTTP', () => {
   it('creates a key of the caller\'s account (secret once), lists, gets and revokes it; more than the caller holds is exit 4', async () => {
-    const created = await fleet(['keys', 'create', '--scopes', 'servers:read', '--description', 'ci read', '--expires-at', '2099-01-01T00:00:00Z']);
+    const year = new Date().getUTCFullYear() + 1;
+    const created = await fleet(['keys', 'create', '--scopes', 'servers:read', '--description', 'ci read', '--expires-at', `${year}-01-01T00:00:00Z`]);
     expect(created.code, created.stderr).toBe(0);
     const secret = /secret \(shown this once\): (mcpf_[0-9A-Za-z]{40})/.exec(created.stdout)?.[1] as string;
     const id = /^id +(key_[0-9A-Za-z]{24})$/m.exec(created.stdout)?.[1] as string;
@@ -381,7 +382,7 @@ describe.skipIf(!clientHas('keys'))('keys over HTTP', () => {
 
     const table = await fleet(['keys', 'list']);
     expect(table.stdout).toMatch(/^ID +TIER +SCOPES +TOOLS +DESCRIPTION +EXPIRES +STATE +LAST USED +CREATED$/m);
-    expect(table.stdout).toMatch(new RegExp(`^${id} +pro +servers:read +all +ci read +2099-01-01T00:00:00\\.000Z +active `, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^${id} +pro +servers:read +all +ci read +${year}-01-01T00:00:00\\.000Z +active `, 'm'));
     const listed = json(await fleet(['keys', 'list', '--all', '--json']));
     expect(listed).toEqual((await api(server.url, key, 'GET', '/keys?limit=100')).body.data);
     expect(json(await fleet(['keys', 'get', id, '--json']))).toEqual((await api(server.url, key, 'GET', `/keys/${id}`)).body.data);
