@@ -21,7 +21,8 @@ const USAGE = `usage (from the repository root, where npm start runs):
   npm run keys -- list <account>
   npm run keys -- revoke <key_id>
 or without the --:
-  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]`;
+  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]
+    (with a fleet URL configured, MCP_FLEET_URL or a profile, add --local: else it goes over HTTP; docs/cli.md)`;
 
 const FLAGS = ['tier', 'scopes', 'name', 'tools'] as const;
 
