@@ -79,11 +79,15 @@ describe('npm start', () => {
 });
 
 describe('the first key and the limits', () => {
-  it('is a pro key', async () => {
+  it('is a pro key with every scope, keys:manage too: it makes the others over POST /keys', async () => {
     const cwd = await tempDir();
     const server = await startServer({ cwd });
     expect(server.printedKeys).toHaveLength(1);
     expect(server.stdout()).toMatch(/created an API key for account "default" \(tier pro\)/);
+    const made = await api(server.url, server.printedKeys[0] as string, 'POST', '/keys', { scopes: ['servers:read'], description: 'a script' });
+    expect(made.status).toBe(201);
+    expect(made.body.data).toMatchObject({ account: 'default', tier: 'pro', scopes: ['servers:read'], description: 'a script' });
+    expect((await api(server.url, made.body.data.secret, 'GET', '/servers')).status).toBe(200);
     await server.stop();
     const listed = await runToExit({ cwd, script: KEYS_CLI, args: ['list', 'default'] });
     expect(listed.stdout).toMatch(/^key_\w{24} {2}default {2}pro {2}all scopes {2}first key /m);

@@ -32,7 +32,7 @@ function altered(routes: readonly Route[], name: string, change: (operation: Ope
 describe('the route table’s declared schemas', () => {
   it('render as JSON Schema (draft 2020-12) that Ajv compiles, every route; only a z.custom check needs its metadata', async () => {
     const { operations, close } = table();
-    expect(operations.length).toBe(18);
+    expect(operations.length).toBe(22);
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     const needMetadata: string[] = [];
     for (const operation of operations) {
@@ -90,6 +90,9 @@ describe('the route table’s declared schemas', () => {
     const create = routeJsonSchemas(operations.find((operation) => operation.name === 'servers.create') as Operation);
     // One create body: the three configurations, told apart by `type`; the allowlist of stdio commands is a description.
     expect(JSON.stringify(create.body)).toContain('allowlist of stdio commands');
+    // What a key may grant, which no schema says: in the descriptions of POST /keys.
+    const keys = JSON.stringify(routeJsonSchemas(operations.find((operation) => operation.name === 'keys.create') as Operation).body);
+    for (const rule of ['at most the creating key\'s tier', 'Only scopes the creating key holds', 'within one of its patterns', 'at most 10 years ahead']) expect(keys).toContain(rule);
     expect((create.body as { oneOf?: unknown[]; anyOf?: unknown[] }).oneOf ?? (create.body as { anyOf?: unknown[] }).anyOf).toHaveLength(3);
     // `error.code`: every code of the table, INVALID_REQUEST told apart by the fixed form of its details.
     const forms = (create.error as { properties: { error: { oneOf: { properties: { code: { const?: string; enum?: string[] } } }[] } } }).properties.error.oneOf;

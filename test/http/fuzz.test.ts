@@ -3,6 +3,7 @@
 // another sequence.
 import { connect } from 'node:net';
 import fc from 'fast-check';
+import { SCOPES } from '@mcp-fleet/core';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import { createKey, type ApiResponse, send, serveForSuite } from '../support/http-client.js';
@@ -33,11 +34,13 @@ const TEMPLATES = [
   '/webhooks/:wh',
   '/webhooks/:wh/test',
   '/webhooks/:wh/deliveries',
+  '/keys',
+  '/keys/:key',
 ];
 
 const DANGEROUS_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty'];
 const FIELD_KEYS = ['name', 'type', 'endpoint', 'url', 'events', 'timeout', 'retry', 'authentication', 'heartbeat', 'command',
-  'args', 'env', 'working_directory', 'tool', 'arguments', 'description', 'enabled', 'secret', 'id', 'status'];
+  'args', 'env', 'working_directory', 'tool', 'arguments', 'description', 'enabled', 'secret', 'id', 'status', 'tier', 'scopes', 'tools', 'expires_at'];
 
 /** Keys a hostile client would send: the routes' own fields, prototype keys, and anything. */
 const key = fc.oneof(fc.constantFrom(...DANGEROUS_KEYS), fc.constantFrom(...FIELD_KEYS), fc.string({ maxLength: 12 }));
@@ -47,7 +50,7 @@ const scalar = fc.oneof(
   fc.integer(),
   fc.double(),
   fc.string({ maxLength: 40 }),
-  fc.constantFrom('http', 'websocket', 'stdio', 'https://mcp.example.com/mcp', 'http://127.0.0.1:1/mcp', 'server.created', 'echo'),
+  fc.constantFrom('http', 'websocket', 'stdio', 'https://mcp.example.com/mcp', 'http://127.0.0.1:1/mcp', 'server.created', 'echo', 'enterprise', 'keys:manage', 'search__*', '2020-01-01T00:00:00Z'),
   fc.nat({ max: 5 }).map((n) => 'x'.repeat(n * 20_000)),
 );
 /** Arbitrary JSON, with prototype keys at any depth, wrong types and huge strings. */
@@ -72,7 +75,7 @@ function stringifyWithProto(value: unknown): string {
 
 /** Path segments: ids of the right form, huge ones, percent-encoding edge cases, dots, empties. */
 const segment = fc.oneof(
-  fc.constantFrom('srv_000000000000000000000000', 'tc_000000000000000000000000', 'wh_000000000000000000000000', '', '.', '..', '%', '%2', '%zz',
+  fc.constantFrom('srv_000000000000000000000000', 'tc_000000000000000000000000', 'wh_000000000000000000000000', 'key_000000000000000000000000', '', '.', '..', '%', '%2', '%zz',
     '%2F', '%00', '%C0%AF', '%ED%A0%80', '%E2%82', '%252F', '__proto__', 'constructor', 'prototype', 'toString', '%5F%5Fproto%5F%5F', ';', 'a;b=c'),
   fc.string({ maxLength: 20 }).map(encodeURIComponent),
   fc.nat({ max: 3 }).map((n) => 'a'.repeat(n * 3000)),
@@ -115,15 +118,17 @@ interface Ids {
   srv: string;
   wh: string;
   tc: string;
+  /** A key of the account other than the fuzzer's own, for `DELETE /keys/{id}` to revoke. */
+  key: string;
 }
 
 /** Fills a template with the seeded ids or with an arbitrary segment. */
 const path = fc.oneof(
   { weight: 5, arbitrary: fc.tuple(fc.constantFrom(...TEMPLATES), fc.boolean(), segment).map(([template, real, seg]) => (ids: Ids) =>
-    template.replace(/:(srv|wh|tc)/, (_m, name: keyof Ids) => (real ? ids[name] : seg))) },
+    template.replace(/:(srv|wh|tc|key)/, (_m, name: keyof Ids) => (real ? ids[name] : seg))) },
   { weight: 1, arbitrary: fc.array(segment, { minLength: 0, maxLength: 5 }).map((segs) => () => `/${segs.join('/')}`) },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...TEMPLATES), fc.constantFrom('/', '//', '/./', '/../', '/%2e%2e/')).map(([t, suffix]) => (ids: Ids) =>
-    `${t.replace(/:(srv|wh|tc)/, (_m, name: keyof Ids) => ids[name])}${suffix}`) },
+    `${t.replace(/:(srv|wh|tc|key)/, (_m, name: keyof Ids) => ids[name])}${suffix}`) },
 );
 
 function expectEnvelope(res: ApiResponse, label: string): void {
@@ -148,29 +153,32 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
   const suite = serveForSuite(adapter, { webhooks: { worker: false }, onError: () => undefined });
   let account = '';
   const keys: Record<Exclude<Auth, 'none' | 'garbage'>, string> = { full: '', 'read-only': '', 'other-account': '' };
-  const ids: Ids = { srv: '', wh: '', tc: 'tc_000000000000000000000000' };
+  const ids: Ids = { srv: '', wh: '', tc: 'tc_000000000000000000000000', key: '' };
 
   /** The error codes (and success statuses) answered so far: a fuzzer that only ever gets 401 proves nothing. */
   const seen = new Set<string | number>();
   const call = (m: string, p: string, options: Parameters<typeof send>[3] = {}) => send(suite.served.url, m, p, options, keys.full);
 
-  /** The account's state as the API shows it: servers (details), webhooks, tool calls. */
+  /** The account's state as the API shows it: servers (details), webhooks, tool calls, keys (without their last use, which requests move). */
   async function snapshot(): Promise<string> {
     const parts: unknown[] = [];
-    for (const p of ['/servers?limit=100', '/webhooks?limit=100', '/tool-calls?limit=100']) {
+    for (const p of ['/servers?limit=100', '/webhooks?limit=100', '/tool-calls?limit=100', '/keys?limit=100']) {
       const res = await call('GET', p);
       expect(res.status, res.text.slice(0, 200)).toBe(200);
-      parts.push(res.body.data, res.body.pagination);
+      parts.push(p.startsWith('/keys') ? res.body.data.map(({ last_used_at: _, ...key }: Record<string, unknown>) => key) : res.body.data, res.body.pagination);
     }
-    for (const p of [`/servers/${ids.srv}`, `/webhooks/${ids.wh}`]) {
+    for (const p of [`/servers/${ids.srv}`, `/webhooks/${ids.wh}`, `/keys/${ids.key}`]) {
       const res = await call('GET', p);
       parts.push(res.status, res.body.data);
     }
     return JSON.stringify(parts);
   }
 
-  /** The seeded server and webhook, created again if a generated request deleted them. */
+  /** The seeded server, webhook and key, made again if a generated request deleted or revoked them. */
   async function seed(): Promise<void> {
+    if (ids.key === '' || (await call('GET', `/keys/${ids.key}`)).body.data.revoked_at !== null) {
+      ids.key = (await suite.served.fleet.keys.create({ account, scopes: ['servers:read'] }))._unsafeUnwrap().key.id;
+    }
     if (ids.srv === '' || (await call('GET', `/servers/${ids.srv}`)).status === 404) {
       const res = await call('POST', '/servers', {
         body: { name: `fuzz-${Math.random().toString(36).slice(2)}`, type: 'http', endpoint: 'http://127.0.0.1:1/mcp', retry: { enabled: false }, timeout: 1000 },
@@ -188,7 +196,8 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
   async function setup(): Promise<void> {
     if (account !== '') return;
     account = `fuzz-${adapter.name}-${Math.random().toString(36).slice(2, 8)}`;
-    keys.full = await createKey(suite.served, { account });
+    // Every scope named: `keys:manage` too, so that the fuzz reaches /keys.
+    keys.full = await createKey(suite.served, { account, scopes: [...SCOPES] });
     keys['read-only'] = await createKey(suite.served, { account, scopes: ['servers:read'] });
     keys['other-account'] = await createKey(suite.served, { account: `${account}-other` });
     await seed();
@@ -254,10 +263,11 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
       ['POST', '/webhooks'],
       ['PUT', '/webhooks/:wh'],
       ['POST', '/webhooks/:wh/test'],
+      ['POST', '/keys'],
     );
     await fc.assert(
       fc.asyncProperty(bodyRoutes, bodyText, fc.constantFrom<Auth>('full', 'full', 'full', 'read-only', 'none'), async ([m, template], body, a) => {
-        const p = (template as string).replace(/:(srv|wh)/, (_x, name: keyof Ids) => ids[name]);
+        const p = (template as string).replace(/:(srv|wh|key)/, (_x, name: keyof Ids) => ids[name]);
         await check(m as string, p, { body, contentType: 'application/json', auth: a });
       }),
       params(),
@@ -281,6 +291,7 @@ describe.each(ADAPTERS)('fuzzing every route ($name)', (adapter) => {
       ['POST', `/servers/${ids.srv}/tools/call`],
       ['POST', '/webhooks'],
       ['PUT', `/webhooks/${ids.wh}`],
+      ['POST', '/keys'],
     ];
     for (const [m, p] of routes) {
       for (const body of bodies) await check(m, p, { body: new TextEncoder().encode(body), contentType: 'application/json', auth: 'full' });

@@ -27,7 +27,9 @@ export {
   type UpstreamFailure,
 } from './errors/fleet-error.js';
 
-export type { ApiKey, ApiKeys, CreateApiKeyInput, CreatedApiKey, RegisterApiKeyInput } from './auth/api-keys.js';
+export type { ApiKey, ApiKeys, CreateApiKeyInput, CreatedApiKey, KeyLookup, RegisterApiKeyInput } from './auth/api-keys.js';
+export type { KeyRequest } from './auth/key-grants.js';
+export type { ApiKeyView, CreatedApiKeyView } from './auth/key-views.js';
 export { ACCOUNT_PATTERN, SCOPES, TIERS, type Principal, type Scope, type Tier } from './auth/scopes.js';
 
 export type { ListServersQuery } from './registry/registry.js';

@@ -62,6 +62,8 @@ describe('grantedKey: a key makes keys with at most what it holds', () => {
     expect(refusal(principal, { expires_at: '2027-01-01T00:00:00.001Z' }).details).toEqual({ expires_at: '2027-01-01T00:00:00.000Z' });
     expect(grant(principal, { expires_at: '2026-12-31T23:00:00-01:00' })._unsafeUnwrap().expires_at).toBe('2026-12-31T23:00:00-01:00');
     expect(grant(principal, { expires_at: '2026-12-01T00:00:00Z' })._unsafeUnwrap().expires_at).toBe('2026-12-01T00:00:00Z');
+    // An embedder's principal whose expiry cannot be read holds no later one: refused, never waved through.
+    expect(refusal(creator({ expiresAt: 'soon' }), { expires_at: '2026-12-01T00:00:00Z' }).details).toEqual({ expires_at: 'soon' });
   });
 
   it('refuses tool patterns outside the creator’s allowlist, and `null` (every tool) from a creator with one', () => {

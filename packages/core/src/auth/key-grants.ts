@@ -78,7 +78,8 @@ export function grantedKey(creator: Principal, request: z.output<typeof keyReque
 
   const ceiling = creator.expiresAt ?? null;
   const expires = request.expires_at ?? ceiling ?? undefined;
-  if (expires !== undefined && ceiling !== null && Date.parse(expires) > Date.parse(ceiling)) {
+  // Written to refuse when either cannot be read (an embedder's principal with a malformed `expiresAt`).
+  if (expires !== undefined && ceiling !== null && !(Date.parse(expires) <= Date.parse(ceiling))) {
     return err(refused(`This API key expires at ${ceiling}: a key it makes cannot expire later.`, { expires_at: ceiling }));
   }
 

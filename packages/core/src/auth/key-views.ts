@@ -32,21 +32,9 @@ export const createdApiKeySchema = z.strictObject({ ...apiKeyViewSchema.shape, s
 
 export type CreatedApiKeyView = z.output<typeof createdApiKeySchema>;
 
-export function toKeyView(key: ApiKey): ApiKeyView {
-  return {
-    id: key.id,
-    account: key.account,
-    tier: key.tier,
-    scopes: key.scopes,
-    tools: key.tools,
-    prompts: key.prompts,
-    resources: key.resources,
-    description: key.name,
-    created_at: key.created_at,
-    expires_at: key.expires_at,
-    last_used_at: key.last_used_at,
-    revoked_at: key.revoked_at,
-  };
+/** The key with its `name` shown as `description`; an `ApiKey` holds nothing secret, so the rest is shown as it is. */
+export function toKeyView({ name, ...shown }: ApiKey): ApiKeyView {
+  return { ...shown, description: name };
 }
 
 export const toCreatedKeyView = ({ key, secret }: CreatedApiKey): CreatedApiKeyView => ({ ...toKeyView(key), secret });

@@ -421,7 +421,9 @@ function isPrincipal(value: unknown): value is Principal {
     // embedder's bug, said at once.
     isPatternList(p.tools) &&
     isPatternList(p.prompts) &&
-    isPatternList(p.resources)
+    isPatternList(p.resources) &&
+    // The ceiling of the keys it may make (`POST /keys`): a time that cannot be read is the embedder's bug.
+    (p.expiresAt === undefined || p.expiresAt === null || (typeof p.expiresAt === 'string' && !Number.isNaN(Date.parse(p.expiresAt))))
   );
 }
 
