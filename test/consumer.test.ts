@@ -3,13 +3,18 @@
  * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`; `/testing` resolved and
  * type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
  * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis and @mcp-fleet/postgres are
- * installed and loaded, not connected: that needs a server.
+ * installed and loaded, not connected: that needs a server. @mcp-fleet/client is used from both projects against the
+ * Express-mounted fleet, and bundled for the browser (esbuild, `platform: 'browser'`) into a third project whose
+ * bundle runs in a context with the Web globals alone.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createContext, runInContext } from 'node:vm';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Adapter, ADAPTERS, serveFleet } from './support/adapters.js';
 import { npmInstall, PACKAGES, type PackageName, type PackedFile, packTarballs, ROOT } from './support/packed.js';
 import { removeTempDirs, tempDir } from './support/reference-server.js';
 
@@ -66,6 +71,7 @@ async function project(kind: 'esm' | 'cjs'): Promise<string> {
     tarballs.express,
     tarballs.redis,
     tarballs.postgres,
+    tarballs.client,
     'hono@^4.6.0',
     'express@^5.0.0',
     'keyv@^5.6.0',
@@ -75,6 +81,16 @@ async function project(kind: 'esm' | 'cjs'): Promise<string> {
   return dir;
 }
 
+/** A project for the browser: the client alone, bundled by esbuild. */
+async function browserProject(): Promise<string> {
+  const dir = join(work, 'browser');
+  await mkdir(dir);
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'consumer-browser', version: '1.0.0', private: true, type: 'module' }));
+  await npmInstall(dir, [tarballs.client]);
+  return dir;
+}
+
+let browser: string;
 let esm: string;
 let cjs: string;
 
@@ -90,7 +106,7 @@ beforeAll(async () => {
     packed[name] = made.files[name];
     tarballs[name] = made.tarballs[name];
   }
-  [esm, cjs] = await Promise.all([project('esm'), project('cjs')]);
+  [esm, cjs, browser] = await Promise.all([project('esm'), project('cjs'), browserProject()]);
 }, 120_000);
 
 afterAll(async () => {
@@ -120,6 +136,9 @@ const USE = `
   const server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
   const viaExpress = await fetch('http://127.0.0.1:' + server.address().port + '/api/v1/servers', { headers: auth });
   const expressBody = await viaExpress.json();
+  const client = createClient({ baseUrl: 'http://127.0.0.1:' + server.address().port + '/api/v1', apiKey: secret });
+  const viaClient = await client.servers.list();
+  const clientError = await client.servers.get('srv_000000000000000000000000').catch((e) => [e instanceof FleetApiError, isFleetApiError(e), e.code, e.status]);
   await new Promise((resolve) => server.close(resolve));
 
   const hookSecret = newWebhookSecret();
@@ -165,6 +184,7 @@ const USE = `
     made: made.isOk(),
     hono: [viaHono.status, honoBody.data.map((s) => s.name)],
     express: [viaExpress.status, expressBody.data.map((s) => s.name)],
+    client: [viaClient.data.map((s) => s.name), viaClient.pagination.total, clientError, clientEntry],
     errorCode: ERROR_CODES.SERVER_NAME_EXISTS.status,
     resolved,
     redis: [typeof createRedisStore, redisEntry],
@@ -182,6 +202,7 @@ import { createFleetApp, verifyWebhook as honoVerifyWebhook } from '@mcp-fleet/h
 import { fleetMiddleware, verifyWebhook as expressVerifyWebhook } from '@mcp-fleet/express';
 import { createRedisStore } from '@mcp-fleet/redis';
 import { createPostgresStore } from '@mcp-fleet/postgres';
+import { createClient, FleetApiError, isFleetApiError } from '@mcp-fleet/client';
 import corePackage from '@mcp-fleet/core/package.json' with { type: 'json' };
 import express from 'express';
 import { Hono } from 'hono';
@@ -189,6 +210,7 @@ import Keyv from 'keyv';
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => import.meta.resolve(name)).concat(corePackage.name);
 const redisEntry = import.meta.resolve('@mcp-fleet/redis');
 const postgresEntry = import.meta.resolve('@mcp-fleet/postgres');
+const clientEntry = import.meta.resolve('@mcp-fleet/client');
 const subpaths = ['node', 'webhooks', 'testing'].map((name) => import.meta.resolve('@mcp-fleet/core/' + name));
 ${USE}
 `;
@@ -202,12 +224,14 @@ const { createFleetApp, verifyWebhook: honoVerifyWebhook } = require('@mcp-fleet
 const { fleetMiddleware, verifyWebhook: expressVerifyWebhook } = require('@mcp-fleet/express');
 const { createRedisStore } = require('@mcp-fleet/redis');
 const { createPostgresStore } = require('@mcp-fleet/postgres');
+const { createClient, FleetApiError, isFleetApiError } = require('@mcp-fleet/client');
 const express = require('express');
 const { Hono } = require('hono');
 const { default: Keyv } = require('keyv');
 const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].map((name) => require.resolve(name)).concat(require('@mcp-fleet/core/package.json').name);
 const redisEntry = require.resolve('@mcp-fleet/redis');
 const postgresEntry = require.resolve('@mcp-fleet/postgres');
+const clientEntry = require.resolve('@mcp-fleet/client');
 const subpaths = ['node', 'webhooks', 'testing'].map((name) => require.resolve('@mcp-fleet/core/' + name));
 (async () => {
 ${USE}
@@ -221,6 +245,7 @@ import { fleetMiddleware } from '@mcp-fleet/express';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import { createPostgresStore, type PostgresStore } from '@mcp-fleet/postgres';
+import { createClient, FleetApiError } from '@mcp-fleet/client';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
 import { fleetStoreSuite, indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
@@ -278,6 +303,19 @@ export async function onPostgres(connectionString: string): Promise<Fleet> {
   return createFleet({ store });
 }
 
+export async function useClient(): Promise<string> {
+  const client = createClient({ baseUrl: 'http://127.0.0.1:3000/v1', apiKey: 'mcpf_x' });
+  const server = await client.servers.get('srv_x');
+  try {
+    await client.servers.list({ health: 'healthy' });
+  } catch (error) {
+    if (error instanceof FleetApiError && error.code === 'INVALID_REQUEST' && 'field' in error.details) return error.details.field;
+  }
+  // @ts-expect-error: a server type that does not exist
+  await client.servers.create({ name: 'x', type: 'ftp', endpoint: 'https://x' });
+  return server.name;
+}
+
 export async function check(): Promise<string> {
   const fleet: Fleet = createFleet({ store: createMemoryStore({ records: new Keyv({ throwOnErrors: true }) }), prefix: '/v1' });
   new Hono().route('/', createFleetApp(fleet));
@@ -311,6 +349,7 @@ function expectUsable(result: any): void {
     webhooks: [200, 'server.created', 401, 'function'],
     hono: [200, ['one']],
     express: [200, ['one']],
+    client: [['one'], 1, [true, true, 'SERVER_NOT_FOUND', 404], expect.any(String)],
     node: [200, ['one']],
     receiverOnly: ['server.created', 400, 'no-store', 'MISSING_HEADERS'],
     sameClass: true,
@@ -347,8 +386,9 @@ describe('the packed packages', () => {
       './package.json': './package.json',
     });
     for (const entry of [pkg.main, pkg.module, pkg.types]) expect(files).toContain(entry.replace(/^\.\//, ''));
-    // The core is the host's too: every sibling names it as a peer (one copy in an app), of the version published with it.
-    if (name !== 'core') {
+    // The core is the host's too: every sibling names it as a peer (one copy in an app), of the version published with
+    // it. The client talks to a fleet over HTTP: it needs no core.
+    if (name !== 'core' && name !== 'client') {
       expect(pkg.peerDependencies['@mcp-fleet/core']).toBe('^0.1.0');
       expect(pkg.dependencies?.['@mcp-fleet/core']).toBeUndefined();
     }
@@ -360,11 +400,13 @@ describe('the packed packages', () => {
       sqlite: ['@mcp-fleet/core', 'keyv'],
       redis: ['@mcp-fleet/core', 'keyv'],
       postgres: ['@mcp-fleet/core', 'keyv'],
+      client: [],
     };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
     if (name === 'core') expect(pkg.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
     expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
     expect(pkg.devDependencies).toBeUndefined();
+    if (name === 'client') expect(pkg.dependencies).toBeUndefined();
   });
 
   it('an ESM project imports them and serves a request', async () => {
@@ -379,6 +421,7 @@ describe('the packed packages', () => {
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.js$/)]);
     expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.js$/)]);
+    expect(result.client[3]).toMatch(/node_modules\/@mcp-fleet\/client\/dist\/index\.js$/);
     expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.js$`))));
   });
 
@@ -393,6 +436,7 @@ describe('the packed packages', () => {
     expect(result.resolved[3]).toBe('@mcp-fleet/core');
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.cjs$/)]);
     expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.cjs$/)]);
+    expect(result.client[3]).toMatch(/node_modules\/@mcp-fleet\/client\/dist\/index\.cjs$/);
     expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.cjs$`))));
   });
 
@@ -403,13 +447,13 @@ describe('the packed packages', () => {
     expect(result.output).not.toContain('error TS');
     expect(result.code, result.output).toBe(0);
     // The declarations each resolution picked: .d.ts for import, .d.cts for require.
-    for (const name of ['core', 'hono', 'express', 'redis', 'postgres']) {
+    for (const name of ['core', 'hono', 'express', 'redis', 'postgres', 'client']) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/${name}/dist/index.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
     for (const subpath of CORE_SUBPATHS) {
       expect(result.output).toContain(`node_modules/@mcp-fleet/core/dist/${subpath}.${kind === 'esm' ? 'd.ts' : 'd.cts'}\n`);
     }
-  });
+  }, 60_000);
 
   it('publint and attw find no problem in any tarball (npm run check:packages)', async () => {
     const result = await checkPackages;
@@ -431,6 +475,41 @@ describe('the installed projects', () => {
       const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'));
       const cores = Object.keys(lock.packages).filter((path) => path.endsWith('node_modules/@mcp-fleet/core'));
       expect(cores).toEqual(['node_modules/@mcp-fleet/core']);
+    }
+  });
+});
+
+/** A page's script: the client against the fleet named by `FLEET`, its outcome in `globalThis.done`. */
+const BROWSER_APP = `
+import { createClient, FleetApiError } from '@mcp-fleet/client';
+const client = createClient({ baseUrl: FLEET.baseUrl, apiKey: FLEET.apiKey });
+globalThis.done = (async () => {
+  const created = await client.servers.create({ name: 'from-browser', type: 'http', endpoint: 'https://mcp.example.com/mcp' });
+  const names = [];
+  for await (const server of client.paginate(client.servers.list, { limit: 1 })) names.push(server.name);
+  const error = await client.servers.get('srv_000000000000000000000000').catch((e) => [e instanceof FleetApiError, e.name, e.code, e.status]);
+  return JSON.stringify({ created: created.id.startsWith('srv_'), names, error, rateLimit: client.lastRateLimit === undefined });
+})();
+`;
+
+describe('@mcp-fleet/client in a browser bundle', () => {
+  it('bundles for the browser without a Node built-in, and runs with the Web globals alone against a fleet', async () => {
+    await writeFile(join(browser, 'app.js'), BROWSER_APP);
+    const bundled = await build({ entryPoints: ['app.js'], absWorkingDir: browser, bundle: true, platform: 'browser', format: 'iife', target: 'es2022', write: false, logLevel: 'silent' });
+    const code = bundled.outputFiles[0]?.text as string;
+    expect(code).toContain('FleetNetworkError');
+    expect(code).not.toMatch(/["'`]node:|\brequire\(|\bprocess\.|\bBuffer\b/);
+    const served = await serveFleet(ADAPTERS[0] as Adapter);
+    try {
+      const apiKey = (await served.fleet.keys.create({ account: 'browser', tier: 'pro' }))._unsafeUnwrap().secret;
+      // What a page (or a worker, an edge runtime) has, and nothing of Node's: no process, Buffer, require or module.
+      const web = { fetch, URL, URLSearchParams, Headers, Request, Response, AbortController, AbortSignal, DOMException, setTimeout, clearTimeout, console, TextEncoder, TextDecoder };
+      const context = createContext({ ...web, FLEET: { baseUrl: served.url, apiKey } });
+      runInContext(code, context);
+      const outcome = JSON.parse(await (context as { done: Promise<string> }).done);
+      expect(outcome).toEqual({ created: true, names: ['from-browser'], error: [true, 'FleetApiError', 'SERVER_NOT_FOUND', 404], rateLimit: true });
+    } finally {
+      await served.close();
     }
   });
 });

@@ -1,3 +1,5 @@
+import { type Body, createClient, type FleetClient, isFleetApiError, isFleetNetworkError, type OperationAt } from '../../../client/src/index.js';
+
 /**
  * The dashboard's only way out: the documented HTTP API beside it, with the signed-in key as the Bearer header.
  * The API lives where the page does, minus `/dashboard/…`: `/v1/dashboard/` talks to `/v1`, `/api/v1/dashboard/`
@@ -32,33 +34,40 @@ export interface ApiError {
 
 export type ApiResult<T> = { ok: true; data: T; pagination?: Pagination } | { ok: false; error: ApiError };
 
-/** One request to the API; a 401 signs out (the key was revoked or expired). */
-export async function api<T>(method: string, path: string, body?: unknown, key = session.key()): Promise<ApiResult<T>> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (key !== null) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  let response: Response;
-  try {
-    response = await fetch(`${apiBase}${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body), cache: 'no-store' });
-  } catch {
-    return { ok: false, error: { status: 0, code: 'NETWORK_ERROR', message: 'The API could not be reached.', details: {} } };
-  }
-  const envelope = (await response.json().catch(() => null)) as
-    | { success: true; data: T; pagination?: Pagination }
-    | { success: false; error: Omit<ApiError, 'status'> }
-    | null;
-  if (envelope?.success === true) return envelope.pagination ? { ok: true, data: envelope.data, pagination: envelope.pagination } : { ok: true, data: envelope.data };
-  if (response.status === 401 && key === session.key()) session.signOut();
-  const error = envelope?.success === false ? envelope.error : { code: 'BAD_RESPONSE', message: `The API answered ${response.status}.`, details: {} };
-  return { ok: false, error: { ...error, status: response.status } };
+/** A listing's items, or any other answer's `data`. */
+type Unlisted<R> = R extends { data: infer D; pagination: Pagination } ? D : R;
+
+/**
+ * The typed client (`@mcp-fleet/client`) with the signed-in key. Never retried: a person is waiting, and sees a
+ * refusal (429) and its message at once. Answers are never cached by the browser.
+ */
+function clientFor(key: string | null): FleetClient {
+  const fetchFresh: typeof fetch = (input, init) => fetch(input, { ...init, cache: 'no-store' });
+  return createClient({ baseUrl: `${location.origin}${apiBase}`, ...(key === null ? {} : { apiKey: key }), fetch: fetchFresh, retries: 0 });
 }
 
-/** `?page=2&status=error`, leaving out empty values. */
-export function queryString(params: Record<string, string | number | undefined>): string {
-  const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== '') search.set(name, String(value));
-  const text = search.toString();
-  return text === '' ? '' : `?${text}`;
+/** One call of the client, as a result to render; a 401 signs out (the key was revoked or expired). */
+export async function api<R>(call: (client: FleetClient) => Promise<R>, key = session.key()): Promise<ApiResult<Unlisted<R>>> {
+  try {
+    const value = (await call(clientFor(key))) as R & { data?: unknown; pagination?: Pagination };
+    // A listing answers `{ data, pagination }`; no other answer has a `pagination`.
+    if (typeof value === 'object' && value !== null && value.pagination !== undefined) return { ok: true, data: value.data as Unlisted<R>, pagination: value.pagination };
+    return { ok: true, data: value as Unlisted<R> };
+  } catch (error) {
+    if (isFleetApiError(error)) {
+      if (error.status === 401 && key === session.key()) session.signOut();
+      return { ok: false, error: { status: error.status, code: error.code, message: error.message, details: error.details as Record<string, unknown> } };
+    }
+    if (isFleetNetworkError(error) && error.reason === 'invalid_response') {
+      return { ok: false, error: { status: error.status ?? 0, code: 'BAD_RESPONSE', message: `The API answered ${error.status}.`, details: {} } };
+    }
+    return { ok: false, error: { status: 0, code: 'NETWORK_ERROR', message: 'The API could not be reached.', details: {} } };
+  }
+}
+
+/** `params` without its empty values (an unset filter of a form). */
+export function present<T extends Record<string, string | number | undefined>>(params: T): Partial<T> {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined && value !== '')) as Partial<T>;
 }
 
 /** A 400's field issues by field (`details.issues`, or the one `details.field`/`issue`). */
@@ -71,6 +80,11 @@ export function fieldErrors(error: ApiError | undefined): Record<string, string>
   for (const { field, issue } of issues) byField[field] ??= `${field} ${issue}`;
   return byField;
 }
+
+/** What `POST /servers`, `PUT /servers/{id}` and `POST /webhooks` take. */
+export type ServerCreate = Body<OperationAt<'POST', '/servers'>>;
+export type ServerUpdate = Body<OperationAt<'PUT', '/servers/{id}'>>;
+export type WebhookCreate = Body<OperationAt<'POST', '/webhooks'>>;
 
 // The shapes the API answers, from the core itself (type-only: nothing of the core is bundled but the event names).
 export type { HealthBucket, HealthHistory, HealthRecord } from '../../src/health/health-log.js';

@@ -31,7 +31,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     event.preventDefault();
     setBusy(true);
     // Any answer but 401 means the key is known (a key without `servers:read` gets 403 and may still sign in).
-    const answer = await api('GET', '/servers?limit=1', undefined, key.trim());
+    const answer = await api((client) => client.servers.list({ limit: 1 }), key.trim());
     setBusy(false);
     if (!answer.ok && (answer.error.status === 401 || answer.error.status === 0 || answer.error.status === 429)) {
       return setProblem(answer.error.status === 401 ? 'This API key was not accepted.' : answer.error.message);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { type ApiError, api, fieldErrors, type HealthHistory, type HealthRecord, queryString, type Server, type ServerDetail } from './api.js';
+import { type ApiError, api, fieldErrors, type HealthHistory, type Server, type ServerCreate, type ServerDetail, type ServerUpdate } from './api.js';
 import { Bars, DeleteButton, Field, Pager, Problem, TableHead, useApi } from './ui.js';
 
 const HOUR_MS = 3_600_000;
@@ -20,7 +20,7 @@ function hourlyHealth(history: HealthHistory, now = Date.now()): (number | null)
 const tone = (share: number) => (share >= 99.5 ? 'bar ok' : share >= 50 ? 'bar warn' : 'bar bad');
 
 function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () => void; onChanged: () => void }) {
-  const { result: history, reload } = useApi<HealthHistory>(`/servers/${server.id}/health/history`);
+  const { result: history, reload } = useApi((client) => client.servers.healthHistory(server.id), [server.id]);
   const [health, setHealth] = useState(server.health);
   const [checking, setChecking] = useState(false);
   const [note, setNote] = useState('');
@@ -29,7 +29,7 @@ function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () =
   const check = async () => {
     setChecking(true);
     setNote('');
-    const answer = await api<HealthRecord>('GET', `/servers/${server.id}/health`);
+    const answer = await api((client) => client.servers.health(server.id));
     setChecking(false);
     if (!answer.ok) return setNote(answer.error.message);
     setHealth(answer.data.status);
@@ -37,7 +37,7 @@ function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () =
     reload();
   };
   const remove = async () => {
-    const answer = await api('DELETE', `/servers/${server.id}`);
+    const answer = await api((client) => client.servers.delete(server.id));
     if (!answer.ok) return setNote(answer.error.message);
     onChanged();
   };
@@ -123,8 +123,8 @@ function ServerForm({ editing, onDone }: { editing: ServerDetail | undefined; on
     event.preventDefault();
     setSaving(true);
     const answer = editing
-      ? await api<ServerDetail>('PUT', `/servers/${editing.id}`, toBody(form, true))
-      : await api<Server>('POST', '/servers', toBody(form, false));
+      ? await api((client) => client.servers.update(editing.id, toBody(form, true) as ServerUpdate))
+      : await api((client) => client.servers.create(toBody(form, false) as ServerCreate));
     setSaving(false);
     if (answer.ok) onDone(true);
     else setError(answer.error);
@@ -174,12 +174,12 @@ function ServerForm({ editing, onDone }: { editing: ServerDetail | undefined; on
 
 export function ServersPage() {
   const [page, setPage] = useState(1);
-  const { result, reload } = useApi<Server[]>(`/servers${queryString({ page, limit: 50 })}`);
+  const { result, reload } = useApi((client) => client.servers.list({ page, limit: 50 }), [page]);
   const [form, setForm] = useState<{ editing?: ServerDetail } | undefined>();
   const [problem, setProblem] = useState<ApiError>();
 
   const edit = async (server: Server) => {
-    const answer = await api<ServerDetail>('GET', `/servers/${server.id}`);
+    const answer = await api((client) => client.servers.get(server.id));
     if (answer.ok) setForm({ editing: answer.data });
     else setProblem(answer.error);
   };

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { queryString, type Server, type ToolCall, when } from './api.js';
+import { present, type ToolCall, when } from './api.js';
 import { Bars, Pager, Problem, TableHead, useApi } from './ui.js';
 
 const MINUTE_MS = 60_000;
@@ -20,7 +20,7 @@ function perMinute(calls: ToolCall[], now = Date.now()): { total: number[]; fail
 }
 
 function Detail({ id, onClose }: { id: string; onClose: () => void }) {
-  const { result } = useApi<ToolCall & Record<string, unknown>>(`/tool-calls/${id}`);
+  const { result } = useApi((client) => client.toolCalls.get(id), [id]);
   return (
     <section class="panel" aria-labelledby="call-title">
       <h2 id="call-title">Tool call {id}</h2>
@@ -47,9 +47,9 @@ export function ToolCallsPage() {
   const [draft, setDraft] = useState(filters);
   const [page, setPage] = useState(1);
   const [open, setOpen] = useState<string>();
-  const { result, reload } = useApi<ToolCall[]>(`/tool-calls${queryString({ ...filters, page, limit: 50 })}`);
-  const recent = useApi<ToolCall[]>('/tool-calls?limit=100');
-  const { result: servers } = useApi<Server[]>('/servers?limit=100');
+  const { result, reload } = useApi((client) => client.toolCalls.list({ ...present(filters), page, limit: 50 } as Parameters<typeof client.toolCalls.list>[0]), [filters, page]);
+  const recent = useApi((client) => client.toolCalls.list({ limit: 100 }), []);
+  const { result: servers } = useApi((client) => client.servers.list({ limit: 100 }), []);
   const chart = recent.result?.ok ? perMinute(recent.result.data) : undefined;
   const refresh = () => {
     reload();

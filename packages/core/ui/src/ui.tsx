@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import type { FleetClient } from '../../../client/src/index.js';
 import { type ApiError, type ApiResult, api, type Pagination } from './api.js';
 
 /** A labelled control with the API's issue about it beside it (announced, and tied to it by aria-describedby). */
@@ -47,18 +48,20 @@ export function Pager({ pagination, onPage }: { pagination: Pagination | undefin
   );
 }
 
-/** A GET of the API, again whenever `path` changes or `reload` is called. */
-export function useApi<T>(path: string | undefined): { result: ApiResult<T> | undefined; reload: () => void } {
-  const [result, setResult] = useState<ApiResult<T>>();
+/** A read of the API, again whenever a value of `deps` changes or `reload` is called. */
+export function useApi<R>(
+  read: (client: FleetClient) => Promise<R>,
+  deps: unknown[],
+): { result: ApiResult<R extends { data: infer D; pagination: Pagination } ? D : R> | undefined; reload: () => void } {
+  const [result, setResult] = useState<ApiResult<R extends { data: infer D; pagination: Pagination } ? D : R>>();
   const [round, setRound] = useState(0);
   useEffect(() => {
-    if (path === undefined) return;
     let current = true;
-    void api<T>('GET', path).then((answer) => current && setResult(answer));
+    void api(read).then((answer) => current && setResult(answer));
     return () => {
       current = false;
     };
-  }, [path, round]);
+  }, [...deps, round]);
   return { result, reload: () => setRound((n) => n + 1) };
 }
 

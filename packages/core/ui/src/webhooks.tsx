@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { type ApiError, api, type Delivery, fieldErrors, queryString, WEBHOOK_EVENTS, type Webhook, when } from './api.js';
+import { type ApiError, api, fieldErrors, WEBHOOK_EVENTS, type Webhook, type WebhookCreate, when } from './api.js';
 import { DeleteButton, Field, Pager, Problem, TableHead, useApi } from './ui.js';
 
 /** What `POST /webhooks` answers: the webhook and, this once, its secret. */
@@ -16,7 +16,7 @@ function WebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Created) => voi
     event.preventDefault();
     const body: Record<string, unknown> = { url, events };
     if (description !== '') body.description = description;
-    const answer = await api<Created>('POST', '/webhooks', body);
+    const answer = await api((client) => client.webhooks.create(body as WebhookCreate));
     if (answer.ok) onSaved(answer.data);
     else setError(answer.error);
   };
@@ -61,7 +61,7 @@ function WebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Created) => voi
 
 function Deliveries({ webhook, round }: { webhook: Webhook; round: number }) {
   const [page, setPage] = useState(1);
-  const { result, reload } = useApi<Delivery[]>(`/webhooks/${webhook.id}/deliveries${queryString({ page, limit: 10 })}`);
+  const { result, reload } = useApi((client) => client.webhooks.deliveries(webhook.id, { page, limit: 10 }), [webhook.id, page]);
   // After "Send test": look again every second until a new delivery has an outcome (at most 20 s).
   const [polls, setPolls] = useState(0);
   const [before, setBefore] = useState<string>();
@@ -115,12 +115,12 @@ function WebhookCard({ webhook, onDeleted }: { webhook: Webhook; onDeleted: () =
   const [problem, setProblem] = useState<ApiError>();
   const test = async () => {
     setProblem(undefined);
-    const answer = await api('POST', `/webhooks/${webhook.id}/test`);
+    const answer = await api((client) => client.webhooks.test(webhook.id));
     if (answer.ok) setRound((n) => n + 1);
     else setProblem(answer.error);
   };
   const remove = async () => {
-    const answer = await api('DELETE', `/webhooks/${webhook.id}`);
+    const answer = await api((client) => client.webhooks.delete(webhook.id));
     if (answer.ok) onDeleted();
     else setProblem(answer.error);
   };
@@ -146,7 +146,7 @@ function WebhookCard({ webhook, onDeleted }: { webhook: Webhook; onDeleted: () =
 
 export function WebhooksPage() {
   const [page, setPage] = useState(1);
-  const { result, reload } = useApi<Webhook[]>(`/webhooks${queryString({ page, limit: 20 })}`);
+  const { result, reload } = useApi((client) => client.webhooks.list({ page, limit: 20 }), [page]);
   const [adding, setAdding] = useState(false);
   const [secret, setSecret] = useState<Created>();
   return (
