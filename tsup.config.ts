@@ -52,13 +52,19 @@ export default defineConfig([
   pkg('otel', [core, /^@opentelemetry\//]),
   {
     name: 'reference-server',
-    entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },
+    entry: {
+      main: 'examples/reference-server/src/main.ts',
+      keys: 'examples/reference-server/src/keys.ts',
+      secrets: 'examples/reference-server/src/secrets.ts',
+      'mcp-fleet': 'examples/reference-server/src/mcp-fleet.ts',
+    },
     outDir: 'examples/reference-server/dist',
     format: ['esm'],
     target: 'node20',
     platform: 'node',
     clean: true,
-    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server'],
+    // commander stays an import: bundled into ESM, its CommonJS `require`s of node: modules would throw.
+    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'commander'],
   },
   {
     name: 'express-app',

@@ -27,6 +27,7 @@ const OUTPUTS = [
   'examples/reference-server/dist/main.js',
   'examples/reference-server/dist/keys.js',
   'examples/reference-server/dist/secrets.js',
+  'examples/reference-server/dist/mcp-fleet.js',
   'examples/express-app/dist/main.js',
   'packages/core/dist/dashboard/index.html',
 ];

@@ -83,7 +83,7 @@ describe('npm run keys', () => {
     }
   });
 
-  it('refuses bad input with exit code 2 and a clear message', async () => {
+  it('refuses bad input with exit code 2, and what the fleet refuses with 4, each with a clear message', async () => {
     const cwd = await tempDir();
     const badTier = await keys(cwd, 'create', 'acme', '--tier', 'gold');
     expect(badTier.code).toBe(2);
@@ -92,11 +92,11 @@ describe('npm run keys', () => {
     expect(badScope.code).toBe(2);
     expect(badScope.stderr).toContain('unknown scope');
     const badTools = await keys(cwd, 'create', 'acme', '--tools', 'search__*|files *');
-    expect(badTools.code).toBe(2);
+    expect(badTools.code).toBe(4);
     expect(badTools.stderr).toContain('INVALID_REQUEST');
     expect(badTools.stderr).toContain('tools[1]');
     const unknownKey = await keys(cwd, 'revoke', 'key_000000000000000000000000');
-    expect(unknownKey.code).toBe(2);
+    expect(unknownKey.code).toBe(4);
     expect(unknownKey.stderr).toContain('NOT_FOUND');
     const memory = await runToExit({ cwd, script: KEYS_CLI, args: ['list', 'acme'], env: { MCP_FLEET_STORE: 'memory://' } });
     expect(memory.code).toBe(2);

@@ -1,9 +1,11 @@
 /**
  * What the reference server's command-line tools (`keys`, `secrets`) share: a fleet over the configured store without
  * background work, closed with the store whatever happens; and their exit: a ConfigError, or an option a check
- * refused (TypeError), is one line on stderr and exit 2, never a stack trace.
+ * refused (TypeError), is one line on stderr and exit 2, never a stack trace; a refusal of the fleet's (CliError)
+ * exits with its code, as the `mcp-fleet` command's do (cli/exit.ts).
  */
 import { createFleet, type Fleet } from '@mcp-fleet/core';
+import { CliError } from './cli/exit.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
@@ -20,10 +22,10 @@ export async function withStoredFleet<T>(config: ServerConfig, use: (fleet: Flee
   }
 }
 
-/** Runs a command with the process's arguments; its refusals exit 2 with their message alone. */
+/** Runs a command with the process's arguments; its refusals exit 2 (4 for the fleet's) with their message alone. */
 export function runCli(run: (argv: string[]) => Promise<void>): void {
   run(process.argv.slice(2)).catch((error: unknown) => {
-    console.error(error instanceof ConfigError || error instanceof TypeError ? error.message : error);
-    process.exit(2);
+    console.error(error instanceof ConfigError || error instanceof TypeError || error instanceof CliError ? error.message : error);
+    process.exit(error instanceof CliError ? error.exitCode : 2);
   });
 }

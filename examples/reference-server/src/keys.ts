@@ -11,8 +11,9 @@
  * as the server. The server may keep running: SQLite lets both write the file.
  */
 import { parseArgs } from 'node:util';
-import { type ApiKey, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { type ApiKey, ERROR_CODES, type FleetError, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 import { runCli, withStoredFleet } from './cli.js';
+import { CliError, exitForStatus } from './cli/exit.js';
 import { ConfigError, readConfig } from './config.js';
 
 const USAGE = `usage (from the repository root, where npm start runs):
@@ -20,7 +21,8 @@ const USAGE = `usage (from the repository root, where npm start runs):
   npm run keys -- list <account>
   npm run keys -- revoke <key_id>
 or without the --:
-  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]`;
+  npx mcp-fleet keys create <account> [--tier …] [--scopes …] [--name …] [--tools …]
+    (with a fleet URL configured, MCP_FLEET_URL or a profile, add --local: else it goes over HTTP; docs/cli.md)`;
 
 const FLAGS = ['tier', 'scopes', 'name', 'tools'] as const;
 
@@ -54,9 +56,10 @@ function describe(key: ApiKey): string {
   return `${key.id}  ${key.account}  ${key.tier}  ${scopes}  ${key.name ?? '-'}  ${tools}  created ${key.created_at}  ${state}`;
 }
 
+/** The fleet's refusal exits as over HTTP: 4 for what the request must fix (an unknown key, a bad pattern), else 1. */
 function fail(error: FleetError): never {
   const details = Object.keys(error.details).length > 0 ? ` ${JSON.stringify(error.details)}` : '';
-  throw new ConfigError(`${error.code}: ${error.message}${details}`);
+  throw new CliError(`${error.code}: ${error.message}${details}`, exitForStatus(ERROR_CODES[error.code].status));
 }
 
 async function run(argv: string[]): Promise<void> {
