@@ -276,7 +276,7 @@ export function webhookCommands(program: Command, run: Run): void {
   webhooks
     .command('create <url>')
     .description('create a webhook; its signing secret is printed this once')
-    .requiredOption('--events <list>', 'comma-separated: server.created,server.updated,server.deleted,server.health_changed,tool_call.failed')
+    .requiredOption('--events <list>', 'comma-separated: server.created,server.updated,server.deleted,server.health_changed,tool_call.failed,key.created,key.revoked')
     .option('--description <text>', 'what it is for')
     .action(
       run(async (context, url: string, flags: { events: string; description?: string }) => {

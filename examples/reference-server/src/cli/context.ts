@@ -48,29 +48,3 @@ export function cliErrorOf(error: unknown): CliError | undefined {
   return undefined;
 }
 
-type Row = Record<string, unknown>;
-
-/**
- * The client's methods for `/keys` and `POST /servers/import`, in the contract's shapes. The client's facade is one
- * line per route over types generated from the served document; those routes landed beside it (w28-keys,
- * w28-import), so its methods for them come with its next generation. Until a client has them, the commands that
- * need them say so (exit 1) instead of sending requests of their own.
- */
-export interface KeysAndImport {
-  keys: {
-    list(query: { page: number; limit: number }): Promise<PageAnswer<Row>>;
-    create(body: { tier?: string; scopes?: string[]; tools?: string[]; expires_at?: string; description?: string }): Promise<Row & { id: string; secret: string }>;
-    get(id: string): Promise<Row & { id: string }>;
-    revoke(id: string): Promise<{ id: string; revoked: true }>;
-  };
-  servers: { import(body: { format?: string; document: string; dry_run: boolean; skip_invalid: boolean }): Promise<Row> };
-}
-
-export function keysAndImport(client: FleetClient, what: 'keys' | 'import'): KeysAndImport {
-  const candidate = client as unknown as Partial<KeysAndImport> & { servers: Partial<KeysAndImport['servers']> };
-  const has = what === 'keys' ? typeof candidate.keys?.create === 'function' : typeof candidate.servers.import === 'function';
-  if (!has) {
-    throw new CliError(`this @mcp-fleet/client has no ${what === 'keys' ? 'keys methods (/keys)' : 'servers.import (POST /servers/import)'} yet; for keys, --local works on the server's store`, EXIT.failed);
-  }
-  return candidate as KeysAndImport;
-}

@@ -7,7 +7,8 @@
  */
 import type { Command } from 'commander';
 import { type ConnectionFlags, hasUrl } from './connection.js';
-import { type Context, keysAndImport } from './context.js';
+import type { FleetClient } from '@mcp-fleet/client';
+import type { Context } from './context.js';
 import { UsageError } from './exit.js';
 import { byId } from './commands.js';
 import { collect, listOptions, type ListFlags } from './listing.js';
@@ -88,7 +89,8 @@ export function keyCommands(program: Command, run: Run): void {
           ...(flags.description !== undefined && { description: flags.description }),
           ...(flags.expiresAt !== undefined && { expires_at: flags.expiresAt }),
         };
-        const created = await keysAndImport(await context.client(), 'keys').keys.create(body);
+        // The fleet judges the values (an unknown tier or scope is its 400, exit 4).
+        const created = await (await context.client()).keys.create(body as Parameters<FleetClient['keys']['create']>[0]);
         if (context.json) return printJson(created);
         const { secret, ...key } = created;
         printLine(`${details(key)}\n\nsecret (shown this once): ${String(secret)}`);
@@ -104,7 +106,7 @@ export function keyCommands(program: Command, run: Run): void {
           return onStore(['list', account]);
         }
         noAccountOverHttp(account);
-        const client = keysAndImport(await context.client(), 'keys');
+        const client = await context.client();
         const rows = await collect(flags, (page) => client.keys.list(page), 'keys');
         if (context.json) return printJson(rows);
         if (rows.length === 0) return note('no keys');
@@ -112,14 +114,14 @@ export function keyCommands(program: Command, run: Run): void {
       }),
     );
 
-  byId(keys, run, 'get <id>', 'one key of your account (over HTTP)', (client, id) => keysAndImport(client, 'keys').keys.get(id));
+  byId(keys, run, 'get <id>', 'one key of your account (over HTTP)', (client, id) => client.keys.get(id));
 
   localOption(keys.command('revoke <id>'))
     .description('revoke a key, for good')
     .action(
       run(async (context, id: string, flags: KeyFlags, command: Command) => {
         if (local(command, flags)) return onStore(['revoke', id]);
-        const revoked = await keysAndImport(await context.client(), 'keys').keys.revoke(id);
+        const revoked = await (await context.client()).keys.revoke(id);
         if (context.json) printJson(revoked);
         else printLine(`revoked ${revoked.id}`);
       }),

@@ -5,11 +5,14 @@
  */
 import type { Command } from 'commander';
 import { type ConnectionFlags, resolveUrl } from './connection.js';
-import { type Context, keysAndImport } from './context.js';
+import type { FleetClient } from '@mcp-fleet/client';
+import type { Context } from './context.js';
 import { serverId } from './commands.js';
 import { note, UsageError } from './exit.js';
 import { readSource } from './input.js';
 import { type Column, printJson, printLine, table } from './output.js';
+
+type ImportBody = Parameters<FleetClient['servers']['import']>[0];
 
 type Row = Record<string, unknown>;
 type Run = (act: (context: Context, ...args: any[]) => Promise<void>) => (...args: any[]) => Promise<void>;
@@ -47,9 +50,10 @@ export function transferCommands(program: Command, run: Run): void {
         // The text as it is: the fleet reads the formats' comments (JSONC) and reports a bad document by its place.
         const document = await readSource(file, 'import', context.stdin);
         if (document.trim() === '') throw new UsageError(`import ${file}: the file is empty`);
-        const plan = await keysAndImport(await context.client(), 'import').servers.import({
+        const plan = await (await context.client()).servers.import({
           document,
-          ...(flags.format !== undefined && { format: flags.format }),
+          // The fleet judges the format (an unknown one is its 400, exit 4).
+          ...(flags.format !== undefined && { format: flags.format as ImportBody['format'] }),
           dry_run: flags.dryRun === true,
           skip_invalid: flags.skipInvalid === true,
         });
