@@ -47,6 +47,7 @@ export default defineConfig([
   pkg('postgres', [core, 'keyv', 'pg']),
   pkg('hono', [core, 'hono']),
   pkg('express', [core, 'express']),
+  pkg('prometheus', [core, 'prom-client']),
   {
     name: 'reference-server',
     entry: { main: 'examples/reference-server/src/main.ts', keys: 'examples/reference-server/src/keys.ts', secrets: 'examples/reference-server/src/secrets.ts' },
@@ -55,7 +56,7 @@ export default defineConfig([
     target: 'node20',
     platform: 'node',
     clean: true,
-    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server'],
+    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'pino', 'prom-client'],
   },
   {
     name: 'express-app',

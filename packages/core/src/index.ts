@@ -111,3 +111,20 @@ export { MemoryTokenCache, type CachedToken, type MemoryTokenCacheOptions, type 
 export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js';
 export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
 export type { McpEra } from './mcp/connect.js';
+
+// The trace points on `node:diagnostics_channel` (docs/observability.md), for the telemetry packages and any subscriber.
+export {
+  TRACE_CHANNELS,
+  type AuthMessage,
+  type HttpRequestMessage,
+  type McpClientMessage,
+  type McpEraName,
+  type McpServerMessage,
+  type OperationDoor,
+  type OperationMessage,
+  type ProbeMessage,
+  type RateLimitMessage,
+  type Settled,
+  type StoreMessage,
+  type WebhookDeliveryMessage,
+} from './trace/channels.js';
