@@ -52,7 +52,7 @@ describe('npm run keys', () => {
     await first.stop('SIGTERM');
     const second = await startServer({ cwd, env });
     expect((await api(second.url, 'ops-secret-0123456789', 'GET', '/servers')).status).toBe(401);
-    expect(second.stderr()).toContain(`MCP_FLEET_API_KEYS lists the key ${id} of account "ops", revoked at`);
+    expect(second.stdout()).toContain(`MCP_FLEET_API_KEYS lists the key ${id} of account "ops", revoked at`);
     expect(second.stderr()).not.toContain('ops-secret-0123456789');
     await second.stop('SIGTERM');
   });

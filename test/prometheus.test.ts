@@ -2,6 +2,7 @@
  * @mcp-fleet/prometheus over real HTTP: a fleet served by each adapter, its `/metrics` served by the same framework
  * (Hono with `metricsHandler`, Express with `nodeMetricsHandler`), scraped and read by a strict reader of the text format (test/support/prometheus-text.ts).
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -222,5 +223,21 @@ describe('metrics()', () => {
     metrics({ registry, prefix: 'app_' }).close();
     expect(() => metrics({ registry, prefix: 'not a prefix' })).toThrow(/prefix must be a Prometheus name prefix/);
     expect(() => metrics({ registry, maxLabelValues: 0 })).toThrow(/maxLabelValues must be a positive integer/);
+  });
+});
+
+describe('examples/grafana/mcp-fleet.json', () => {
+  it('is a dashboard whose every query reads metrics this package registers', async () => {
+    const dashboard = JSON.parse(await readFile(new URL('../examples/grafana/mcp-fleet.json', import.meta.url), 'utf8')) as { panels: { type: string; targets?: { expr: string }[] }[] };
+    const registry = new Registry();
+    const counting = metrics({ registry });
+    const names = new Set(registry.getMetricsAsArray().map((metric) => (metric as unknown as { name: string }).name));
+    counting.close();
+    const queries = dashboard.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
+    expect(queries.length).toBeGreaterThanOrEqual(10);
+    const read = new Set(queries.flatMap((expr) => [...expr.matchAll(/\b(mcp_[a-z_]+?)(?:_bucket|_count|_sum)?\{/g)].map((match) => match[1] as string)));
+    expect([...read].filter((name) => !names.has(name))).toEqual([]);
+    // Every metric has a panel.
+    expect([...names].filter((name) => !read.has(name))).toEqual([]);
   });
 });
