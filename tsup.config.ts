@@ -47,6 +47,7 @@ export default defineConfig([
   pkg('postgres', [core, 'keyv', 'pg']),
   pkg('hono', [core, 'hono']),
   pkg('express', [core, 'express']),
+  pkg('otel', [core, /^@opentelemetry\//]),
   pkg('prometheus', [core, 'prom-client']),
   {
     name: 'reference-server',

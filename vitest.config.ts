@@ -17,6 +17,7 @@ export default defineConfig({
       { find: /^@mcp-fleet\/sqlite$/, replacement: src('sqlite/src/index.ts') },
       { find: /^@mcp-fleet\/redis$/, replacement: src('redis/src/index.ts') },
       { find: /^@mcp-fleet\/postgres$/, replacement: src('postgres/src/index.ts') },
+      { find: /^@mcp-fleet\/otel$/, replacement: src('otel/src/index.ts') },
       { find: /^@mcp-fleet\/prometheus$/, replacement: src('prometheus/src/index.ts') },
     ],
   },

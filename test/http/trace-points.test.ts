@@ -115,6 +115,9 @@ function expectDocumentedAndClean(secrets: string[]): void {
   }
 }
 
+/** What an `mcp-fleet:mcp.client` message says of the fixture upstream's address, and its `meta` no subscriber wrote to. */
+const upstreamAddress = () => ({ server_address: '127.0.0.1', server_port: Number(new URL(upstream.url).port), meta: {} });
+
 /** An action's events, in the order a TracingChannel publishes them for an answer that came later. */
 const ASYNC_OK = ['start', 'end', 'asyncStart', 'asyncEnd'];
 
@@ -204,7 +207,7 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     expectRequest('POST', '/servers/:id/tools/call', 200);
     expectOperation({ operation: 'tools.call', via: 'http', server_id: serverId, tool_name: 'echo' });
     const calls = actions('mcp-fleet:mcp.client').filter(({ message }) => message.method === 'tools/call');
-    expect(calls).toEqual([{ message: { method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok' }, events: ASYNC_OK }]);
+    expect(calls).toEqual([{ message: { method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok', ...upstreamAddress() }, events: ASYNC_OK }]);
     // The upstream call starts within the operation, which starts within the request.
     const order = seen.filter((entry) => entry.event === 'start').map((entry) => entry.channel);
     expect(order.indexOf('mcp-fleet:http.request')).toBeLessThan(order.indexOf('mcp-fleet:operation'));
@@ -225,13 +228,13 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     const served = actions('mcp-fleet:mcp.server');
     expect(served).toEqual([
       {
-        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: `${serverName}__echo`, outcome: 'ok' },
+        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', protocol_version: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: `${serverName}__echo`, outcome: 'ok' },
         events: ASYNC_OK,
       },
     ]);
     expectOperation({ operation: 'tools.call', via: 'mcp', server_id: serverId, tool_name: 'echo' });
     const calls = actions('mcp-fleet:mcp.client').filter(({ message }) => message.method === 'tools/call');
-    expect(calls.map(({ message }) => message)).toEqual([{ method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok' }]);
+    expect(calls.map(({ message }) => message)).toEqual([{ method: 'tools/call', server_id: serverId, transport: 'http', era: '2026-07-28', tool_name: 'echo', outcome: 'ok', ...upstreamAddress() }]);
   });
 
   it('a /v1/mcp tools/call refused (an unknown tool): error, with its JSON-RPC code', async () => {
@@ -246,7 +249,7 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     await mcp.close();
     expect(actions('mcp-fleet:mcp.server')).toEqual([
       {
-        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: 'nowhere__echo', outcome: 'error', jsonrpc_error_code: -32602, error: expect.anything() },
+        message: { method: 'tools/call', jsonrpc_id: expect.anything(), era: '2026-07-28', protocol_version: '2026-07-28', transport: 'streamable-http', account: client.account, tool_name: 'nowhere__echo', outcome: 'error', jsonrpc_error_code: -32602, error: expect.anything() },
         events: ['start', 'end', 'error', 'asyncStart', 'asyncEnd'],
       },
     ]);
@@ -260,7 +263,7 @@ describe.each(ADAPTERS)('trace points over HTTP ($name)', (adapter) => {
     const { tools } = await v1.listTools();
     expect(tools.map((tool) => tool.name)).toContain(`${serverName}__echo`);
     expect(actions('mcp-fleet:mcp.server').map(({ message }) => message)).toEqual([
-      { method: 'tools/list', jsonrpc_id: expect.anything(), era: '2025', transport: 'streamable-http', account: client.account, session_id: transport.sessionId, outcome: 'ok' },
+      { method: 'tools/list', jsonrpc_id: expect.anything(), era: '2025', protocol_version: expect.stringMatching(/^2025-/), transport: 'streamable-http', account: client.account, session_id: transport.sessionId, outcome: 'ok' },
     ]);
     await transport.terminateSession();
     await v1.close();

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'prometheus'] as const;
+export const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'otel', 'prometheus'] as const;
 export type PackageName = (typeof PACKAGES)[number];
 
 export interface PackedFile {

@@ -17,8 +17,9 @@ import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
+import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
-import { createEndpointServer, type EndpointScope, type EndpointServerDeps, visibleTools } from './server.js';
+import { createEndpointServer, type EndpointScope, type EndpointServerDeps, tracedHeaders, visibleTools } from './server.js';
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
@@ -225,6 +226,7 @@ export class McpEndpoint {
   /** Serves one HTTP request to `/mcp` or `/servers/{id}/mcp` for an authenticated principal. */
   async handle(request: Request, exchange: McpExchange, refuse: Refuse): Promise<Response> {
     const scope: EndpointScope = { principal: exchange.principal, serverId: exchange.serverId };
+    if (mcpServerChannel.hasSubscribers) scope.traced = tracedHeaders(request.headers);
     const authInfo: AuthInfo = { token: '-', clientId: exchange.principal.account, scopes: [], extra: { mcpFleet: scope } };
 
     // Every message counts against the tier, a malformed or oversized body as one, and each `tools/call` also against

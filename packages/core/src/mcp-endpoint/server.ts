@@ -23,6 +23,24 @@ export interface EndpointScope {
   principal: Principal;
   /** `/servers/{id}/mcp`: this server alone, its names unprefixed. */
   serverId?: string | undefined;
+  /** What the trace points read of the HTTP request, taken only when `mcp-fleet:mcp.server` has subscribers. */
+  traced?: { protocolVersion?: string; traceparent?: string };
+}
+
+/** A W3C `traceparent` (version 00 and later), the one shape of trace context a message may carry. */
+const TRACEPARENT = /^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
+/** A `tracestate` within the W3C bound of 512 characters, printable ASCII only. */
+const TRACESTATE = /^[\x20-\x7e]{1,512}$/;
+const PROTOCOL_VERSION = /^\d{4}-\d{2}-\d{2}$/;
+
+/** The HTTP request's protocol version and `traceparent` header, when well formed: for `mcp-fleet:mcp.server` only. */
+export function tracedHeaders(headers: Headers): NonNullable<EndpointScope['traced']> {
+  const out: NonNullable<EndpointScope['traced']> = {};
+  const version = headers.get('mcp-protocol-version');
+  if (version !== null && PROTOCOL_VERSION.test(version)) out.protocolVersion = version;
+  const traceparent = headers.get('traceparent');
+  if (traceparent !== null && TRACEPARENT.test(traceparent)) out.traceparent = traceparent;
+  return out;
 }
 
 export interface EndpointServerDeps {
@@ -236,6 +254,14 @@ function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeM
   };
   if (scope?.serverId !== undefined) message.server_id = scope.serverId;
   if (ctx.sessionId !== undefined) message.session_id = ctx.sessionId;
+  const version = message.era === '2026-07-28' ? '2026-07-28' : scope?.traced?.protocolVersion;
+  if (version !== undefined) message.protocol_version = version;
+  const meta = ctx.mcpReq._meta as Record<string, unknown> | undefined;
+  if (typeof meta?.['traceparent'] === 'string' && TRACEPARENT.test(meta['traceparent'])) {
+    message.traceparent = meta['traceparent'];
+    if (typeof meta['tracestate'] === 'string' && TRACESTATE.test(meta['tracestate'])) message.tracestate = meta['tracestate'];
+  }
+  if (scope?.traced?.traceparent !== undefined) message.http_traceparent = scope.traced.traceparent;
   const name = method === 'tools/call' ? (request as { params?: { name?: unknown } }).params?.name : undefined;
   if (typeof name === 'string') message.tool_name = name;
   return traced(

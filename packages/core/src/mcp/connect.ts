@@ -325,7 +325,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
         timedOut,
       );
       const era = attempt === 'sse' ? '2024-11-05' : connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025';
-      traceRequests(connected, config.type, era, options.serverId);
+      traceRequests(connected, config, era, options.serverId);
       return { client: connected, transport: opened, era };
     } catch (error) {
       await closeClient(client, transport, 0);

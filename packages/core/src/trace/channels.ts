@@ -83,6 +83,13 @@ export interface McpServerMessage extends Settled {
   is_error?: boolean;
   /** The JSON-RPC error code of an `error` outcome. */
   jsonrpc_error_code?: number;
+  /** The protocol version the exchange speaks: `2026-07-28`, or a 2025 session's `MCP-Protocol-Version` header. */
+  protocol_version?: string;
+  /** The W3C trace context the request carried in `params._meta` (a well-formed `traceparent` only). */
+  traceparent?: string;
+  tracestate?: string;
+  /** The HTTP request's own `traceparent` header, when well formed (no other header is ever read). */
+  http_traceparent?: string;
 }
 
 /** One request the fleet sends to an upstream MCP server, over any transport. */
@@ -98,6 +105,14 @@ export interface McpClientMessage extends Settled {
   tool_name?: string;
   /** `tools/call`: the upstream answered with `isError: true`. */
   is_error?: boolean;
+  /** `http` and `websocket`: the upstream's host and port, from its endpoint (never its path, query or credentials). */
+  server_address?: string;
+  server_port?: number;
+  /**
+   * Entries a subscriber adds at `start` (string values: `traceparent`, `tracestate`), merged into the request's
+   * `params._meta` before it is sent: how a tracer propagates its context to the upstream, over any transport.
+   */
+  meta: Record<string, string>;
 }
 
 /** One probe of a server (the health monitor's, or `GET /servers/{id}/health`), published when it is done. */

@@ -27,20 +27,53 @@ interface SendOutcome {
   error: { code: string } | null;
 }
 
+/** What the client publisher reads of a server's configuration. */
+interface ClientConfig {
+  type: string;
+  endpoint?: string;
+}
+
 /**
  * Traces every request `client` sends (`tools/call`, `tools/list`, `ping`…: the SDK's methods all go through its
- * `request`) on `mcp-fleet:mcp.client` when anyone listens, over any transport.
+ * `request`) on `mcp-fleet:mcp.client` when anyone listens, over any transport. What subscribers put in the message's
+ * `meta` at `start` goes into the request's `params._meta`.
  */
-export function traceRequests(client: Client, transport: string, era: McpEraName, serverId: string | undefined): void {
+export function traceRequests(client: Client, config: ClientConfig, era: McpEraName, serverId: string | undefined): void {
   const request = client.request.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  let address: { server_address: string; server_port: number } | null | undefined;
   client.request = ((...args: unknown[]) => {
     if (!mcpClientChannel.hasSubscribers) return request(...args);
-    const { method, params } = args[0] as { method: string; params?: { name?: unknown } };
-    const message: McpClientMessage = { method, transport, era };
+    const sent = args[0] as { method: string; params?: { name?: unknown; _meta?: Record<string, unknown> } };
+    const { method, params } = sent;
+    const message: McpClientMessage = { method, transport: config.type, era, meta: {} };
     if (serverId !== undefined) message.server_id = serverId;
     if (method === 'tools/call' && typeof params?.name === 'string') message.tool_name = params.name;
-    return traced(mcpClientChannel, message, () => request(...args), describeAnswered);
+    address ??= addressOf(config);
+    if (address !== null) Object.assign(message, address);
+    return traced(
+      mcpClientChannel,
+      message,
+      () => {
+        const meta = Object.entries(message.meta).filter(([, value]) => typeof value === 'string');
+        if (meta.length === 0) return request(...args);
+        const withMeta = { ...sent, params: { ...params, _meta: { ...params?._meta, ...Object.fromEntries(meta) } } };
+        return request(withMeta, ...args.slice(1));
+      },
+      describeAnswered,
+    );
   }) as Client['request'];
+}
+
+/** The host and port of an `http` or `websocket` endpoint; `null` for stdio (or an endpoint that does not parse). */
+function addressOf(config: ClientConfig): { server_address: string; server_port: number } | null {
+  if (config.endpoint === undefined) return null;
+  try {
+    const url = new URL(config.endpoint);
+    const port = url.port === '' ? (url.protocol === 'https:' || url.protocol === 'wss:' ? 443 : 80) : Number(url.port);
+    return { server_address: url.hostname.replace(/^\[|\]$/g, ''), server_port: port };
+  } catch {
+    return null;
+  }
 }
 
 function describeAnswered(message: McpClientMessage, result: unknown): void {

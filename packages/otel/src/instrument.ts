@@ -1,0 +1,330 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { type Channel, channel, type TracingChannel, tracingChannel } from 'node:diagnostics_channel';
+import type {
+  AuthMessage,
+  HttpRequestMessage,
+  McpClientMessage,
+  McpServerMessage,
+  OperationMessage,
+  ProbeMessage,
+  RateLimitMessage,
+  Settled,
+  StoreMessage,
+  WebhookDeliveryMessage,
+} from '@mcp-fleet/core';
+import { TRACE_CHANNELS } from '@mcp-fleet/core';
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  type MeterProvider,
+  metrics,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
+import { fleetInstruments, metricAttributes } from './metrics.js';
+
+/** The instrumentation scope the spans and metrics are recorded under. */
+export const SCOPE_NAME = '@mcp-fleet/otel';
+export const SCOPE_VERSION = '0.1.0';
+
+export interface InstrumentOptions {
+  /** Where spans go. @default the global tracer provider (`trace.getTracerProvider()`) */
+  tracerProvider?: TracerProvider;
+  /** Where metrics go. @default the global meter provider (`metrics.getMeterProvider()`) */
+  meterProvider?: MeterProvider;
+  /** A span per call of a storage port (`mcp-fleet:store`): several per request. @default false */
+  storeSpans?: boolean;
+}
+
+export interface Instrumentation {
+  /** Unsubscribes from every trace point: the fleet publishes nothing more for it. Calling it again does nothing. */
+  close(): void;
+}
+
+/** What `instrument` reads of a fleet: its mount point, so that `http.route` is the whole route (`/v1/servers/:id`). */
+export interface InstrumentedFleet {
+  readonly prefix: string;
+}
+
+/** The `error.type` of a failure without a better name (the conventions' fallback). */
+const OTHER = '_OTHER';
+
+/**
+ * Subscribes to the fleet's trace points (`node:diagnostics_channel`, docs/observability.md) and records them as
+ * OpenTelemetry spans and metrics, on the semantic conventions for MCP. The trace points are process-wide: one
+ * `instrument` sees every fleet of the process; `fleet` only names the mount point its routes are below.
+ */
+export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions = {}): Instrumentation {
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE_NAME, SCOPE_VERSION);
+  const meters = fleetInstruments((options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE_NAME, SCOPE_VERSION));
+  const prefix = fleet?.prefix ?? '';
+  // The fleet's own span for what runs within an action: an operation within its request, an upstream call within
+  // the operation. Outside every action, the embedder's active context (an instrumented HTTP server) is the parent.
+  const current = new AsyncLocalStorage<Context>();
+  const parent = () => current.getStore() ?? context.active();
+  const off: (() => void)[] = [];
+
+  const traced = <M extends Settled>(name: string, begin: (message: M, ambient: Context) => Span, finish: (span: Span, message: M, seconds: number) => void) => {
+    const spans = new WeakMap<object, { span: Span; started: number }>();
+    const channelOf = tracingChannel(name) as TracingChannel<unknown, M>;
+    const done = (message: M) => {
+      const open = spans.get(message);
+      if (open === undefined) return;
+      spans.delete(message);
+      if (message.outcome === 'error') open.span.setStatus({ code: SpanStatusCode.ERROR, ...(message.error_code === undefined ? {} : { message: message.error_code }) });
+      finish(open.span, message, (performance.now() - open.started) / 1000);
+      open.span.end();
+    };
+    const onEnd = (message: unknown) => {
+      // Answered at once: the outcome is on the message at `end`; else at `asyncEnd`.
+      if ((message as M).outcome !== undefined) done(message as M);
+    };
+    const onAsyncEnd = (message: unknown) => done(message as M);
+    channelOf.start.bindStore(current, (message) => {
+      const ambient = parent();
+      const span = begin(message as M, ambient);
+      spans.set(message as object, { span, started: performance.now() });
+      return trace.setSpan(ambient, span);
+    });
+    channelOf.end.subscribe(onEnd);
+    channelOf.asyncEnd.subscribe(onAsyncEnd);
+    off.push(() => {
+      channelOf.start.unbindStore(current);
+      channelOf.end.unsubscribe(onEnd);
+      channelOf.asyncEnd.unsubscribe(onAsyncEnd);
+    });
+  };
+
+  const subscribe = <M>(name: string, listener: (message: M) => void) => {
+    const named = channel(name) as Channel<unknown, M>;
+    const heard = (message: unknown) => listener(message as M);
+    named.subscribe(heard);
+    off.push(() => named.unsubscribe(heard));
+  };
+
+  // HTTP requests to the fleet: a SERVER span, its route and status filled in once answered.
+  traced<HttpRequestMessage>(
+    TRACE_CHANNELS.httpRequest,
+    (message, ambient) =>
+      tracer.startSpan(message.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': message.method, 'mcp_fleet.request_id': message.request_id } }, ambient),
+    (span, message, seconds) => {
+      const attributes = httpAttributes(message, prefix);
+      span.setAttributes(attributes);
+      if (message.route !== null) span.updateName(`${message.method} ${prefix}${message.route}`);
+      if (message.account !== null) span.setAttribute('mcp_fleet.account', message.account);
+      meters.httpDuration.record(seconds, metricAttributes(attributes, HTTP_LABELS, meters.clamp, []));
+    },
+  );
+
+  traced<OperationMessage>(
+    TRACE_CHANNELS.operation,
+    (message, ambient) => tracer.startSpan(message.operation, { kind: SpanKind.INTERNAL, attributes: operationAttributes(message) }, ambient),
+    () => {},
+  );
+
+  // JSON-RPC requests at /mcp: a SERVER span whose parent is the caller's context from `_meta` (else from the HTTP
+  // request's `traceparent` when it is not already the fleet's trace), linked to the HTTP request's span.
+  traced<McpServerMessage>(
+    TRACE_CHANNELS.mcpServer,
+    (message, ambient) => {
+      const attributes = serverAttributes(message);
+      const { parentContext, links } = remoteParent(message, ambient);
+      return tracer.startSpan(spanName(message.method, message.tool_name), { kind: SpanKind.SERVER, attributes, links }, parentContext);
+    },
+    (span, message, seconds) => {
+      const settled = settledAttributes(message, message.is_error, message.jsonrpc_error_code);
+      span.setAttributes(settled);
+      const attributes = { ...serverAttributes(message), ...settled };
+      meters.serverDuration.record(seconds, metricAttributes(attributes, SERVER_LABELS, meters.clamp, ['gen_ai.tool.name']));
+    },
+  );
+
+  // Requests to upstreams: a CLIENT span, its context injected into the request's `params._meta` at `start`.
+  traced<McpClientMessage>(
+    TRACE_CHANNELS.mcpClient,
+    (message, ambient) => {
+      const span = tracer.startSpan(spanName(message.method, message.tool_name), { kind: SpanKind.CLIENT, attributes: clientAttributes(message) }, ambient);
+      propagation.inject(trace.setSpan(ambient, span), message.meta);
+      return span;
+    },
+    (span, message, seconds) => {
+      const code = jsonRpcCode(message.error);
+      const settled = settledAttributes(message, message.is_error, code);
+      span.setAttributes(settled);
+      const attributes = { ...clientAttributes(message), ...settled };
+      meters.clientDuration.record(seconds, metricAttributes(attributes, CLIENT_LABELS, meters.clamp, CLIENT_CLAMPED));
+    },
+  );
+
+  if (options.storeSpans === true) {
+    traced<StoreMessage>(
+      TRACE_CHANNELS.store,
+      (message, ambient) =>
+        tracer.startSpan(`store ${message.port}.${message.method}`, { kind: SpanKind.CLIENT, attributes: { 'mcp_fleet.store.port': message.port, 'mcp_fleet.store.method': message.method } }, ambient),
+      () => {},
+    );
+  }
+
+  // Probes and deliveries are published once done: their spans start `duration_ms` before.
+  subscribe<ProbeMessage>(TRACE_CHANNELS.probe, (message) => {
+    const attributes: Attributes = {
+      'mcp_fleet.server.id': message.server_id,
+      'mcp_fleet.account': message.account,
+      'mcp_fleet.server.transport': message.transport,
+      'mcp_fleet.outcome': message.outcome,
+    };
+    if (message.era !== undefined && message.era !== '2025') attributes['mcp.protocol.version'] = message.era;
+    if (message.error_code !== undefined) attributes['error.type'] = message.error_code;
+    endAfter(tracer.startSpan('mcp_fleet.probe', { kind: SpanKind.CLIENT, attributes, startTime: Date.now() - message.duration_ms }, parent()), message.outcome, message.error_code);
+    meters.probeDuration.record(message.duration_ms / 1000, metricAttributes(attributes, PROBE_LABELS, meters.clamp, ['mcp_fleet.server.id']));
+  });
+
+  subscribe<WebhookDeliveryMessage>(TRACE_CHANNELS.webhookDelivery, (message) => {
+    const attributes: Attributes = {
+      'mcp_fleet.account': message.account,
+      'mcp_fleet.webhook.id': message.webhook_id,
+      'mcp_fleet.delivery.id': message.delivery_id,
+      'mcp_fleet.event.type': message.event_type,
+      'mcp_fleet.delivery.attempt': message.attempt,
+      'mcp_fleet.outcome': message.outcome,
+      'http.request.method': 'POST',
+    };
+    if (message.status_code !== null) attributes['http.response.status_code'] = message.status_code;
+    if (message.error_code !== undefined) attributes['error.type'] = message.error_code;
+    const span = tracer.startSpan('mcp_fleet.webhook.delivery', { kind: SpanKind.CLIENT, attributes, startTime: Date.now() - message.duration_ms }, parent());
+    endAfter(span, message.outcome, message.error_code);
+    meters.deliveryDuration.record(message.duration_ms / 1000, metricAttributes(attributes, DELIVERY_LABELS, meters.clamp, []));
+  });
+
+  subscribe<RateLimitMessage>(TRACE_CHANNELS.rateLimit, (message) => {
+    meters.rateLimitDecisions.add(1, { 'mcp_fleet.ratelimit.scope': message.scope, 'mcp_fleet.ratelimit.allowed': message.allowed });
+  });
+
+  subscribe<AuthMessage>(TRACE_CHANNELS.auth, (message) => {
+    meters.authOutcomes.add(1, { 'mcp_fleet.auth.method': message.method, 'mcp_fleet.outcome': message.outcome });
+  });
+
+  let closed = false;
+  return {
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const unsubscribe of off) unsubscribe();
+    },
+  };
+}
+
+/** `{mcp.method.name} {target}`: the tool's name when there is one (a low-cardinality target), else the method. */
+function spanName(method: string, tool: string | undefined): string {
+  return tool === undefined ? method : `${method} ${tool}`;
+}
+
+function endAfter(span: Span, outcome: 'ok' | 'error', errorCode: string | undefined): void {
+  if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, ...(errorCode === undefined ? {} : { message: errorCode }) });
+  span.end();
+}
+
+/** The JSON-RPC error code of an upstream's error answer (the SDK's `ProtocolError`). */
+function jsonRpcCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'number' && Number.isInteger(code) ? code : undefined;
+}
+
+/** `error.type` and `rpc.response.status_code` of a settled MCP request (the conventions' note [1]). */
+function settledAttributes(message: Settled, isError: boolean | undefined, code: number | undefined): Attributes {
+  const out: Attributes = {};
+  if (code !== undefined) out['rpc.response.status_code'] = String(code);
+  if (message.outcome === 'error') out['error.type'] = code !== undefined ? String(code) : (message.error_code ?? OTHER);
+  else if (isError === true) out['error.type'] = 'tool_error';
+  return out;
+}
+
+function toolAttributes(method: string, tool: string | undefined, out: Attributes): void {
+  if (tool === undefined) return;
+  out['gen_ai.tool.name'] = tool;
+  if (method === 'tools/call') out['gen_ai.operation.name'] = 'execute_tool';
+}
+
+function serverAttributes(message: McpServerMessage): Attributes {
+  const out: Attributes = {
+    'mcp.method.name': message.method,
+    'jsonrpc.request.id': String(message.jsonrpc_id),
+    'network.transport': 'tcp',
+    'network.protocol.name': 'http',
+    'mcp_fleet.account': message.account,
+  };
+  if (message.protocol_version !== undefined) out['mcp.protocol.version'] = message.protocol_version;
+  if (message.session_id !== undefined) out['mcp.session.id'] = message.session_id;
+  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
+  toolAttributes(message.method, message.tool_name, out);
+  return out;
+}
+
+function clientAttributes(message: McpClientMessage): Attributes {
+  const out: Attributes = {
+    'mcp.method.name': message.method,
+    'network.transport': message.transport === 'stdio' ? 'pipe' : 'tcp',
+    'mcp_fleet.server.transport': message.transport,
+  };
+  if (message.transport !== 'stdio') out['network.protocol.name'] = message.transport === 'websocket' ? 'websocket' : 'http';
+  // `2025` names an era of several versions, not one.
+  if (message.era !== '2025') out['mcp.protocol.version'] = message.era;
+  if (message.server_address !== undefined) out['server.address'] = message.server_address;
+  if (message.server_port !== undefined) out['server.port'] = message.server_port;
+  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
+  toolAttributes(message.method, message.tool_name, out);
+  return out;
+}
+
+function operationAttributes(message: OperationMessage): Attributes {
+  const out: Attributes = { 'mcp_fleet.operation': message.operation, 'mcp_fleet.via': message.via, 'mcp_fleet.account': message.account };
+  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
+  if (message.tool_name !== undefined) out['gen_ai.tool.name'] = message.tool_name;
+  return out;
+}
+
+function httpAttributes(message: HttpRequestMessage, prefix: string): Attributes {
+  const out: Attributes = { 'http.request.method': message.method };
+  if (message.route !== null) out['http.route'] = `${prefix}${message.route}`;
+  if (message.status !== undefined) {
+    out['http.response.status_code'] = message.status;
+    if (message.status >= 500) out['error.type'] = String(message.status);
+  }
+  return out;
+}
+
+/**
+ * The parent of a JSON-RPC request's span: the trace context of its `_meta`, else the HTTP request's `traceparent`
+ * header when the fleet's request span is not already in that trace (an embedder whose server is not instrumented);
+ * the fleet's HTTP request span is then a link. Else the ambient context (the request's span).
+ */
+function remoteParent(message: McpServerMessage, ambient: Context): { parentContext: Context; links: Link[] } {
+  const carrier = message.traceparent !== undefined ? { traceparent: message.traceparent, ...(message.tracestate === undefined ? {} : { tracestate: message.tracestate }) } : undefined;
+  const ambientSpan = trace.getSpanContext(ambient);
+  let remote: Context | undefined;
+  if (carrier !== undefined) remote = propagation.extract(ROOT_CONTEXT, carrier);
+  else if (message.http_traceparent !== undefined) {
+    const fromHeader = propagation.extract(ROOT_CONTEXT, { traceparent: message.http_traceparent });
+    if (trace.getSpanContext(fromHeader)?.traceId !== ambientSpan?.traceId) remote = fromHeader;
+  }
+  const remoteSpan = remote === undefined ? undefined : trace.getSpanContext(remote);
+  if (remote === undefined || remoteSpan === undefined || !trace.isSpanContextValid(remoteSpan)) return { parentContext: ambient, links: [] };
+  return { parentContext: remote, links: ambientSpan !== undefined && trace.isSpanContextValid(ambientSpan) ? [{ context: ambientSpan }] : [] };
+}
+
+// The attributes each metric keeps: never a session id, a request id, a key id or an account.
+const HTTP_LABELS = ['http.request.method', 'http.route', 'http.response.status_code', 'error.type'];
+const SERVER_LABELS = ['mcp.method.name', 'mcp.protocol.version', 'gen_ai.tool.name', 'gen_ai.operation.name', 'error.type', 'rpc.response.status_code', 'network.transport'];
+const CLIENT_LABELS = [...SERVER_LABELS, 'network.protocol.name', 'server.address', 'server.port', 'mcp_fleet.server.id'];
+const CLIENT_CLAMPED = ['gen_ai.tool.name', 'server.address', 'mcp_fleet.server.id'];
+const PROBE_LABELS = ['mcp_fleet.server.id', 'mcp_fleet.server.transport', 'mcp_fleet.outcome', 'error.type'];
+const DELIVERY_LABELS = ['mcp_fleet.event.type', 'mcp_fleet.outcome', 'http.response.status_code', 'error.type'];
+
