@@ -57,7 +57,7 @@ export default defineConfig([
     target: 'node20',
     platform: 'node',
     clean: true,
-    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'pino', 'prom-client'],
+    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'pino', 'prom-client', /^@opentelemetry\//],
   },
   {
     name: 'express-app',

@@ -91,11 +91,11 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
     const grew = (name: string, labels: Record<string, string>) => after.total(name, labels) - before.total(name, labels);
 
     expect(after.family('mcp_fleet_http_request_duration_seconds')?.type).toBe('histogram');
-    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'GET', route: '/servers/:id', status_class: '2xx' })).toBe(2);
-    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'GET', route: '/servers/:id', status_class: '4xx' })).toBe(1);
+    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'GET', route: '/v1/servers/:id', status_class: '2xx' })).toBe(2);
+    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'GET', route: '/v1/servers/:id', status_class: '4xx' })).toBe(1);
     expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'GET', status_class: '4xx' })).toBe(2);
     // The histogram's buckets are the HTTP semantic conventions'.
-    const [series] = after.series('mcp_fleet_http_request_duration_seconds', { route: '/servers/:id', status_class: '2xx' });
+    const [series] = after.series('mcp_fleet_http_request_duration_seconds', { route: '/v1/servers/:id', status_class: '2xx' });
     expect((series?.buckets ?? []).map(([le]) => le)).toEqual(['0.005', '0.01', '0.025', '0.05', '0.075', '0.1', '0.25', '0.5', '0.75', '1', '2.5', '5', '7.5', '10', '+Inf']);
 
     expect(grew('mcp_fleet_operation_duration_seconds', { operation: 'servers.get', via: 'http', outcome: 'ok' })).toBe(2);
@@ -137,7 +137,7 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
     expect(grew(client_, { mcp_method_name: 'tools/call', gen_ai_tool_name: 'echo', network_transport: 'tcp' })).toBe(1);
     expect(grew(client_, { mcp_method_name: 'tools/call', gen_ai_tool_name: 'fail', error_type: 'tool_error' })).toBe(1);
     expect(grew('mcp_fleet_operation_duration_seconds', { operation: 'tools.call', via: 'mcp', outcome: 'ok' })).toBe(2);
-    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'POST', route: '/mcp', status_class: '2xx' })).toBeGreaterThanOrEqual(3);
+    expect(grew('mcp_fleet_http_request_duration_seconds', { method: 'POST', route: '/v1/mcp', status_class: '2xx' })).toBeGreaterThanOrEqual(3);
   });
 
   it('a probe per server, and a webhook delivery by event type, outcome and status class', async () => {

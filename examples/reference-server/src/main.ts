@@ -10,19 +10,20 @@ import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig, type ServerConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
-import { createLog, serveMetrics } from './telemetry.js';
+import { createLog, otlpWanted, serveMetrics, startOpenTelemetry } from './telemetry.js';
 
 /**
  * The start banner: where the API (and the dashboard, once the fleet has one) answers, and the first key. The
  * dashboard line appears only when the fleet says it serves one (`fleet.dashboard`), so it lights up when that lands.
  */
-function banner(origin: string, fleet: { prefix: string }, storeLabel: string, config: ServerConfig, firstKey: string | undefined): string {
+function banner(origin: string, fleet: { prefix: string }, storeLabel: string, config: ServerConfig, otlp: boolean, firstKey: string | undefined): string {
   const api = `${origin}${fleet.prefix}`;
   const lines = [`mcp-fleet listening on ${api} (store: ${storeLabel})`, '', `  API        ${api}`];
   // On below (`dashboard: true`): sign in there with the key.
   lines.push(`  Dashboard  ${api}/dashboard/`);
   lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
   if (config.metrics) lines.push(`  Metrics    ${origin}/metrics`);
+  if (otlp) lines.push('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!config.rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
   lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
   if (firstKey !== undefined) {
@@ -62,6 +63,10 @@ async function main(): Promise<void> {
     ...(!config.rateLimits && { rateLimit: false }),
     logger,
   });
+
+  // Before the first request: OTLP traces and metrics when the OpenTelemetry variables ask for them.
+  const otlp = otlpWanted(process.env);
+  const stopTelemetry = otlp ? await startOpenTelemetry(fleet, log, process.env) : async () => {};
 
   // A key that does not open the store's secrets stops the start here, with what to set.
   await fleet.ready().catch((error: Error) => {
@@ -117,7 +122,7 @@ async function main(): Promise<void> {
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     // One write, the key last: whatever scrolled by before, the banner ends the output.
-    console.log(banner(`http://${host}:${info.port}`, fleet, label, config, firstKey));
+    console.log(banner(`http://${host}:${info.port}`, fleet, label, config, otlp, firstKey));
   });
   // What Node refuses before any handler runs (an unknown method, a bad Content-Length, a request too slow) is still
   // answered in the API's envelope, where the socket can take it.
@@ -136,6 +141,8 @@ async function main(): Promise<void> {
     server.close(async () => {
       await fleet.close();
       await store.close();
+      // What is still batched goes out before the exit.
+      await stopTelemetry().catch((error: Error) => logger.warn({ err: error }, 'mcp-fleet: the last telemetry could not be exported'));
       logger.info({}, 'mcp-fleet: stopped');
       process.exit(0);
     });

@@ -54,11 +54,13 @@ interface Subscription {
  * `maxLabelLength`); session, request and key ids are never labels. Throws if `registry` already holds these metrics
  * (call it once per registry, or `close()` the first).
  *
- * The trace points are the process's, not one fleet's: `fleet` is accepted for the symmetry with
- * `@mcp-fleet/otel`'s `instrument(fleet, …)`, and every fleet in the process is counted whichever is passed.
+ * The trace points are the process's, not one fleet's: every fleet in the process is counted, whichever is passed;
+ * `fleet` gives the `route` label its prefix (`/v1/servers/:id`), as `@mcp-fleet/otel`'s `instrument(fleet)` does.
  */
 export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions): FleetMetrics {
   const given = isFleet(fleet) || fleet === undefined ? (options ?? {}) : fleet;
+  // The whole route below the adapter's mount (`/v1/servers/:id`), as @mcp-fleet/otel's `http.route`.
+  const routePrefix = isFleet(fleet) ? fleet.prefix : '';
   const registry = given.registry ?? defaultRegistry;
   const prefix = given.prefix ?? '';
   const limits: LabelLimits = { maxValues: positive('maxLabelValues', given.maxLabelValues ?? 100), maxLength: positive('maxLabelLength', given.maxLabelLength ?? 128) };
@@ -131,7 +133,7 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
     }),
     traced<HttpRequestMessage>(TRACE_CHANNELS.httpRequest, (message, seconds) => {
       const method = HTTP_METHODS.has(message.method) ? message.method : OTHER;
-      http.metric.observe(http.labels.of({ method, route: message.route ?? 'unmatched', status_class: statusClass(message.status) }), seconds);
+      http.metric.observe(http.labels.of({ method, route: message.route === null ? 'unmatched' : routePrefix + message.route, status_class: statusClass(message.status) }), seconds);
     }),
     traced<OperationMessage>(TRACE_CHANNELS.operation, (message, seconds) => {
       operation.metric.observe(operation.labels.of({ operation: message.operation, via: message.via, outcome: message.outcome, error_code: message.error_code }), seconds);
