@@ -100,9 +100,9 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
 
     expect(grew('mcp_fleet_operation_duration_seconds', { operation: 'servers.get', via: 'http', outcome: 'ok' })).toBe(2);
     expect(grew('mcp_fleet_operation_duration_seconds', { operation: 'servers.get', via: 'http', outcome: 'error', error_code: 'SERVER_NOT_FOUND' })).toBe(1);
-    expect(after.family('mcp_fleet_auth_attempts_total')?.type).toBe('counter');
-    expect(grew('mcp_fleet_auth_attempts_total', { method: 'api_key', outcome: 'ok' })).toBe(3);
-    expect(grew('mcp_fleet_auth_attempts_total', { method: 'api_key', outcome: 'refused' })).toBe(1);
+    expect(after.family('mcp_fleet_auth_outcomes_total')?.type).toBe('counter');
+    expect(grew('mcp_fleet_auth_outcomes_total', { method: 'api_key', outcome: 'ok' })).toBe(3);
+    expect(grew('mcp_fleet_auth_outcomes_total', { method: 'api_key', outcome: 'refused' })).toBe(1);
     expect(grew('mcp_fleet_ratelimit_decisions_total', { allowed: 'true' })).toBeGreaterThanOrEqual(3);
     expect(after.family('mcp_fleet_ratelimit_decisions_total')?.series.every((s) => ['operation', 'tier', 'address'].includes(s.labels.scope ?? ''))).toBe(true);
   });

@@ -64,7 +64,7 @@ describe('reference server: MCP_FLEET_METRICS=1', () => {
     // The REST call and the MCP one, each one upstream tools/call.
     expect(scraped.total('mcp_client_operation_duration_seconds', { mcp_method_name: 'tools/call', gen_ai_tool_name: 'echo', network_transport: 'tcp' })).toBe(2);
     expect(scraped.total('mcp_fleet_probe_duration_seconds', { server_id: id, transport: 'http', outcome: 'ok' })).toBe(1);
-    expect(scraped.total('mcp_fleet_auth_attempts_total', { method: 'api_key', outcome: 'refused' })).toBe(1);
+    expect(scraped.total('mcp_fleet_auth_outcomes_total', { method: 'api_key', outcome: 'refused' })).toBe(1);
     expect(scraped.total('mcp_fleet_ratelimit_decisions_total', { allowed: 'true' })).toBeGreaterThanOrEqual(6);
     expect(scraped.family('process_cpu_user_seconds_total')?.type).toBe('counter');
     // Never a key: neither the secret nor its id.

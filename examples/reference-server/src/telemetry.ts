@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Fleet } from '@mcp-fleet/core';
 import type { Span, Tracer, TracerProvider } from '@opentelemetry/api';
 import type { Hono } from 'hono';
@@ -41,6 +42,9 @@ export function otlpWanted(env: NodeJS.ProcessEnv): boolean {
   return [env.OTEL_EXPORTER_OTLP_ENDPOINT, env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT].some((value) => (value?.trim() ?? '') !== '');
 }
 
+/** How long the stop waits for the last export. */
+const SHUTDOWN_MS = 3000;
+
 /** Requests whose span is still waiting for its log line, at most: past it the oldest is forgotten. */
 const AWAITED_REQUESTS = 10_000;
 
@@ -77,7 +81,8 @@ export async function startOpenTelemetry(fleet: Fleet, log: ServerLog, env: Node
   };
   return async () => {
     telemetry.close();
-    await sdk.shutdown();
+    // A collector that does not answer must not hold the exit past the stop's own 10 s.
+    await Promise.race([sdk.shutdown(), delay(SHUTDOWN_MS, undefined, { ref: false })]);
   };
 }
 

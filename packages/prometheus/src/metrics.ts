@@ -110,7 +110,7 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
     MCP_DURATION_BUCKETS,
   );
   const rateLimit = counter('mcp_fleet_ratelimit_decisions_total', 'Rate-limit decisions, by the binding limit and whether the request was allowed.', ['scope', 'allowed']);
-  const auth = counter('mcp_fleet_auth_attempts_total', 'Authentications of requests that carried a credential, by method and outcome.', ['method', 'outcome']);
+  const auth = counter('mcp_fleet_auth_outcomes_total', 'Authentications of requests that carried a credential, by method and outcome.', ['method', 'outcome']);
 
   // Registered only once all are made, and all or none: a registry holding one of them already refuses the call whole.
   const taken = made.filter((metric) => registry.getSingleMetric(nameOf(metric)) !== undefined).map(nameOf);
