@@ -242,6 +242,19 @@ describe.each(ADAPTERS)('OpenTelemetry over HTTP ($name)', (adapter) => {
     expect(auth.find((point) => point.attributes['mcp_fleet.auth.method'] === 'api_key' && point.attributes['mcp_fleet.outcome'] === 'ok')?.value).toBeGreaterThan(0);
   });
 
+  it('storeSpans: a span per storage port call, within the request', async () => {
+    const withStore = instrument({ prefix: '/v1' }, { tracerProvider, meterProvider, storeSpans: true });
+    try {
+      expectSuccess(await client.get(`/servers/${httpId}`), 200);
+    } finally {
+      withStore.close();
+    }
+    // The webhook worker's polls are store calls too, each a trace of its own: the request's counter is in its trace.
+    const requests = named('GET /v1/servers/:id');
+    const consumed = named('store ratelimit.consume').filter((call) => requests.some((request) => call.spanContext().traceId === request.spanContext().traceId));
+    expect(consumed.length).toBeGreaterThanOrEqual(1);
+  });
+
   it("an embedder's active OpenTelemetry context: the fleet's request span is its child", async () => {
     const outer = tracerProvider.getTracer('embedder').startSpan('embedder request');
     const answer = await context.with(trace.setSpan(context.active(), outer), () =>

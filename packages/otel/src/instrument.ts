@@ -15,6 +15,7 @@ import type {
 import { TRACE_CHANNELS } from '@mcp-fleet/core';
 import {
   type Attributes,
+  type AttributeValue,
   type Context,
   context,
   type Link,
@@ -79,7 +80,7 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       const open = spans.get(message);
       if (open === undefined) return;
       spans.delete(message);
-      if (message.outcome === 'error') open.span.setStatus({ code: SpanStatusCode.ERROR, ...(message.error_code === undefined ? {} : { message: message.error_code }) });
+      markOutcome(open.span, message);
       finish(open.span, message, (performance.now() - open.started) / 1000);
       open.span.end();
     };
@@ -173,22 +174,28 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
     );
   }
 
-  // Probes and deliveries are published once done: their spans start `duration_ms` before.
+  // Probes and deliveries are published once done: their spans start `duration_ms` before they end.
+  const finished = (name: string, attributes: Attributes, message: { outcome: 'ok' | 'error'; error_code?: string; duration_ms: number }) => {
+    const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, startTime: Date.now() - message.duration_ms }, parent());
+    markOutcome(span, message);
+    span.end();
+  };
+
   subscribe<ProbeMessage>(TRACE_CHANNELS.probe, (message) => {
-    const attributes: Attributes = {
+    const attributes = known({
       'mcp_fleet.server.id': message.server_id,
       'mcp_fleet.account': message.account,
       'mcp_fleet.server.transport': message.transport,
       'mcp_fleet.outcome': message.outcome,
-    };
-    if (message.era !== undefined && message.era !== '2025') attributes['mcp.protocol.version'] = message.era;
-    if (message.error_code !== undefined) attributes['error.type'] = message.error_code;
-    endAfter(tracer.startSpan('mcp_fleet.probe', { kind: SpanKind.CLIENT, attributes, startTime: Date.now() - message.duration_ms }, parent()), message.outcome, message.error_code);
+      'mcp.protocol.version': message.era === '2025' ? undefined : message.era,
+      'error.type': message.error_code,
+    });
+    finished('mcp_fleet.probe', attributes, message);
     meters.probeDuration.record(message.duration_ms / 1000, metricAttributes(attributes, PROBE_LABELS, meters.clamp, ['mcp_fleet.server.id']));
   });
 
   subscribe<WebhookDeliveryMessage>(TRACE_CHANNELS.webhookDelivery, (message) => {
-    const attributes: Attributes = {
+    const attributes = known({
       'mcp_fleet.account': message.account,
       'mcp_fleet.webhook.id': message.webhook_id,
       'mcp_fleet.delivery.id': message.delivery_id,
@@ -196,11 +203,10 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       'mcp_fleet.delivery.attempt': message.attempt,
       'mcp_fleet.outcome': message.outcome,
       'http.request.method': 'POST',
-    };
-    if (message.status_code !== null) attributes['http.response.status_code'] = message.status_code;
-    if (message.error_code !== undefined) attributes['error.type'] = message.error_code;
-    const span = tracer.startSpan('mcp_fleet.webhook.delivery', { kind: SpanKind.CLIENT, attributes, startTime: Date.now() - message.duration_ms }, parent());
-    endAfter(span, message.outcome, message.error_code);
+      'http.response.status_code': message.status_code ?? undefined,
+      'error.type': message.error_code,
+    });
+    finished('mcp_fleet.webhook.delivery', attributes, message);
     meters.deliveryDuration.record(message.duration_ms / 1000, metricAttributes(attributes, DELIVERY_LABELS, meters.clamp, []));
   });
 
@@ -227,9 +233,9 @@ function spanName(method: string, tool: string | undefined): string {
   return tool === undefined ? method : `${method} ${tool}`;
 }
 
-function endAfter(span: Span, outcome: 'ok' | 'error', errorCode: string | undefined): void {
-  if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, ...(errorCode === undefined ? {} : { message: errorCode }) });
-  span.end();
+/** A failed action's span: status `ERROR`, described by the fleet's error code. */
+function markOutcome(span: Span, message: { outcome?: 'ok' | 'error'; error_code?: string }): void {
+  if (message.outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, ...(message.error_code === undefined ? {} : { message: message.error_code }) });
 }
 
 /** The JSON-RPC error code of an upstream's error answer (the SDK's `ProtocolError`). */
@@ -247,48 +253,56 @@ function settledAttributes(message: Settled, isError: boolean | undefined, code:
   return out;
 }
 
-function toolAttributes(method: string, tool: string | undefined, out: Attributes): void {
-  if (tool === undefined) return;
-  out['gen_ai.tool.name'] = tool;
-  if (method === 'tools/call') out['gen_ai.operation.name'] = 'execute_tool';
+/** The attributes whose value is known: an absent field of a message is no attribute. */
+function known(attributes: Record<string, AttributeValue | undefined>): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) out[key] = value;
+  return out;
 }
 
+/** What both MCP spans say of the server and the tool: `gen_ai.operation.name` is `execute_tool` for a tool call. */
+const aboutTool = (message: { method: string; server_id?: string; tool_name?: string }) => ({
+  'mcp_fleet.server.id': message.server_id,
+  'gen_ai.tool.name': message.tool_name,
+  'gen_ai.operation.name': message.tool_name !== undefined && message.method === 'tools/call' ? 'execute_tool' : undefined,
+});
+
 function serverAttributes(message: McpServerMessage): Attributes {
-  const out: Attributes = {
+  return known({
     'mcp.method.name': message.method,
     'jsonrpc.request.id': String(message.jsonrpc_id),
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
     'mcp_fleet.account': message.account,
-  };
-  if (message.protocol_version !== undefined) out['mcp.protocol.version'] = message.protocol_version;
-  if (message.session_id !== undefined) out['mcp.session.id'] = message.session_id;
-  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
-  toolAttributes(message.method, message.tool_name, out);
-  return out;
+    'mcp.protocol.version': message.protocol_version,
+    'mcp.session.id': message.session_id,
+    ...aboutTool(message),
+  });
 }
 
 function clientAttributes(message: McpClientMessage): Attributes {
-  const out: Attributes = {
+  const stdio = message.transport === 'stdio';
+  return known({
     'mcp.method.name': message.method,
-    'network.transport': message.transport === 'stdio' ? 'pipe' : 'tcp',
+    'network.transport': stdio ? 'pipe' : 'tcp',
+    'network.protocol.name': stdio ? undefined : message.transport === 'websocket' ? 'websocket' : 'http',
     'mcp_fleet.server.transport': message.transport,
-  };
-  if (message.transport !== 'stdio') out['network.protocol.name'] = message.transport === 'websocket' ? 'websocket' : 'http';
-  // `2025` names an era of several versions, not one.
-  if (message.era !== '2025') out['mcp.protocol.version'] = message.era;
-  if (message.server_address !== undefined) out['server.address'] = message.server_address;
-  if (message.server_port !== undefined) out['server.port'] = message.server_port;
-  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
-  toolAttributes(message.method, message.tool_name, out);
-  return out;
+    // `2025` names an era of several versions, not one.
+    'mcp.protocol.version': message.era === '2025' ? undefined : message.era,
+    'server.address': message.server_address,
+    'server.port': message.server_port,
+    ...aboutTool(message),
+  });
 }
 
 function operationAttributes(message: OperationMessage): Attributes {
-  const out: Attributes = { 'mcp_fleet.operation': message.operation, 'mcp_fleet.via': message.via, 'mcp_fleet.account': message.account };
-  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
-  if (message.tool_name !== undefined) out['gen_ai.tool.name'] = message.tool_name;
-  return out;
+  return known({
+    'mcp_fleet.operation': message.operation,
+    'mcp_fleet.via': message.via,
+    'mcp_fleet.account': message.account,
+    'mcp_fleet.server.id': message.server_id,
+    'gen_ai.tool.name': message.tool_name,
+  });
 }
 
 function httpAttributes(message: HttpRequestMessage, prefix: string): Attributes {

@@ -32,8 +32,8 @@ export function fleetInstruments(meter: Meter): FleetInstruments {
     httpDuration: seconds('http.server.request.duration', 'Duration of the HTTP requests to the fleet.'),
     probeDuration: seconds('mcp_fleet.probe.duration', 'Duration of the probes of upstream MCP servers, by server and outcome.'),
     deliveryDuration: seconds('mcp_fleet.webhook.delivery.duration', 'Duration of the webhook delivery attempts, by event type and outcome.'),
-    rateLimitDecisions: meter.createCounter('mcp_fleet.ratelimit.decisions', { description: 'Rate-limit decisions, by binding limit and verdict.' }),
-    authOutcomes: meter.createCounter('mcp_fleet.auth.outcomes', { description: 'Authentications of requests that carried a credential, by method and outcome.' }),
+    rateLimitDecisions: meter.createCounter('mcp_fleet.ratelimit.decisions', { unit: '{decision}', description: 'Rate-limit decisions, by binding limit and verdict.' }),
+    authOutcomes: meter.createCounter('mcp_fleet.auth.outcomes', { unit: '{authentication}', description: 'Authentications of requests that carried a credential, by method and outcome.' }),
     clamp(key, value) {
       let values = seen.get(key);
       if (values === undefined) seen.set(key, (values = new Set()));
