@@ -190,7 +190,7 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
 describe('metrics()', () => {
   const suite = serveForSuite(ADAPTERS[0] as Adapter, { allowPrivateNetworks: true });
 
-  it('clamps label values: cut to maxLabelLength, and past maxLabelValues a new value is counted as `other`', async () => {
+  it('clamps label values: cut to maxLabelLength, and past maxLabelValues a new value is counted as `_OTHER`', async () => {
     const registry = new Registry();
     const counting = metrics(suite.served.fleet, { registry, maxLabelValues: 2, maxLabelLength: 12 });
     const endpoint = await serveMetrics('express', registry);

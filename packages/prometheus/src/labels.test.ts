@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LabelValues, MetricLabels, OTHER } from './labels.js';
 
 describe('LabelValues', () => {
-  it('keeps the first maxValues distinct values, cut to maxLength; a later new value is `other`, an old one keeps its own', () => {
+  it('keeps the first maxValues distinct values, cut to maxLength; a later new value is `_OTHER`, an old one keeps its own', () => {
     const values = new LabelValues({ maxValues: 2, maxLength: 5 });
     expect(values.of('alpha-long')).toBe('alpha');
     expect(values.of('beta')).toBe('beta');

@@ -1,8 +1,8 @@
-/** The value a label takes once it has seen as many distinct values as it may hold. */
-export const OTHER = 'other';
+/** The value a label takes once it has seen as many distinct values as it may hold (the conventions' `_OTHER`). */
+export const OTHER = '_OTHER';
 
 export interface LabelLimits {
-  /** Distinct values one label of one metric may hold; later new values are counted as `other`. */
+  /** Distinct values one label of one metric may hold; later new values are counted as `_OTHER`. */
   maxValues: number;
   /** Characters of a value; a longer one is cut to this length. */
   maxLength: number;
@@ -10,7 +10,7 @@ export interface LabelLimits {
 
 /**
  * The values one label of one metric has taken, bounded: each value is cut to `maxLength`, and past `maxValues`
- * distinct values a new one becomes `other`. A value seen before the cap keeps its own series.
+ * distinct values a new one becomes `_OTHER`. A value seen before the cap keeps its own series.
  */
 export class LabelValues {
   readonly #seen = new Set<string>();

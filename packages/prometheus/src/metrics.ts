@@ -20,7 +20,7 @@ export interface MetricsOptions {
   registry?: Registry;
   /** Put before every metric's name (`myapp_` gives `myapp_mcp_server_operation_duration_seconds`). @default '' */
   prefix?: string;
-  /** Distinct values one label of one metric may take; a new value past them is counted as `other`. @default 100 */
+  /** Distinct values one label of one metric may take; a new value past them is counted as `_OTHER`. @default 100 */
   maxLabelValues?: number;
   /** Characters of a label value; a longer value (a tool's name) is cut to this length. @default 128 */
   maxLabelLength?: number;
@@ -39,7 +39,7 @@ export interface FleetMetrics {
 export const MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 export const HTTP_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
-/** HTTP methods a label may name; any other is `other`, so that a client cannot make series by inventing methods. */
+/** HTTP methods a label may name; any other is `_OTHER`, so that a client cannot make series by inventing methods. */
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 interface Subscription {
@@ -121,11 +121,11 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
 
   const subscriptions: Subscription[] = [
     traced<McpServerMessage>(TRACE_CHANNELS.mcpServer, (message, seconds) => {
-      const error = message.is_error === true ? 'tool_error' : message.outcome === 'error' ? String(message.jsonrpc_error_code ?? message.error_code ?? '_OTHER') : undefined;
+      const error = message.is_error === true ? 'tool_error' : message.outcome === 'error' ? String(message.jsonrpc_error_code ?? message.error_code ?? OTHER) : undefined;
       mcpServer.metric.observe(mcpServer.labels.of({ mcp_method_name: message.method, gen_ai_tool_name: message.tool_name, error_type: error }), seconds);
     }),
     traced<McpClientMessage>(TRACE_CHANNELS.mcpClient, (message, seconds) => {
-      const error = message.is_error === true ? 'tool_error' : message.outcome === 'error' ? (message.error_code ?? '_OTHER') : undefined;
+      const error = message.is_error === true ? 'tool_error' : message.outcome === 'error' ? (message.error_code ?? OTHER) : undefined;
       mcpClient.metric.observe(
         mcpClient.labels.of({ mcp_method_name: message.method, gen_ai_tool_name: message.tool_name, error_type: error, network_transport: message.transport === 'stdio' ? 'pipe' : 'tcp' }),
         seconds,
