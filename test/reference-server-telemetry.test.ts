@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { scrape } from './support/prometheus-text.js';
 import { api, killLeftovers, removeTempDirs, runToExit, startServer, tempDir } from './support/reference-server.js';
@@ -152,81 +152,74 @@ function jsonSpans(exports: Export[]): (JsonSpan & { service: unknown })[] {
 const OTLP_FAST = { OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_METRIC_EXPORT_INTERVAL: '500', OTEL_METRIC_EXPORT_TIMEOUT: '400', OTEL_LOGS_EXPORTER: 'none' };
 
 describe('reference server: OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+  let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
+  beforeEach(async () => {
+    receiver = await startOtlpReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+  });
+
   it('http/json: the spans of a REST request and of an MCP tool call with its upstream call, the MCP metrics, and the trace id on each request line', async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const server = await startServer({
-        cwd: await tempDir(),
-        env: { ...ENV, ...OTLP_FAST, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
-      });
-      expect(server.stdout()).toContain('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
-      expect((await api(server.url, KEY, 'POST', '/servers', { name: 'tools', type: 'http', endpoint: upstream.url })).status).toBe(201);
-      const listed = await api(server.url, KEY, 'GET', '/servers');
-      expect(listed.status).toBe(200);
-      const mcp = new Client({ name: 'otlp-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-      await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
-      await mcp.callTool({ name: 'tools__echo', arguments: { text: 'hi' } });
-      await mcp.close();
+    const server = await startServer({
+      cwd: await tempDir(),
+      env: { ...ENV, ...OTLP_FAST, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+    });
+    expect(server.stdout()).toContain('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
+    expect((await api(server.url, KEY, 'POST', '/servers', { name: 'tools', type: 'http', endpoint: upstream.url })).status).toBe(201);
+    const listed = await api(server.url, KEY, 'GET', '/servers');
+    expect(listed.status).toBe(200);
+    const mcp = new Client({ name: 'otlp-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
+    await mcp.callTool({ name: 'tools__echo', arguments: { text: 'hi' } });
+    await mcp.close();
 
-      await expect.poll(() => jsonSpans(receiver.exports).some((span) => span.name === 'tools/call echo'), { timeout: 10_000 }).toBe(true);
-      const spans = jsonSpans(receiver.exports);
-      expect(receiver.exports.find((e) => e.path === '/v1/traces')?.type).toMatch(/^application\/json/);
-      expect(new Set(spans.map((span) => span.service))).toEqual(new Set(['mcp-fleet']));
-      const list = spans.find((span) => span.name === 'GET /v1/servers');
-      expect(list?.kind).toBe(2);
-      const served = spans.find((span) => span.name === 'tools/call tools__echo');
-      const called = spans.find((span) => span.name === 'tools/call echo');
-      expect(served?.kind).toBe(2);
-      expect(called?.kind).toBe(3);
-      // The upstream call is within the tool call's trace.
-      expect(called?.traceId).toBe(served?.traceId);
-      expect(served?.attributes).toContainEqual({ key: 'mcp.method.name', value: { stringValue: 'tools/call' } });
+    await expect.poll(() => jsonSpans(receiver.exports).some((span) => span.name === 'tools/call echo'), { timeout: 10_000 }).toBe(true);
+    const spans = jsonSpans(receiver.exports);
+    expect(receiver.exports.find((e) => e.path === '/v1/traces')?.type).toMatch(/^application\/json/);
+    expect(new Set(spans.map((span) => span.service))).toEqual(new Set(['mcp-fleet']));
+    const list = spans.find((span) => span.name === 'GET /v1/servers');
+    expect(list?.kind).toBe(2);
+    const served = spans.find((span) => span.name === 'tools/call tools__echo');
+    const called = spans.find((span) => span.name === 'tools/call echo');
+    expect(served?.kind).toBe(2);
+    expect(called?.kind).toBe(3);
+    // The upstream call is within the tool call's trace.
+    expect(called?.traceId).toBe(served?.traceId);
+    expect(served?.attributes).toContainEqual({ key: 'mcp.method.name', value: { stringValue: 'tools/call' } });
 
-      await expect.poll(() => receiver.exports.some((e) => e.path === '/v1/metrics' && e.body.includes('mcp.server.operation.duration')), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => receiver.exports.some((e) => e.path === '/v1/metrics' && e.body.includes('mcp.server.operation.duration')), { timeout: 10_000 }).toBe(true);
 
-      // The request line of GET /servers carries the trace and span of that request's span.
-      const requestId = listed.headers.get('x-request-id');
-      const line = logLines(server.stdout()).find((entry) => entry.msg === 'request' && entry.request_id === requestId);
-      expect(line).toMatchObject({ route: '/servers', trace_id: list?.traceId, span_id: list?.spanId });
-      await server.stop('SIGTERM');
-    } finally {
-      await receiver.close();
-    }
+    // The request line of GET /servers carries the trace and span of that request's span.
+    const requestId = listed.headers.get('x-request-id');
+    const line = logLines(server.stdout()).find((entry) => entry.msg === 'request' && entry.request_id === requestId);
+    expect(line).toMatchObject({ route: '/servers', trace_id: list?.traceId, span_id: list?.spanId });
+    await server.stop('SIGTERM');
   });
 
   it('http/protobuf (the default protocol): the export arrives as protobuf, the spans flushed at SIGTERM', async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const server = await startServer({ cwd: await tempDir(), env: { ...ENV, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_LOGS_EXPORTER: 'none' } });
-      expect((await api(server.url, KEY, 'GET', '/servers')).status).toBe(200);
-      // The batch waits 5 s by default: the shutdown sends it.
-      const exit = await server.stop('SIGTERM');
-      expect(exit.code).toBe(0);
-      const traces = receiver.exports.filter((e) => e.path === '/v1/traces');
-      expect(traces.length).toBeGreaterThanOrEqual(1);
-      expect(traces[0]?.type).toBe('application/x-protobuf');
-      // Protobuf strings are their UTF-8 bytes: the span's name and the service's are in the message.
-      const body = Buffer.concat(traces.map((e) => e.body));
-      expect(body.includes('GET /v1/servers')).toBe(true);
-      expect(body.includes('mcp-fleet')).toBe(true);
-    } finally {
-      await receiver.close();
-    }
+    const server = await startServer({ cwd: await tempDir(), env: { ...ENV, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_LOGS_EXPORTER: 'none' } });
+    expect((await api(server.url, KEY, 'GET', '/servers')).status).toBe(200);
+    // The batch waits 5 s by default: the shutdown sends it.
+    const exit = await server.stop('SIGTERM');
+    expect(exit.code).toBe(0);
+    const traces = receiver.exports.filter((e) => e.path === '/v1/traces');
+    expect(traces.length).toBeGreaterThanOrEqual(1);
+    expect(traces[0]?.type).toBe('application/x-protobuf');
+    // Protobuf strings are their UTF-8 bytes: the span's name and the service's are in the message.
+    const body = Buffer.concat(traces.map((e) => e.body));
+    expect(body.includes('GET /v1/servers')).toBe(true);
+    expect(body.includes('mcp-fleet')).toBe(true);
   });
 
   it('OTEL_SDK_DISABLED=true keeps it off, endpoint or not: nothing exported, no trace id on the lines', async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const server = await startServer({ cwd: await tempDir(), env: { ...ENV, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SDK_DISABLED: 'true' } });
-      expect(server.stdout()).not.toContain('OTLP');
-      expect((await api(server.url, KEY, 'GET', '/servers')).status).toBe(200);
-      await server.stop('SIGTERM');
-      expect(receiver.exports).toEqual([]);
-      const line = logLines(server.stdout()).find((entry) => entry.msg === 'request');
-      expect(line).toBeDefined();
-      expect(line).not.toHaveProperty('trace_id');
-    } finally {
-      await receiver.close();
-    }
+    const server = await startServer({ cwd: await tempDir(), env: { ...ENV, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SDK_DISABLED: 'true' } });
+    expect(server.stdout()).not.toContain('OTLP');
+    expect((await api(server.url, KEY, 'GET', '/servers')).status).toBe(200);
+    await server.stop('SIGTERM');
+    expect(receiver.exports).toEqual([]);
+    const line = logLines(server.stdout()).find((entry) => entry.msg === 'request');
+    expect(line).toBeDefined();
+    expect(line).not.toHaveProperty('trace_id');
   });
 });
