@@ -50,6 +50,7 @@ export default defineConfig([
   // Browsers and edge runtimes too: fetch, URL, AbortController and Headers only, no Node built-in.
   { ...pkg('client', []), platform: 'neutral', target: 'es2022' },
   pkg('otel', [core, /^@opentelemetry\//]),
+  pkg('prometheus', [core, 'prom-client']),
   {
     name: 'reference-server',
     entry: {
@@ -64,7 +65,7 @@ export default defineConfig([
     platform: 'node',
     clean: true,
     // commander stays an import: bundled into ESM, its CommonJS `require`s of node: modules would throw.
-    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'commander'],
+    external: [/^@mcp-fleet\//, 'hono', '@hono/node-server', 'commander', 'pino', 'prom-client', /^@opentelemetry\//],
   },
   {
     name: 'express-app',

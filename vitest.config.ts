@@ -19,6 +19,7 @@ export default defineConfig({
       { find: /^@mcp-fleet\/postgres$/, replacement: src('postgres/src/index.ts') },
       { find: /^@mcp-fleet\/client$/, replacement: src('client/src/index.ts') },
       { find: /^@mcp-fleet\/otel$/, replacement: src('otel/src/index.ts') },
+      { find: /^@mcp-fleet\/prometheus$/, replacement: src('prometheus/src/index.ts') },
     ],
   },
   test: {

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STAMP = join(ROOT, 'node_modules', '.cache', 'mcp-fleet', 'build.json');
-const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'client'];
+const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'client', 'otel', 'prometheus'];
 const EXAMPLES = ['reference-server', 'express-app'];
 /** What tsup.config.ts makes; one missing (a deleted dist/) means a build is due whatever the fingerprint says. */
 const OUTPUTS = [

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'sqlite', 'redis', 'postgres', 'hono', 'express', 'client', 'otel'];
+const PACKAGES = ['core', 'sqlite', 'redis', 'postgres', 'hono', 'express', 'client', 'otel', 'prometheus'];
 const bin = (name) => join(ROOT, 'node_modules', '.bin', name);
 
 function run(command, args) {

@@ -402,10 +402,13 @@ describe('the packed packages', () => {
       postgres: ['@mcp-fleet/core', 'keyv'],
       client: [],
       otel: ['@mcp-fleet/core', '@opentelemetry/api'],
+      // The host's registry is its own prom-client's: one copy, never installed for it.
+      prometheus: ['@mcp-fleet/core', 'prom-client'],
     };
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers[name]);
     if (name === 'core') expect(pkg.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
     if (name === 'otel') expect(pkg.peerDependenciesMeta).toEqual({ '@opentelemetry/api': { optional: true } });
+    if (name === 'prometheus') expect(pkg.peerDependenciesMeta).toEqual({ 'prom-client': { optional: true } });
     expect(Object.keys(pkg.dependencies ?? {})).not.toContain(name === 'hono' ? 'hono' : name === 'express' ? 'express' : 'keyv');
     expect(pkg.devDependencies).toBeUndefined();
     if (name === 'client') expect(pkg.dependencies).toBeUndefined();

@@ -52,8 +52,15 @@ describe('npm run keys', () => {
     await first.stop('SIGTERM');
     const second = await startServer({ cwd, env });
     expect((await api(second.url, 'ops-secret-0123456789', 'GET', '/servers')).status).toBe(401);
-    expect(second.stderr()).toContain(`MCP_FLEET_API_KEYS lists the key ${id} of account "ops", revoked at`);
-    expect(second.stderr()).not.toContain('ops-secret-0123456789');
+    // A warning line of the server's JSON log.
+    const warning = second
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string; key_id?: string })
+      .find((line) => line.msg.includes(`MCP_FLEET_API_KEYS lists the key ${id} of account "ops", revoked at`));
+    expect(warning).toMatchObject({ level: 40, key_id: id });
+    expect(second.stdout() + second.stderr()).not.toContain('ops-secret-0123456789');
     await second.stop('SIGTERM');
   });
 

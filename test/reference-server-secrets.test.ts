@@ -134,6 +134,6 @@ describe.skipIf(withoutRedis('reference server on Redis without a key'))('refere
   it('on Redis, one warning at start says secrets are stored in plaintext and names MCP_FLEET_ENCRYPTION_KEY', async () => {
     const server = await startServer({ cwd: await tempDir(), env: { ...baseEnv, MCP_FLEET_STORE: store } });
     await server.stop('SIGTERM');
-    expect(server.stderr().match(/stored in plaintext: set the encryptionKey option \(reference server: MCP_FLEET_ENCRYPTION_KEY\)/g)).toHaveLength(1);
+    expect(server.stdout().match(/stored in plaintext: set the encryptionKey option \(reference server: MCP_FLEET_ENCRYPTION_KEY\)/g)).toHaveLength(1);
   });
 });

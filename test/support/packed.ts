@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'client', 'otel'] as const;
+export const PACKAGES = ['core', 'hono', 'express', 'sqlite', 'redis', 'postgres', 'client', 'otel', 'prometheus'] as const;
 export type PackageName = (typeof PACKAGES)[number];
 
 export interface PackedFile {

@@ -35,6 +35,8 @@ export interface ServerConfig {
   encryptionKey: string | undefined;
   /** `MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS`: keys that still decrypt, comma-separated. */
   previousEncryptionKeys: string[];
+  /** `MCP_FLEET_METRICS=1`: Prometheus metrics at `/metrics`, beside `/healthz`. */
+  metrics: boolean;
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -200,6 +202,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
     encryptionKey: env.MCP_FLEET_ENCRYPTION_KEY?.trim() ? parseKey('MCP_FLEET_ENCRYPTION_KEY', env.MCP_FLEET_ENCRYPTION_KEY) : undefined,
     previousEncryptionKeys: parseKeys('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS', env.MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS),
+    metrics: parseFlag('MCP_FLEET_METRICS', env.MCP_FLEET_METRICS),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

@@ -10,18 +10,21 @@ import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig, type ServerConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
 import { openStore } from './store.js';
+import { createLog, otlpWanted, serveMetrics, startOpenTelemetry } from './telemetry.js';
 
 /**
  * The start banner: where the API (and the dashboard, once the fleet has one) answers, and the first key. The
  * dashboard line appears only when the fleet says it serves one (`fleet.dashboard`), so it lights up when that lands.
  */
-function banner(origin: string, fleet: { prefix: string }, storeLabel: string, rateLimits: boolean, firstKey: string | undefined): string {
+function banner(origin: string, fleet: { prefix: string }, storeLabel: string, config: ServerConfig, otlp: boolean, firstKey: string | undefined): string {
   const api = `${origin}${fleet.prefix}`;
   const lines = [`mcp-fleet listening on ${api} (store: ${storeLabel})`, '', `  API        ${api}`];
   // On below (`dashboard: true`): sign in there with the key.
   lines.push(`  Dashboard  ${api}/dashboard/`);
   lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
-  if (!rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
+  if (config.metrics) lines.push(`  Metrics    ${origin}/metrics`);
+  if (otlp) lines.push('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (!config.rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
   lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
   if (firstKey !== undefined) {
     lines.push('', 'mcp-fleet: created an API key for account "default" (tier pro). It is shown this once:', '', `  ${firstKey}`, '');
@@ -31,6 +34,9 @@ function banner(origin: string, fleet: { prefix: string }, storeLabel: string, r
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
+  // The one logger: the fleet's request lines, warnings and 5xx causes, and this server's own lines after its banner.
+  const log = createLog();
+  const { logger } = log;
   const keys = encryptionOptions(config);
   const { store, label } = await openStore(config.store);
   // With a shared store (Redis), rate limits and the monitor's leases are kept there too, so they hold across every
@@ -55,7 +61,12 @@ async function main(): Promise<void> {
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs } }),
     ...(!config.rateLimits && { rateLimit: false }),
+    logger,
   });
+
+  // Before the first request: OTLP traces and metrics when the OpenTelemetry variables ask for them.
+  const otlp = otlpWanted(process.env);
+  const stopTelemetry = otlp ? await startOpenTelemetry(fleet, log, process.env) : async () => {};
 
   // A key that does not open the store's secrets stops the start here, with what to set.
   await fleet.ready().catch((error: Error) => {
@@ -67,7 +78,8 @@ async function main(): Promise<void> {
       (registered) => {
         // Revocation is for good: a revoked secret still listed here stays refused; the operator should drop it.
         if (registered.revoked_at !== null) {
-          console.warn(
+          logger.warn(
+            { key_id: registered.id, account: registered.account },
             `mcp-fleet: MCP_FLEET_API_KEYS lists the key ${registered.id} of account "${registered.account}", revoked at ${registered.revoked_at}: it stays refused; remove it from MCP_FLEET_API_KEYS`,
           );
         }
@@ -105,13 +117,14 @@ async function main(): Promise<void> {
   // as far as MCP_FLEET_TRUST_PROXY hops allow; never otherwise, as any client can write that header.
   const clientAddress = (c: Context) =>
     clientAddressBehindProxies(config.trustProxy, (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'));
+  if (config.metrics) await serveMetrics(app, fleet);
   app.route('/', createFleetApp(fleet, { clientAddress }));
   // A request must arrive whole within 30 s (headers 20 s), so slow clients cannot hold connections open.
   const serverOptions = { requestTimeout: 30_000, headersTimeout: 20_000 };
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     // One write, the key last: whatever scrolled by before, the banner ends the output.
-    console.log(banner(`http://${host}:${info.port}`, fleet, label, config.rateLimits, firstKey));
+    console.log(banner(`http://${host}:${info.port}`, fleet, label, config, otlp, firstKey));
   });
   // What Node refuses before any handler runs (an unknown method, a bad Content-Length, a request too slow) is still
   // answered in the API's envelope, where the socket can take it.
@@ -125,17 +138,19 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`mcp-fleet: ${signal} received, finishing in-flight requests`);
+    logger.info({ signal }, `mcp-fleet: ${signal} received, finishing in-flight requests`);
     // In-flight requests finish; idle keep-alive connections close now instead of holding the process open.
     server.close(async () => {
       await fleet.close();
       await store.close();
-      console.log('mcp-fleet: stopped');
+      // What is still batched goes out before the exit.
+      await stopTelemetry().catch((error: Error) => logger.warn({ err: error }, 'mcp-fleet: the last telemetry could not be exported'));
+      logger.info({}, 'mcp-fleet: stopped');
       process.exit(0);
     });
     if ('closeIdleConnections' in server) server.closeIdleConnections();
     setTimeout(() => {
-      console.error('mcp-fleet: requests still running after 10 s; exiting');
+      logger.error({}, 'mcp-fleet: requests still running after 10 s; exiting');
       process.exit(1);
     }, 10_000).unref();
   };

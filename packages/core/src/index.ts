@@ -118,7 +118,8 @@ export { probeServer, type ProbeOptions, type ProbeResult } from './mcp/probe.js
 export { createGuardedFetch, type GuardedFetch, type GuardedFetchOptions } from './net/guarded-fetch.js';
 export type { McpEra } from './mcp/connect.js';
 
-// The trace points (docs/observability.md): channel names and message shapes, for subscribers such as @mcp-fleet/otel.
+// The trace points on `node:diagnostics_channel` (docs/observability.md): channel names and message shapes, for
+// @mcp-fleet/otel, @mcp-fleet/prometheus and any subscriber.
 export {
   TRACE_CHANNELS,
   type AuthMessage,

@@ -1,0 +1,50 @@
+/** The value a label takes once it has seen as many distinct values as it may hold (the conventions' `_OTHER`). */
+export const OTHER = '_OTHER';
+
+export interface LabelLimits {
+  /** Distinct values one label of one metric may hold; later new values are counted as `_OTHER`. */
+  maxValues: number;
+  /** Characters of a value; a longer one is cut to this length. */
+  maxLength: number;
+}
+
+/**
+ * The values one label of one metric has taken, bounded: each value is cut to `maxLength`, and past `maxValues`
+ * distinct values a new one becomes `_OTHER`. A value seen before the cap keeps its own series.
+ */
+export class LabelValues {
+  readonly #seen = new Set<string>();
+
+  constructor(private readonly limits: LabelLimits) {}
+
+  of(value: string): string {
+    const cut = value.length > this.limits.maxLength ? value.slice(0, this.limits.maxLength) : value;
+    if (this.#seen.has(cut)) return cut;
+    if (this.#seen.size >= this.limits.maxValues) return OTHER;
+    this.#seen.add(cut);
+    return cut;
+  }
+}
+
+/** Bounded label values for every label of one metric, made on first use. */
+export class MetricLabels<L extends string> {
+  readonly #labels = new Map<L, LabelValues>();
+
+  constructor(private readonly limits: LabelLimits) {}
+
+  /** The label set with each value bounded; an `undefined` value leaves its label out (an empty label). */
+  of(values: Partial<Record<L, string | undefined>>): Partial<Record<L, string>> {
+    const out: Partial<Record<L, string>> = {};
+    for (const name in values) {
+      const value = values[name];
+      if (value === undefined) continue;
+      let label = this.#labels.get(name);
+      if (label === undefined) {
+        label = new LabelValues(this.limits);
+        this.#labels.set(name, label);
+      }
+      out[name] = label.of(value);
+    }
+    return out;
+  }
+}
