@@ -152,10 +152,18 @@ describe('errors that say what fixes them', () => {
       expect(tools.body.error).toMatchObject({ code: 'DESTINATION_NOT_ALLOWED', details: { hint: expect.stringContaining('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1') } });
       expect(tools.body.error.details.hint).toContain('allowPrivateNetworks');
     }
-    const logged = server.stderr().split('\n').filter((line) => line.includes('DESTINATION_NOT_ALLOWED'));
+    // The reference server's log: one JSON line per 502 on stdout (pino), its code, route and request, no stack.
+    const logged = server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('DESTINATION_NOT_ALLOWED'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(logged).toHaveLength(5);
-    for (const line of logged) expect(line).toMatch(/^\[mcp-fleet\] DESTINATION_NOT_ALLOWED on GET \/servers\/srv_\w+\/tools \(req_\w+\): The destination is not allowed/);
-    expect(server.stderr()).not.toMatch(/\n\s+at /);
+    for (const line of logged) {
+      expect(line).toMatchObject({ code: 'DESTINATION_NOT_ALLOWED', status: 502, method: 'GET', path: expect.stringMatching(/^\/servers\/srv_\w+\/tools$/), request_id: expect.stringMatching(/^req_\w+$/), msg: expect.stringMatching(/^The destination is not allowed/) });
+      expect(line).not.toHaveProperty('err');
+    }
+    expect(server.stdout() + server.stderr()).not.toMatch(/\n\s+at /);
     await server.stop();
   });
 
