@@ -16,7 +16,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { fixture, NODE } from '../packages/core/src/stdio/test-helpers.js';
-import { startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
+import { refusedReceiverUrl, startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
 import { createFleet, createMemoryStore, type FleetError } from '@mcp-fleet/core';
 import { ADAPTERS, type Adapter } from './support/adapters.js';
 import { type ApiClient, createServer as createFleetServer, expectSuccess, freshClient, type Json, send, serveForSuite, uniqueName } from './support/http-client.js';
@@ -189,15 +189,6 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
   });
 });
 
-/** A port nothing listens on: a webhook receiver that refuses every connection. */
-async function refusedUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/hook`;
-}
-
 describe.each(ADAPTERS)('@mcp-fleet/prometheus gauges of the fleet passed ($name)', (adapter) => {
   const suite = serveForSuite(adapter, { allowPrivateNetworks: true, onError: () => {}, stdio: { commands: [NODE] }, webhooks: { pollIntervalMs: 20 } });
 
@@ -230,7 +221,7 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus gauges of the fleet passed ($name
       expect(await gauge('mcp_fleet_sessions_live')).toBe(0);
 
       // A receiver that refuses: the delivery fails and waits for its retry, pending.
-      const hook = expectSuccess(await client.post('/webhooks', { url: await refusedUrl(), events: ['server.created'] }), 201);
+      const hook = expectSuccess(await client.post('/webhooks', { url: await refusedReceiverUrl(), events: ['server.created'] }), 201);
       expectSuccess(await client.post(`/webhooks/${hook.id}/test`), 202);
       await expect.poll(async () => (await scrape(endpoint.url)).total('mcp_fleet_webhook_delivery_duration_seconds', { event_type: 'webhook.test', outcome: 'error' })).toBe(1);
       expect(await gauge('mcp_fleet_webhook_outbox_pending')).toBe(1);
