@@ -19,6 +19,7 @@ import { fixture, NODE } from '../packages/core/src/stdio/test-helpers.js';
 import { refusedReceiverUrl, startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
 import { createFleet, createMemoryStore, type FleetError } from '@mcp-fleet/core';
 import { ADAPTERS, type Adapter } from './support/adapters.js';
+import { openSession } from './support/mcp-session.js';
 import { type ApiClient, createServer as createFleetServer, expectSuccess, freshClient, type Json, send, serveForSuite, uniqueName } from './support/http-client.js';
 import { scrape } from './support/prometheus-text.js';
 
@@ -209,15 +210,12 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus gauges of the fleet passed ($name
       const client = await freshClient(suite.served);
       const stdioName = uniqueName('pipe');
       await createFleetServer(client, { name: stdioName, type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')], timeout: 15_000 });
-      const v1 = new V1Client({ name: 'metrics-test-v1', version: '1.0.0' });
-      const transport = new V1Transport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } });
-      await v1.connect(transport);
+      const session = await openSession(suite.served.url, client.key as string);
       expect(await gauge('mcp_fleet_sessions_live')).toBe(1);
-      await v1.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
+      await session.client.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
       expect(await gauge('mcp_fleet_stdio_processes')).toBe(1);
       // DELETE /mcp of the session.
-      await transport.terminateSession();
-      await v1.close();
+      await session.end();
       expect(await gauge('mcp_fleet_sessions_live')).toBe(0);
 
       // A receiver that refuses: the delivery fails and waits for its retry, pending.

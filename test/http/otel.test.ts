@@ -17,6 +17,7 @@ import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/
 import { fixture, NODE } from '../../packages/core/src/stdio/test-helpers.js';
 import { refusedReceiverUrl, startReceiver } from '../../packages/core/src/webhooks/fixtures/receiver.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { openSession } from '../support/mcp-session.js';
 import { type ApiClient, createServer, expectSuccess, freshClient, type Json, serveForSuite, uniqueName } from '../support/http-client.js';
 
 const spans = new InMemorySpanExporter();
@@ -266,14 +267,11 @@ describe.each(ADAPTERS)('OpenTelemetry over HTTP ($name)', (adapter) => {
       return read?.dataPoints[0]?.value;
     };
     try {
-      const v1 = new V1Client({ name: 'otel-test-v1', version: '1.0.0' });
-      const transport = new V1Transport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${client.key}` } } });
-      await v1.connect(transport);
+      const session = await openSession(suite.served.url, client.key as string);
       expect(await gauge('mcp_fleet.sessions.live')).toBe(1);
-      await v1.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
+      await session.client.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
       expect(await gauge('mcp_fleet.stdio.processes')).toBe(1);
-      await transport.terminateSession();
-      await v1.close();
+      await session.end();
       expect(await gauge('mcp_fleet.sessions.live')).toBe(0);
 
       const before = (await gauge('mcp_fleet.webhook.outbox.pending')) as number;
