@@ -15,8 +15,11 @@ import { Hono } from 'hono';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
-import { startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
+import { fixture, NODE } from '../packages/core/src/stdio/test-helpers.js';
+import { refusedReceiverUrl, startReceiver } from '../packages/core/src/webhooks/fixtures/receiver.js';
+import { createFleet, createMemoryStore, type FleetError } from '@mcp-fleet/core';
 import { ADAPTERS, type Adapter } from './support/adapters.js';
+import { openSession } from './support/mcp-session.js';
 import { type ApiClient, createServer as createFleetServer, expectSuccess, freshClient, type Json, send, serveForSuite, uniqueName } from './support/http-client.js';
 import { scrape } from './support/prometheus-text.js';
 
@@ -187,6 +190,46 @@ describe.each(ADAPTERS)('@mcp-fleet/prometheus over HTTP ($name)', (adapter) => 
   });
 });
 
+describe.each(ADAPTERS)('@mcp-fleet/prometheus gauges of the fleet passed ($name)', (adapter) => {
+  const suite = serveForSuite(adapter, { allowPrivateNetworks: true, onError: () => {}, stdio: { commands: [NODE] }, webhooks: { pollIntervalMs: 20 } });
+
+  it('live sessions, stdio processes and pending webhook deliveries, read at each scrape', async () => {
+    const registry = new Registry();
+    const counting = metrics(suite.served.fleet, { registry });
+    const endpoint = await serveMetrics(adapter.name, registry);
+    const gauge = async (name: string) => {
+      const scraped = await scrape(endpoint.url);
+      expect(scraped.family(name)?.type).toBe('gauge');
+      return scraped.series(name)[0]?.value;
+    };
+    try {
+      expect(await gauge('mcp_fleet_sessions_live')).toBe(0);
+      expect(await gauge('mcp_fleet_stdio_processes')).toBe(0);
+      expect(await gauge('mcp_fleet_webhook_outbox_pending')).toBe(0);
+
+      const client = await freshClient(suite.served);
+      const stdioName = uniqueName('pipe');
+      await createFleetServer(client, { name: stdioName, type: 'stdio', command: NODE, args: [fixture('echo-server.mjs')], timeout: 15_000 });
+      const session = await openSession(suite.served.url, client.key as string);
+      expect(await gauge('mcp_fleet_sessions_live')).toBe(1);
+      await session.client.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
+      expect(await gauge('mcp_fleet_stdio_processes')).toBe(1);
+      // DELETE /mcp of the session.
+      await session.end();
+      expect(await gauge('mcp_fleet_sessions_live')).toBe(0);
+
+      // A receiver that refuses: the delivery fails and waits for its retry, pending.
+      const hook = expectSuccess(await client.post('/webhooks', { url: await refusedReceiverUrl(), events: ['server.created'] }), 201);
+      expectSuccess(await client.post(`/webhooks/${hook.id}/test`), 202);
+      await expect.poll(async () => (await scrape(endpoint.url)).total('mcp_fleet_webhook_delivery_duration_seconds', { event_type: 'webhook.test', outcome: 'error' })).toBe(1);
+      expect(await gauge('mcp_fleet_webhook_outbox_pending')).toBe(1);
+    } finally {
+      counting.close();
+      await endpoint.close();
+    }
+  });
+});
+
 describe('metrics()', () => {
   const suite = serveForSuite(ADAPTERS[0] as Adapter, { allowPrivateNetworks: true });
 
@@ -209,6 +252,40 @@ describe('metrics()', () => {
       counting.close();
       await endpoint.close();
     }
+  });
+
+  it('a store that fails while counting the outbox: the scrape answers, without that gauge, and the fleet tells onError', async () => {
+    const store = createMemoryStore();
+    store.index.count = () => Promise.reject(new Error('store down'));
+    const errors: FleetError[] = [];
+    const fleet = createFleet({ store, onError: (error) => void errors.push(error) });
+    const registry = new Registry();
+    const counting = metrics(fleet, { registry });
+    const endpoint = await serveMetrics('hono', registry);
+    try {
+      const scraped = await scrape(endpoint.url);
+      expect(scraped.series('mcp_fleet_sessions_live')[0]?.value).toBe(0);
+      expect(scraped.family('mcp_fleet_webhook_outbox_pending')?.series).toEqual([]);
+      expect(errors.map((error) => error.message)).toEqual(['Counting the pending webhook deliveries failed.']);
+    } finally {
+      counting.close();
+      await endpoint.close();
+      await fleet.close();
+      await store.close();
+    }
+  });
+
+  it('no fleet, no gauges; a fleet without webhooks, no outbox gauge', async () => {
+    const registry = new Registry();
+    const bare = metrics({ registry });
+    expect(registry.getSingleMetric('mcp_fleet_sessions_live')).toBeUndefined();
+    bare.close();
+    const fleet = createFleet({ webhooks: false });
+    const counting = metrics(fleet, { registry });
+    expect(registry.getSingleMetric('mcp_fleet_sessions_live')).toBeDefined();
+    expect(registry.getSingleMetric('mcp_fleet_webhook_outbox_pending')).toBeUndefined();
+    counting.close();
+    await fleet.close();
   });
 
   it('refuses a registry that already holds its metrics; close() removes them, and it may be called again', () => {

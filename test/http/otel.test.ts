@@ -2,21 +2,22 @@
  * @mcp-fleet/otel over real HTTP through both adapters, with the OpenTelemetry SDK's in-memory exporters: the spans
  * and their attributes, their parents, the trace context an upstream receives, the metrics, and close().
  */
-import { tracingChannel } from 'node:diagnostics_channel';
+import { channel, tracingChannel } from 'node:diagnostics_channel';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { instrument, type Instrumentation } from '@mcp-fleet/otel';
+import { CONTENT_MAX_LENGTH, instrument, type Instrumentation } from '@mcp-fleet/otel';
 import { context, propagation, type SpanContext, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { AggregationTemporality, type HistogramMetricData, InMemoryMetricExporter, MeterProvider, type MetricData, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { AggregationTemporality, type GaugeMetricData, type HistogramMetricData, InMemoryMetricExporter, MeterProvider, type MetricData, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { fixture, NODE } from '../../packages/core/src/stdio/test-helpers.js';
-import { startReceiver } from '../../packages/core/src/webhooks/fixtures/receiver.js';
+import { refusedReceiverUrl, startReceiver } from '../../packages/core/src/webhooks/fixtures/receiver.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { openSession } from '../support/mcp-session.js';
 import { type ApiClient, createServer, expectSuccess, freshClient, type Json, serveForSuite, uniqueName } from '../support/http-client.js';
 
 const spans = new InMemorySpanExporter();
@@ -64,12 +65,13 @@ const sentBy = (traceparent: unknown): { traceId: string; spanId: string } => {
 const idsOf = (span: ReadableSpan): Pick<SpanContext, 'traceId' | 'spanId'> => ({ traceId: span.spanContext().traceId, spanId: span.spanContext().spanId });
 
 /** The metric's points as collected now. */
-async function metric(name: string): Promise<MetricData | undefined> {
-  metricExporter.reset();
-  await reader.forceFlush();
-  const all = metricExporter.getMetrics().flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics));
+async function metric(name: string, from = { exporter: metricExporter, reader }): Promise<MetricData | undefined> {
+  from.exporter.reset();
+  await from.reader.forceFlush();
+  const all = from.exporter.getMetrics().flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics));
   return all.find((found) => found.descriptor.name === name);
 }
+
 const histogram = async (name: string) => (await metric(name)) as HistogramMetricData | undefined;
 
 describe.each(ADAPTERS)('OpenTelemetry over HTTP ($name)', (adapter) => {
@@ -253,6 +255,79 @@ describe.each(ADAPTERS)('OpenTelemetry over HTTP ($name)', (adapter) => {
     const requests = named('GET /v1/servers/:id');
     const consumed = named('store ratelimit.consume').filter((call) => requests.some((request) => call.spanContext().traceId === request.spanContext().traceId));
     expect(consumed.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gauges of the fleet passed, observed when the meter reads: live sessions, stdio processes, pending deliveries', async () => {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const ownReader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+    const ownMeters = new MeterProvider({ readers: [ownReader] });
+    const gauges = instrument(suite.served.fleet, { tracerProvider: new BasicTracerProvider(), meterProvider: ownMeters });
+    const gauge = async (name: string) => {
+      const read = (await metric(name, { exporter, reader: ownReader })) as GaugeMetricData | undefined;
+      return read?.dataPoints[0]?.value;
+    };
+    try {
+      const session = await openSession(suite.served.url, client.key as string);
+      expect(await gauge('mcp_fleet.sessions.live')).toBe(1);
+      await session.client.callTool({ name: `${stdioName}__echo`, arguments: { text: 'x' } });
+      expect(await gauge('mcp_fleet.stdio.processes')).toBe(1);
+      await session.end();
+      expect(await gauge('mcp_fleet.sessions.live')).toBe(0);
+
+      const before = (await gauge('mcp_fleet.webhook.outbox.pending')) as number;
+      const hook = expectSuccess(await client.post('/webhooks', { url: await refusedReceiverUrl(), events: ['server.created'] }), 201);
+      expectSuccess(await client.post(`/webhooks/${hook.id}/test`), 202);
+      await expect.poll(() => named('mcp_fleet.webhook.delivery').some((span) => span.attributes['mcp_fleet.webhook.id'] === hook.id)).toBe(true);
+      expect(await gauge('mcp_fleet.webhook.outbox.pending')).toBe(before + 1);
+      expect(((await metric('mcp_fleet.webhook.outbox.pending', { exporter, reader: ownReader })) as GaugeMetricData).descriptor.unit).toBe('{delivery}');
+      // The suite's own instrumentation had no fleet: no gauges.
+      expect(await metric('mcp_fleet.sessions.live')).toBeUndefined();
+    } finally {
+      gauges.close();
+      await ownMeters.shutdown();
+    }
+  });
+
+  it('captureContent: the arguments and result of a tools/call on its SERVER span, JSON cut to CONTENT_MAX_LENGTH; off, neither', async () => {
+    const contentSpans = new InMemorySpanExporter();
+    const capturing = instrument(undefined, {
+      tracerProvider: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(contentSpans)] }),
+      meterProvider: new MeterProvider(),
+      captureContent: true,
+    });
+    expect(channel('mcp-fleet:mcp.content').hasSubscribers).toBe(true);
+    const long = 'y'.repeat(10_000);
+    try {
+      const mcp = await modern();
+      await mcp.callTool({ name: `${httpName}__echo`, arguments: { text: 'hello' } });
+      await mcp.callTool({ name: `${httpName}__echo`, arguments: { text: long } });
+      await mcp.callTool({ name: 'nowhere__echo', arguments: { text: 'refused' } }).catch(() => {});
+      await mcp.close();
+    } finally {
+      capturing.close();
+    }
+    expect(channel('mcp-fleet:mcp.content').hasSubscribers).toBe(false);
+    const captured = contentSpans.getFinishedSpans().filter((span) => span.name === `tools/call ${httpName}__echo`);
+    expect(captured).toHaveLength(2);
+    const [short, cut] = captured as [ReadableSpan, ReadableSpan];
+    expect(short.attributes['gen_ai.tool.call.arguments']).toBe('{"text":"hello"}');
+    expect(JSON.parse(short.attributes['gen_ai.tool.call.result'] as string)).toMatchObject({ content: [{ type: 'text', text: 'hello' }] });
+    for (const key of ['gen_ai.tool.call.arguments', 'gen_ai.tool.call.result']) {
+      const text = cut.attributes[key] as string;
+      expect(text).toHaveLength(CONTENT_MAX_LENGTH);
+      expect(text.endsWith('…')).toBe(true);
+    }
+    // A JSON-RPC error: its arguments, no result.
+    const refused = contentSpans.getFinishedSpans().find((span) => span.name === 'tools/call nowhere__echo') as ReadableSpan;
+    expect(refused.attributes['gen_ai.tool.call.arguments']).toBe('{"text":"refused"}');
+    expect(refused.attributes).not.toHaveProperty('gen_ai.tool.call.result');
+    // The suite's instrumentation, without captureContent, recorded the same calls without either.
+    const plain = named(`tools/call ${httpName}__echo`);
+    expect(plain).toHaveLength(2);
+    for (const span of plain) {
+      expect(span.attributes).not.toHaveProperty('gen_ai.tool.call.arguments');
+      expect(span.attributes).not.toHaveProperty('gen_ai.tool.call.result');
+    }
   });
 
   it("an embedder's active OpenTelemetry context: the fleet's request span is its child", async () => {

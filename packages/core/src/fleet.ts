@@ -59,6 +59,12 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
    * time. `base`: `servers[0].url`. @default the prefix (`/v1`)
    */
   openapi(base?: string): OpenApiDocument;
+  /**
+   * What this process holds now, for gauges read at scrape time (`@mcp-fleet/otel`, `@mcp-fleet/prometheus`): two
+   * counts in memory and, with webhooks, one store call. Never rejects: a store that fails leaves `outboxPending`
+   * `undefined` and is told to `onError`.
+   */
+  stats(): Promise<FleetStats>;
   /** Secrets at rest: `rotate()` seals everything again under `encryptionKey` (docs/security.md). */
   readonly secrets: SecretsApi;
   /**
@@ -73,6 +79,19 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
    * stays open: it is the embedder's to close, after the fleet. Calling it again waits for the same close.
    */
   close(): Promise<void>;
+}
+
+/** What `fleet.stats()` answers. */
+export interface FleetStats {
+  /** 2025-era MCP sessions at `/mcp` and `/servers/{id}/mcp` held live by this process (2026-07-28 has no sessions). */
+  sessions: number;
+  /** stdio server processes this process runs. */
+  stdioProcesses: number;
+  /**
+   * Webhook deliveries neither delivered nor given up (retries waiting included), over every process sharing the
+   * store; `undefined` when `webhooks: false`, or when the store did not answer.
+   */
+  outboxPending: number | undefined;
 }
 
 /** Name claims older than this may be found stale; see ServerRegistry. */
@@ -222,8 +241,13 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     started.then((error) => {
       if (error !== undefined) throw error;
     });
+  const stats = async (): Promise<FleetStats> => {
+    const pending = webhooks === undefined ? undefined : await webhooks.pending();
+    if (pending?.isErr() === true) background('STATS', 'Counting the pending webhook deliveries failed.')(pending.error);
+    return { sessions: mcp?.liveSessions ?? 0, stdioProcesses: supervisor.size, outboxPending: pending?.isOk() === true ? pending.value : undefined };
+  };
   const document = (base = prefix || '/') => openApiDocument(routes, base);
-  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, openapi: document, secrets, ready, close: () => (closing ??= close()) };
+  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, openapi: document, stats, secrets, ready, close: () => (closing ??= close()) };
 }
 
 let warnedOnConsole = false;

@@ -2,7 +2,7 @@
 // storage ports with their memory implementations. Receivers of webhooks: `@mcp-fleet/core/webhooks`; Node
 // adapters: `@mcp-fleet/core/node`; store authors: `@mcp-fleet/core/testing`. See docs/architecture.md.
 
-export { createFleet, type Fleet } from './fleet.js';
+export { createFleet, type Fleet, type FleetStats } from './fleet.js';
 export type { FleetOptions, FleetRateLimitOptions, QuotasOptions, ToolCallsOptions } from './options.js';
 export type { DashboardOptions } from './http/dashboard.js';
 export type { OpenApiDocument } from './http/openapi.js';
@@ -125,6 +125,7 @@ export {
   type AuthMessage,
   type HttpRequestMessage,
   type McpClientMessage,
+  type McpContentMessage,
   type McpEraName,
   type McpServerMessage,
   type OperationDoor,

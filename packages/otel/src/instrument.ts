@@ -2,6 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { type Channel, channel, type TracingChannel, tracingChannel } from 'node:diagnostics_channel';
 import type {
   AuthMessage,
+  FleetStats,
+  McpContentMessage,
   HttpRequestMessage,
   McpClientMessage,
   McpServerMessage,
@@ -30,7 +32,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { fleetInstruments, metricAttributes } from './metrics.js';
+import { fleetGauges, fleetInstruments, metricAttributes } from './metrics.js';
 
 /** The instrumentation scope the spans and metrics are recorded under. */
 export const SCOPE_NAME = '@mcp-fleet/otel';
@@ -43,6 +45,13 @@ export interface InstrumentOptions {
   meterProvider?: MeterProvider;
   /** A span per call of a storage port (`mcp-fleet:store`): several per request. @default false */
   storeSpans?: boolean;
+  /**
+   * Records a `tools/call`'s arguments and result on its SERVER span (`gen_ai.tool.call.arguments`,
+   * `gen_ai.tool.call.result`: JSON text, cut to {@link CONTENT_MAX_LENGTH} characters). They are what the agent sent
+   * and what it was answered: personal data and secrets of its own may be in them; the fleet's stored credentials
+   * are not. Off, the fleet does not even publish them (`mcp-fleet:mcp.content` has no subscriber). @default false
+   */
+  captureContent?: boolean;
 }
 
 export interface Instrumentation {
@@ -50,10 +59,17 @@ export interface Instrumentation {
   close(): void;
 }
 
-/** What `instrument` reads of a fleet: its mount point, so that `http.route` is the whole route (`/v1/servers/:id`). */
+/**
+ * What `instrument` reads of a fleet: its mount point, so that `http.route` is the whole route (`/v1/servers/:id`),
+ * and its `stats()` for the gauges (a `Fleet` has both; without `stats`, no gauges).
+ */
 export interface InstrumentedFleet {
   readonly prefix: string;
+  stats?(): Promise<FleetStats>;
 }
+
+/** The characters of `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`; longer JSON text is cut and ends with `…`. */
+export const CONTENT_MAX_LENGTH = 8192;
 
 /** The `error.type` of a failure without a better name (the conventions' fallback). */
 const OTHER = '_OTHER';
@@ -65,15 +81,21 @@ const OTHER = '_OTHER';
  */
 export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions = {}): Instrumentation {
   const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE_NAME, SCOPE_VERSION);
-  const meters = fleetInstruments((options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE_NAME, SCOPE_VERSION));
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE_NAME, SCOPE_VERSION);
+  const meters = fleetInstruments(meter);
   const prefix = fleet?.prefix ?? '';
   // The fleet's own span for what runs within an action: an operation within its request, an upstream call within
   // the operation. Outside every action, the embedder's active context (an instrumented HTTP server) is the parent.
   const current = new AsyncLocalStorage<Context>();
   const parent = () => current.getStore() ?? context.active();
   const off: (() => void)[] = [];
+  if (fleet?.stats !== undefined) {
+    const { stats } = fleet;
+    off.push(fleetGauges(meter, () => stats.call(fleet)));
+  }
 
-  const traced = <M extends Settled>(name: string, begin: (message: M, ambient: Context) => Span, finish: (span: Span, message: M, seconds: number) => void) => {
+  /** Answers the open span of a message of the channel, until it ends. */
+  const traced = <M extends Settled>(name: string, begin: (message: M, ambient: Context) => Span, finish: (span: Span, message: M, seconds: number) => void): ((message: M) => Span | undefined) => {
     const spans = new WeakMap<object, { span: Span; started: number }>();
     const channelOf = tracingChannel(name) as TracingChannel<unknown, M>;
     const done = (message: M) => {
@@ -102,6 +124,7 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       channelOf.end.unsubscribe(onEnd);
       channelOf.asyncEnd.unsubscribe(onAsyncEnd);
     });
+    return (message) => spans.get(message)?.span;
   };
 
   const subscribe = <M>(name: string, listener: (message: M) => void) => {
@@ -133,7 +156,7 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
 
   // JSON-RPC requests at /mcp: a SERVER span whose parent is the caller's context from `_meta` (else from the HTTP
   // request's `traceparent` when it is not already the fleet's trace), linked to the HTTP request's span.
-  traced<McpServerMessage>(
+  const serverSpan = traced<McpServerMessage>(
     TRACE_CHANNELS.mcpServer,
     (message, ambient) => {
       const attributes = serverAttributes(message);
@@ -147,6 +170,16 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       meters.serverDuration.record(seconds, metricAttributes(attributes, SERVER_LABELS, meters.clamp, ['gen_ai.tool.name']));
     },
   );
+
+  // Opt-in: a tools/call's content, published just before its SERVER span ends.
+  if (options.captureContent === true) {
+    subscribe<McpContentMessage>(TRACE_CHANNELS.mcpContent, (message) => {
+      const span = serverSpan(message.request);
+      if (span === undefined) return;
+      if (message.arguments !== undefined) span.setAttribute('gen_ai.tool.call.arguments', contentText(message.arguments));
+      if (message.result !== undefined) span.setAttribute('gen_ai.tool.call.result', contentText(message.result));
+    });
+  }
 
   // Requests to upstreams: a CLIENT span, its context injected into the request's `params._meta` at `start`.
   traced<McpClientMessage>(
@@ -226,6 +259,17 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       for (const unsubscribe of off) unsubscribe();
     },
   };
+}
+
+/** JSON text of a tool call's arguments or result, cut to CONTENT_MAX_LENGTH characters (never within a surrogate pair). */
+function contentText(value: unknown): string {
+  // Parsed from JSON-RPC, so JSON again.
+  const text = JSON.stringify(value);
+  if (text.length <= CONTENT_MAX_LENGTH) return text;
+  let end = CONTENT_MAX_LENGTH - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}…`;
 }
 
 /** `{mcp.method.name} {target}`: the tool's name when there is one (a low-cardinality target), else the method. */

@@ -1,4 +1,5 @@
-import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { FleetStats } from '@mcp-fleet/core';
+import type { Attributes, BatchObservableCallback, Counter, Histogram, Meter } from '@opentelemetry/api';
 
 /**
  * The explicit bucket boundaries (seconds) the MCP semantic conventions give `mcp.*.operation.duration`
@@ -54,4 +55,24 @@ export function metricAttributes(attributes: Attributes, keep: readonly string[]
     out[key] = clamped.includes(key) && typeof value === 'string' ? clamp(key, value) : value;
   }
   return out;
+}
+
+/**
+ * The gauges of one fleet, observed only when the meter is read (a scrape, an export): `fleet.stats()` once per
+ * reading, nothing on the request path. A count `stats()` could not read (`undefined`: a store that failed, already
+ * told to the fleet's `onError`) is left out of that reading. Answers the function that removes them.
+ */
+export function fleetGauges(meter: Meter, stats: () => Promise<FleetStats>): () => void {
+  const sessions = meter.createObservableGauge('mcp_fleet.sessions.live', { unit: '{session}', description: '2025-era MCP sessions held live by this process.' });
+  const processes = meter.createObservableGauge('mcp_fleet.stdio.processes', { unit: '{process}', description: 'stdio server processes this process runs.' });
+  const pending = meter.createObservableGauge('mcp_fleet.webhook.outbox.pending', { unit: '{delivery}', description: 'Webhook deliveries neither delivered nor given up, over the shared store.' });
+  const observe: BatchObservableCallback = async (observer) => {
+    const now = await stats();
+    observer.observe(sessions, now.sessions);
+    observer.observe(processes, now.stdioProcesses);
+    if (now.outboxPending !== undefined) observer.observe(pending, now.outboxPending);
+  };
+  const observed = [sessions, processes, pending];
+  meter.addBatchObservableCallback(observe, observed);
+  return () => meter.removeBatchObservableCallback(observe, observed);
 }

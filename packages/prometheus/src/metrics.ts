@@ -2,6 +2,7 @@ import { channel, tracingChannel } from 'node:diagnostics_channel';
 import {
   type AuthMessage,
   type Fleet,
+  type FleetStats,
   type HttpRequestMessage,
   type McpClientMessage,
   type McpServerMessage,
@@ -12,7 +13,7 @@ import {
   TRACE_CHANNELS,
   type WebhookDeliveryMessage,
 } from '@mcp-fleet/core';
-import { Counter, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
 import { type LabelLimits, MetricLabels, OTHER } from './labels.js';
 
 export interface MetricsOptions {
@@ -55,7 +56,9 @@ interface Subscription {
  * (call it once per registry, or `close()` the first).
  *
  * The trace points are the process's, not one fleet's: every fleet in the process is counted, whichever is passed;
- * `fleet` gives the `route` label its prefix (`/v1/servers/:id`), as `@mcp-fleet/otel`'s `instrument(fleet)` does.
+ * `fleet` gives the `route` label its prefix (`/v1/servers/:id`), as `@mcp-fleet/otel`'s `instrument(fleet)` does,
+ * and adds that fleet's gauges, read from `fleet.stats()` at each scrape: `mcp_fleet_sessions_live`,
+ * `mcp_fleet_stdio_processes` and (with webhooks) `mcp_fleet_webhook_outbox_pending`. Without a fleet, no gauges.
  */
 export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions): FleetMetrics {
   const given = isFleet(fleet) || fleet === undefined ? (options ?? {}) : fleet;
@@ -66,7 +69,7 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
   const limits: LabelLimits = { maxValues: positive('maxLabelValues', given.maxLabelValues ?? 100), maxLength: positive('maxLabelLength', given.maxLabelLength ?? 128) };
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) throw new TypeError(`metrics(): prefix must be a Prometheus name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*), got ${JSON.stringify(prefix)}`);
 
-  const made: (Histogram | Counter)[] = [];
+  const made: (Histogram | Counter | Gauge)[] = [];
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) => {
     const metric = new Histogram<L>({ name: prefix + name, help, labelNames, buckets, registers: [] });
     made.push(metric);
@@ -111,6 +114,30 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
   );
   const rateLimit = counter('mcp_fleet_ratelimit_decisions_total', 'Rate-limit decisions, by the binding limit and whether the request was allowed.', ['scope', 'allowed']);
   const auth = counter('mcp_fleet_auth_outcomes_total', 'Authentications of requests that carried a credential, by method and outcome.', ['method', 'outcome']);
+
+  // The passed fleet's gauges, read at scrape time: one `fleet.stats()` per scrape, shared by the three collects
+  // (prom-client starts every metric's collect before awaiting any). A count it could not read is no sample.
+  if (isFleet(fleet)) {
+    let reading: Promise<FleetStats> | undefined;
+    const read = () => (reading ??= fleet.stats().finally(() => (reading = undefined)));
+    const gauge = (name: string, help: string, of: (stats: FleetStats) => number | undefined) => {
+      made.push(
+        new Gauge({
+          name: prefix + name,
+          help,
+          registers: [],
+          async collect() {
+            const value = of(await read());
+            if (value === undefined) this.remove();
+            else this.set(value);
+          },
+        }),
+      );
+    };
+    gauge('mcp_fleet_sessions_live', '2025-era MCP sessions held live by this process.', (stats) => stats.sessions);
+    gauge('mcp_fleet_stdio_processes', 'stdio server processes this process runs.', (stats) => stats.stdioProcesses);
+    if (fleet.webhooks !== undefined) gauge('mcp_fleet_webhook_outbox_pending', 'Webhook deliveries neither delivered nor given up, over the shared store.', (stats) => stats.outboxPending);
+  }
 
   // Registered only once all are made, and all or none: a registry holding one of them already refuses the call whole.
   const taken = made.filter((metric) => registry.getSingleMetric(nameOf(metric)) !== undefined).map(nameOf);
@@ -176,7 +203,7 @@ function positive(name: string, value: number): number {
   return value;
 }
 
-function nameOf(metric: Histogram | Counter): string {
+function nameOf(metric: Histogram | Counter | Gauge): string {
   return (metric as unknown as { name: string }).name;
 }
 

@@ -14,7 +14,7 @@ import type { ToolOperations } from '../operations/index.js';
 import type { ServerRecord } from '../registry/views.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
 import { MAX_PREFIX_LENGTH, NAMESPACE_SEPARATOR, namespacedTool, toolAllowed } from '../toolcalls/tool-names.js';
-import { type McpServerMessage, mcpServerChannel } from '../trace/channels.js';
+import { type McpContentMessage, type McpServerMessage, mcpContentChannel, mcpServerChannel } from '../trace/channels.js';
 import { traced } from '../trace/traced.js';
 import type { UpstreamCatalog } from './catalog.js';
 
@@ -264,20 +264,38 @@ function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeM
   if (scope?.traced?.traceparent !== undefined) message.http_traceparent = scope.traced.traceparent;
   const name = method === 'tools/call' ? (request as { params?: { name?: unknown } }).params?.name : undefined;
   if (typeof name === 'string') message.tool_name = name;
+  // Read once: a subscriber that arrives during the call gets none of it, rather than a result without arguments.
+  const content = method === 'tools/call' && mcpContentChannel.hasSubscribers;
   return traced(
     mcpServerChannel,
     message,
     () =>
-      handler(request, ctx).catch((error: unknown) => {
-        if (error instanceof ProtocolError) {
-          message.jsonrpc_error_code = error.code;
-          const code = (error.data as { code?: unknown } | undefined)?.code;
-          if (typeof code === 'string') message.error_code = code;
-        }
-        throw error;
-      }),
+      handler(request, ctx).then(
+        (result) => {
+          if (content) publishContent(message, request, result);
+          return result;
+        },
+        (error: unknown) => {
+          if (error instanceof ProtocolError) {
+            message.jsonrpc_error_code = error.code;
+            const code = (error.data as { code?: unknown } | undefined)?.code;
+            if (typeof code === 'string') message.error_code = code;
+          }
+          if (content) publishContent(message, request, undefined);
+          throw error;
+        },
+      ),
     describeServed,
   );
+}
+
+/** `mcp-fleet:mcp.content`: the arguments the client sent and the result it is answered with (none for an error). */
+function publishContent(message: McpServerMessage, request: unknown, result: unknown): void {
+  const content: McpContentMessage = { request: message };
+  const args = (request as { params?: { arguments?: unknown } }).params?.arguments;
+  if (args !== undefined) content.arguments = args;
+  if (result !== undefined) content.result = result;
+  mcpContentChannel.publish(content);
 }
 
 function describeServed(message: McpServerMessage, result: unknown): void {

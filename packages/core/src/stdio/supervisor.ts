@@ -104,6 +104,8 @@ export interface StdioSupervisor {
   close(): Promise<void>;
   /** The processes the supervisor holds, for diagnostics. */
   list(account?: string): StdioProcessInfo[];
+  /** How many processes it holds (`list().length`, without building their descriptions): for gauges. */
+  readonly size: number;
   /** What holds each process's tree on this host (chosen at the first spawn, or when this is first read). */
   readonly containment: ContainmentKind;
 }
@@ -222,6 +224,10 @@ class Supervisor implements StdioSupervisor {
       this.onContainment?.(this.chosenCells.kind, this.chosenCells.describe());
     }
     return this.chosenCells;
+  }
+
+  get size(): number {
+    return this.processes.size;
   }
 
   list(account?: string): StdioProcessInfo[] {

@@ -3,7 +3,9 @@ import { channel, tracingChannel, type Channel, type TracingChannel } from 'node
 /**
  * The fleet's trace points on `node:diagnostics_channel` (docs/observability.md). A message is built only when its
  * channel has a subscriber (`hasSubscribers`), so that nothing is spent when no one listens. No message carries a
- * secret, a header, a body, an argument or a result: identifiers, names, outcomes and error codes only.
+ * secret, a header, a body, an argument or a result: identifiers, names, outcomes and error codes only. The one
+ * exception is `mcpContent`, which carries a tool call's arguments and result: it is published only while someone
+ * subscribes to it (an explicit opt-in, such as `@mcp-fleet/otel`'s `captureContent`).
  */
 export const TRACE_CHANNELS = {
   httpRequest: 'mcp-fleet:http.request',
@@ -11,6 +13,7 @@ export const TRACE_CHANNELS = {
   store: 'mcp-fleet:store',
   mcpServer: 'mcp-fleet:mcp.server',
   mcpClient: 'mcp-fleet:mcp.client',
+  mcpContent: 'mcp-fleet:mcp.content',
   probe: 'mcp-fleet:probe',
   webhookDelivery: 'mcp-fleet:webhook.delivery',
   rateLimit: 'mcp-fleet:ratelimit',
@@ -90,6 +93,21 @@ export interface McpServerMessage extends Settled {
   tracestate?: string;
   /** The HTTP request's own `traceparent` header, when well formed (no other header is ever read). */
   http_traceparent?: string;
+}
+
+/**
+ * CONTENT: what a `tools/call` served at `/mcp` or `/servers/{id}/mcp` was asked and answered, published once it is
+ * answered, before its `mcp-fleet:mcp.server` action ends. Published only while this channel has a subscriber, and
+ * only for requests traced on `mcp-fleet:mcp.server` (which must have one too). The arguments are what the client
+ * sent; the fleet's own secrets (a server's token, headers, env) are never part of them nor of the result.
+ */
+export interface McpContentMessage {
+  /** The request's message on `mcp-fleet:mcp.server`: the same object, so that a subscriber finds its span. */
+  request: McpServerMessage;
+  /** `params.arguments` as the client sent them; absent when it sent none. */
+  arguments?: unknown;
+  /** The `CallToolResult` the client is answered with; absent when it is answered with a JSON-RPC error. */
+  result?: unknown;
 }
 
 /** One request the fleet sends to an upstream MCP server, over any transport. */
@@ -172,6 +190,7 @@ export const httpRequestChannel: TracingChannel<unknown, HttpRequestMessage> = t
 export const operationChannel: TracingChannel<unknown, OperationMessage> = tracingChannel(TRACE_CHANNELS.operation);
 export const storeChannel: TracingChannel<unknown, StoreMessage> = tracingChannel(TRACE_CHANNELS.store);
 export const mcpServerChannel: TracingChannel<unknown, McpServerMessage> = tracingChannel(TRACE_CHANNELS.mcpServer);
+export const mcpContentChannel: Channel<unknown, McpContentMessage> = channel(TRACE_CHANNELS.mcpContent) as Channel<unknown, McpContentMessage>;
 export const mcpClientChannel: TracingChannel<unknown, McpClientMessage> = tracingChannel(TRACE_CHANNELS.mcpClient);
 export const probeChannel: Channel<unknown, ProbeMessage> = channel(TRACE_CHANNELS.probe) as Channel<unknown, ProbeMessage>;
 export const webhookDeliveryChannel: Channel<unknown, WebhookDeliveryMessage> = channel(TRACE_CHANNELS.webhookDelivery) as Channel<unknown, WebhookDeliveryMessage>;

@@ -101,6 +101,11 @@ export class DeliveryLog {
     return this.records.set(deliveryKey(record.id), record, record.status === 'pending' ? undefined : this.retentionMs);
   }
 
+  /** Deliveries not yet delivered nor given up (the due set, retries waiting included): one store call. */
+  pending(): Ran<number, FleetError> {
+    return this.index.count(DUE_SET);
+  }
+
   list(webhookId: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError> {
     const set = deliveriesSet(webhookId);
     return toAsync(readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc' })).andThen(({ ids, found, total }) => {

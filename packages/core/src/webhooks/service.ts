@@ -15,7 +15,7 @@ import { toWebhookView, WebhookStore, type WebhookView, webhookViewSchema } from
 import { DeliveryWorker } from './worker.js';
 import { checkOption, positiveNumber } from '../util/options.js';
 import { SecretBox } from '../util/secret-box.js';
-import { okWith } from '../util/result.js';
+import { okWith, toAsync } from '../util/result.js';
 
 export interface WebhooksOptions {
   /** Run the delivery worker in this process. Off: events are still staged and wait in the outbox. @default true */
@@ -75,6 +75,8 @@ export interface Webhooks {
   readonly worker: DeliveryWorker | undefined;
   /** Seals every webhook secret not yet under the current key; answers how many webhooks were written. */
   rotateSecrets(): ResultAsync<number, FleetError>;
+  /** How many deliveries are neither delivered nor given up (every process's: the outbox is the store's). */
+  pending(): ResultAsync<number, FleetError>;
   close(): Promise<void>;
 }
 
@@ -146,6 +148,7 @@ export function createWebhooks(deps: WebhooksDeps, options: WebhooksOptions = {}
     outbox,
     worker,
     rotateSecrets: () => webhooks.rotateSecrets(),
+    pending: () => toAsync(deliveries.pending()),
     close: async () => {
       await worker?.stop();
     },
