@@ -3,6 +3,8 @@
 //   fleet-hono       createFleetApp(fleet) on @hono/node-server; rate limits on (too high to refuse), webhooks on
 //   fleet-hono-off   the same with rateLimit: false
 //   fleet-express    fleetMiddleware(fleet) in an Express app
+//   fleet-hono-otel  fleet-hono with @mcp-fleet/otel subscribed (batched spans, periodic metrics; bench/telemetry-setup.mjs)
+//   fleet-hono-prom  fleet-hono with @mcp-fleet/prometheus subscribed (its metrics in a prom-client registry)
 //   bare-hono        Hono: GET answers the fleet's GET /v1/servers envelope (same JSON bytes, c.json); POST does
 //                    JSON.parse, a strict zod schema as demanding as the fleet's, a name-uniqueness Map, a 201 envelope
 //   bare-express     Express: GET answers the same envelope (res.json)
@@ -106,6 +108,12 @@ if (variant.startsWith('fleet-')) {
     quotas: { serversPerAccount: 1_000_000_000 },
   };
   fleet = store === undefined ? createBenchFleet(core, options) : core.createFleet({ ...store, ...options });
+  // Section 9: telemetry subscribed for the process's life (this build only: the packages are this checkout's).
+  if (variant === 'fleet-hono-otel' || variant === 'fleet-hono-prom') {
+    const { otelOn, prometheusOn } = await import('./telemetry-setup.mjs');
+    const telemetry = variant === 'fleet-hono-otel' ? await otelOn(fleet) : await prometheusOn(fleet);
+    closers.unshift(() => telemetry.close());
+  }
   ({ secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap());
   for (let i = 0; i < SERVERS; i++) {
     const made = await fleet.servers.create('bench-acct', { name: `server-${i}`, type: 'http', endpoint: `https://mcp-${i}.example.com/mcp` });

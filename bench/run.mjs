@@ -30,6 +30,7 @@ const SECTIONS = [
   { n: '6', name: 'storage', file: './storage.mjs', gc: true },
   { n: '7', name: 'mcp', file: './mcp-endpoint.mjs', gc: true },
   { n: '8', name: 'postgres', file: './postgres.mjs', gc: true },
+  { n: '9', name: 'telemetry', file: './telemetry.mjs', gc: true },
 ];
 // BENCH_ONLY=2,4 (or http,toolcall) runs those sections alone; the summary prints what ran.
 const only = process.env.BENCH_ONLY?.split(/[\s,]+/).filter(Boolean);
@@ -48,7 +49,7 @@ for (const x of SECTIONS) {
   if (only !== undefined && !only.includes(x.n) && !only.includes(x.name)) continue;
   ran[x.name] = await section(x.file, x.gc ? ['--expose-gc'] : []);
 }
-const { limiter, http, probe, toolcall: toolCalls, webhooks, storage, mcp: mcpEndpoint, postgres } = ran;
+const { limiter, http, probe, toolcall: toolCalls, webhooks, storage, mcp: mcpEndpoint, postgres, telemetry } = ran;
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each figure compares variants measured alternately in this run; medians of per-round figures, the rounds\' range, the spread around the median)');
@@ -138,5 +139,14 @@ if (mcpEndpoint === undefined) {
     console.log(`  ${pad(`${name}: /v1/mcp callTool − direct callTool`, 67)} median ${fmtAddedMs(r.addedMs)} ms, p99 ${fmtAddedMs(r.addedP99)} ms (information: the extra MCP hop included)`);
   }
   console.log(`  ${pad('7c MCP endpoint: tools/list, 20 servers × 20 tools, from cache', 67)} p50 ${fmtMs(mcpEndpoint.list.ms)} ms, p99 ${fmtMs(mcpEndpoint.list.p99)} ms per list (information)`);
+}
+if (telemetry !== undefined) {
+  for (const f of telemetry.http.figures) line(`9a ${f.label}`, f.builds.this.median, `${rounds(f.builds.this)} ±${f.builds.this.spreadPct.toFixed(1)}% (information)`);
+  for (const [name, r] of [
+    ['9b tools/call through /v1/mcp, 2026-07-28 upstream', telemetry.toolCalls.v2],
+    ['9c tools/call through /v1/mcp, 2025-era upstream', telemetry.toolCalls.v1],
+  ]) {
+    console.log(`  ${pad(`${name}: OTel on − nothing subscribed`, 67)} median ${fmtAddedMs(r.added.median)} ms (rounds ${fmtAddedMs(r.added.low)}..${fmtAddedMs(r.added.high)}) on ${fmtMs(r.offMs)} ms (information)`);
+  }
 }
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s; load average at the end ${load()}`);
