@@ -52,6 +52,10 @@ function cli(args: string[], options: { env?: Record<string, string | undefined>
   }
   const [file, ...before] = options.command ?? [process.execPath, CLI];
   const child = spawn(file as string, [...before, ...args], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  // A CLI that stops reading early (an input over its bound) closes the pipe: EPIPE is its answer, not the test's error.
+  child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   child.stdin.end(options.input ?? '');
   let stdout = '';
   let stderr = '';
@@ -336,6 +340,17 @@ describe('import and export', () => {
     // The bearer token of the file reached the fleet, not the output.
     expect(JSON.stringify(done) + table.stdout).not.toContain('atl-example-token-0000');
     for (const { server: created } of done.created) expect((await fleet(['servers', 'delete', created.id])).code).toBe(0);
+  });
+
+  it('reads at most what the fleet accepts from a file or stdin: /dev/zero and a 2 MiB stdin are usage errors (2), nothing sent', async () => {
+    const before = json(await fleet(['servers', 'list', '--all', '--json']));
+    const zero = await fleet(['import', '/dev/zero']);
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('import /dev/zero: more than 1048576 bytes');
+    const stdin = await fleet(['servers', 'create', '--from', '-'], {}, `{"name":"${'x'.repeat(2 * 1024 * 1024)}"}`);
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toContain('more than 1048576 bytes');
+    expect(json(await fleet(['servers', 'list', '--all', '--json']))).toEqual(before);
   });
 });
 

@@ -6,6 +6,8 @@
 import { createMemoryStore, SCOPES, type Scope } from '@mcp-fleet/core';
 import { createClient, type FleetClient, FleetApiError, FleetNetworkError, isFleetApiError } from '@mcp-fleet/client';
 import Keyv from 'keyv';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
@@ -276,5 +278,52 @@ describe.each(ADAPTERS)('retries through $name', (adapter) => {
     expect(refused).toMatchObject({ status: 503, code: 'STORAGE_UNAVAILABLE' });
     expect(seen).toEqual(['POST /servers']);
     failures.left = 0;
+  });
+});
+
+describe('answers are read up to maxResponseBytes', () => {
+  /** A hostile "fleet": answers with an endless chunked body, or declares a huge one; counts the bytes it got out. */
+  let hostile: Server;
+  let base = '';
+  let sent = 0;
+  beforeAll(async () => {
+    hostile = createServer((request, response) => {
+      if (request.url?.endsWith('/declared')) {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': String(2 ** 40) });
+        response.write('{"success":true,"data":"');
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"success":true,"data":"');
+      const chunk = 'x'.repeat(64 * 1024);
+      const pump = () => {
+        while (!response.destroyed && sent < 1024 ** 3) {
+          sent += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pump);
+        }
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(async () => {
+    hostile.closeAllConnections();
+    await new Promise((resolve) => hostile.close(resolve));
+  });
+
+  it('an endless answer is cut off past the bound and thrown as too_large, naming the option', async () => {
+    const client = createClient({ baseUrl: base, apiKey: 'mcpf_x', maxResponseBytes: 1024 * 1024, retries: 0 });
+    const error = await rejection(client.servers.list());
+    expect(error).toBeInstanceOf(FleetNetworkError);
+    expect(error).toMatchObject({ reason: 'too_large', message: expect.stringContaining('maxResponseBytes') });
+    // It stopped reading: the server got out at most a few socket buffers beyond the bound, not the gigabyte it offered.
+    expect(sent).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it('a declared Content-Length over the bound is refused before reading; a bad bound is refused at creation', async () => {
+    const client = createClient({ baseUrl: base, apiKey: 'mcpf_x', retries: 0 });
+    expect(await rejection(client.servers.get('declared'))).toMatchObject({ name: 'FleetNetworkError', reason: 'too_large' });
+    expect(() => createClient({ baseUrl: base, maxResponseBytes: 0 })).toThrow(/maxResponseBytes must be a whole number/);
   });
 });

@@ -70,11 +70,12 @@ Object.defineProperty(FleetApiErrorClass, 'name', { value: 'FleetApiError' });
 export const FleetApiError = FleetApiErrorClass as unknown as FleetApiErrorConstructor;
 
 /** Why no answer of the fleet could be read. */
-export type NetworkFailure = 'network' | 'timeout' | 'invalid_response';
+export type NetworkFailure = 'network' | 'timeout' | 'invalid_response' | 'too_large';
 
 /**
- * No answer of the fleet: the request never reached it (`network`), no answer came within `timeout` (`timeout`), or
- * what came back is not the fleet's envelope (`invalid_response`: a proxy's page, a wrong `baseUrl`).
+ * No answer of the fleet: the request never reached it (`network`), no answer came within `timeout` (`timeout`),
+ * what came back is not the fleet's envelope (`invalid_response`: a proxy's page, a wrong `baseUrl`), or it was longer
+ * than `maxResponseBytes` (`too_large`).
  */
 export class FleetNetworkError extends Error {
   override readonly name = 'FleetNetworkError';

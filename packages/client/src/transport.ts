@@ -19,6 +19,12 @@ export interface ClientOptions {
   maxRetryDelay?: number;
   /** Per attempt, in ms, until the whole answer is read; 0: none. @default 60000 */
   timeout?: number;
+  /**
+   * The most bytes of one answer the client reads: a longer one is cut off and thrown (`too_large`), so a wrong
+   * `baseUrl` or a hostile proxy cannot fill the memory. The fleet's own answers stay far below the default (a tool
+   * call's result is bounded by the fleet's `maxUpstreamBytes`, 4 MiB by default). @default 33554432 (32 MiB)
+   */
+  maxResponseBytes?: number;
   /** Sent with every request (an `X-Request-Id` of your own, a tracing header). @default none */
   headers?: Record<string, string>;
 }
@@ -47,6 +53,34 @@ export interface Call {
 export type Answer = unknown;
 
 const JSON_TYPE = 'application/json';
+
+const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {}
+
+/** The answer's body as text, refusing it as soon as it is known to hold more than `max` bytes. */
+async function readBounded(response: Response, max: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length'));
+  if (declared > max) {
+    await response.body?.cancel().catch(() => {});
+    throw new AnswerTooLarge();
+  }
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw new AnswerTooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
 
 /** `Retry-After` as seconds: delta-seconds or an HTTP date. */
 function retryAfterOf(headers: Headers): number | undefined {
@@ -93,6 +127,8 @@ export function createTransport(options: ClientOptions): Transport {
   const retries = options.retries ?? 2;
   if (!Number.isInteger(retries) || retries < 0) throw new TypeError(`createClient: retries must be a whole number of at least 0, got ${retries}`);
   const maxRetryDelay = options.maxRetryDelay ?? 30_000;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) throw new TypeError(`createClient: maxResponseBytes must be a whole number of bytes of at least 1, got ${maxResponseBytes}`);
   let lastRateLimit: RateLimit | undefined;
 
   function urlOf(call: Call): string {
@@ -120,7 +156,7 @@ export function createTransport(options: ClientOptions): Transport {
     const what = `${call.method} ${url}`;
     try {
       const response = await fetchImpl(url, { ...init, signal: controller.signal });
-      const text = await response.text();
+      const text = await readBounded(response, maxResponseBytes);
       let body: unknown;
       try {
         body = JSON.parse(text);
@@ -135,6 +171,7 @@ export function createTransport(options: ClientOptions): Transport {
       return { response, body };
     } catch (error) {
       if (error instanceof FleetNetworkError) throw error;
+      if (error instanceof AnswerTooLarge) throw new FleetNetworkError('too_large', `${what} answered more than ${maxResponseBytes} bytes: is baseUrl the fleet's API? (the maxResponseBytes option raises the bound)`);
       if (signal?.aborted) throw signal.reason;
       if (timedOut) throw new FleetNetworkError('timeout', `${what}: no answer within ${timeout} ms (the timeout option)`, { cause: error });
       throw new FleetNetworkError('network', `${what} failed before an answer: ${(error as Error)?.message ?? String(error)} (is the fleet running at ${base}?)`, { cause: error });

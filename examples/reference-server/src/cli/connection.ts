@@ -7,6 +7,7 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UsageError, warn } from './exit.js';
+import { IMPORT_BODY_LIMIT } from '@mcp-fleet/core';
 
 export interface Profile {
   url: string;
@@ -78,9 +79,28 @@ export const PROFILE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Reads a whole stream (stdin) as text, without its trailing newline. */
 export async function readStdin(what: string): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write(`${what}: `);
+  return (await readAtMost(process.stdin, `${what} (stdin)`)).replace(/\r?\n$/, '');
+}
+
+/**
+ * The most the CLI reads from a file or stdin: the largest body the fleet accepts (an import document's), so nothing
+ * it could send is refused, and a wrong file (a disk image, `/dev/zero`) cannot fill the memory.
+ */
+export const MAX_INPUT_BYTES = IMPORT_BODY_LIMIT;
+
+/** A stream's text, refused as a usage error as soon as it passes {@link MAX_INPUT_BYTES}. */
+export async function readAtMost(stream: AsyncIterable<unknown> & { destroy?(): void }, what: string): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  let total = 0;
+  for await (const chunk of stream) {
+    total += (chunk as Buffer).length;
+    if (total > MAX_INPUT_BYTES) {
+      stream.destroy?.();
+      throw new UsageError(`${what}: more than ${MAX_INPUT_BYTES} bytes, the most the fleet accepts in one request`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, total).toString('utf8');
 }
 
 /**

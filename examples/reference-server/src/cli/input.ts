@@ -4,8 +4,8 @@
  * `env` values from the CLI's own environment (`--env NAME`) or a file (`--env-file`). A value on the command line
  * (`--env NAME=value`) is refused: `ps` and the shell's history show every argument.
  */
-import { readFileSync } from 'node:fs';
-import { readStdin } from './connection.js';
+import { createReadStream } from 'node:fs';
+import { readAtMost, readStdin } from './connection.js';
 import { UsageError } from './exit.js';
 
 /** Stdin can be read once: the flags that read it say so, and a second one is a usage error. */
@@ -24,8 +24,9 @@ export async function readSource(source: string, flag: string, stdin: StdinClaim
     return readStdin(flag);
   }
   try {
-    return readFileSync(source, 'utf8');
+    return await readAtMost(createReadStream(source), `${flag} ${source}`);
   } catch (error) {
+    if (error instanceof UsageError) throw error;
     throw new UsageError(`${flag} ${source}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
   }
 }
