@@ -89,6 +89,30 @@ describe('reference server: MCP_FLEET_METRICS=1', () => {
     await server.stop('SIGTERM');
   });
 
+  it('MCP_FLEET_METRICS_TOKEN: /metrics answers only a scraper that sends it; off loopback, metrics without one do not start', async () => {
+    const token = 'scrape-4f0c2a9e61b7d358';
+    const server = await startServer({ cwd: await tempDir(), env: { ...ENV, MCP_FLEET_METRICS: '1', MCP_FLEET_METRICS_TOKEN: token } });
+    expect(server.stdout()).toContain(`  Metrics    ${server.origin}/metrics   (bearer token: MCP_FLEET_METRICS_TOKEN)`);
+    for (const authorization of [undefined, 'Bearer scrape-wrong-wrong-wrong', `Bearer ${token}x`, token]) {
+      const refused = await fetch(`${server.origin}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).toContain('MCP_FLEET_METRICS_TOKEN');
+    }
+    const scraped = await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('process_cpu_user_seconds_total');
+    expect(server.stdout()).not.toContain(token);
+    await server.stop('SIGTERM');
+
+    const open = await runToExit({ cwd: await tempDir(), env: { ...ENV, MCP_FLEET_METRICS: '1', HOST: '0.0.0.0' } });
+    expect(open.code).toBe(2);
+    expect(open.stderr).toContain('set MCP_FLEET_METRICS_TOKEN');
+    const short = await runToExit({ cwd: await tempDir(), env: { ...ENV, MCP_FLEET_METRICS: '1', MCP_FLEET_METRICS_TOKEN: 'short' } });
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('MCP_FLEET_METRICS_TOKEN: expected at least 16 characters');
+    expect(short.stderr).not.toContain('short\n');
+  });
+
   it('MCP_FLEET_METRICS other than 1 or 0 stops the start, naming the variable', async () => {
     const exit = await runToExit({ cwd: await tempDir(), env: { ...ENV, MCP_FLEET_METRICS: 'yes' } });
     expect(exit.code).toBe(2);

@@ -37,6 +37,8 @@ export interface ServerConfig {
   previousEncryptionKeys: string[];
   /** `MCP_FLEET_METRICS=1`: Prometheus metrics at `/metrics`, beside `/healthz`. */
   metrics: boolean;
+  /** `MCP_FLEET_METRICS_TOKEN`: the bearer token `/metrics` asks of a scraper; required off loopback. */
+  metricsToken: string | undefined;
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -134,6 +136,26 @@ function parseFlag(name: string, value: string | undefined): boolean {
   throw new ConfigError(`${name}: expected 1 or 0`);
 }
 
+/** The host names and addresses only this machine reaches. */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * `/metrics` names every account's servers and tools (ids and tool names as labels): reachable beyond this machine, it
+ * asks for a token. At least 16 characters, so it is not guessed.
+ */
+function parseMetricsToken(metrics: boolean, host: string, value: string | undefined): string | undefined {
+  const token = value?.trim() || undefined;
+  if (token !== undefined && token.length < 16) throw new ConfigError('MCP_FLEET_METRICS_TOKEN: expected at least 16 characters (openssl rand -hex 24 makes one)');
+  if (metrics && token === undefined && !isLoopbackHost(host)) {
+    throw new ConfigError(
+      `MCP_FLEET_METRICS=1 with HOST=${host} would show every account's server ids and tool names to anyone who reaches the port: set MCP_FLEET_METRICS_TOKEN (the scraper sends it as a bearer token), or keep HOST on loopback`,
+    );
+  }
+  return token;
+}
+
 function parseRateLimits(value: string | undefined): boolean {
   if (value === undefined || value === '' || value === 'on') return true;
   if (value === 'off') return false;
@@ -182,9 +204,11 @@ function parseKeys(name: string, value: string | undefined): string[] {
 
 /** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
+  const host = env.HOST || '127.0.0.1';
+  const metrics = parseFlag('MCP_FLEET_METRICS', env.MCP_FLEET_METRICS);
   return {
     trustProxy: parseInteger('MCP_FLEET_TRUST_PROXY', env.MCP_FLEET_TRUST_PROXY, 0, 0, 10),
-    host: env.HOST || '127.0.0.1',
+    host,
     port: parseInteger('PORT', env.PORT, 3000, 0, 65535),
     store: parseStore(env.MCP_FLEET_STORE, env.MCP_FLEET_POSTGRES_SCHEMA),
     apiKeys: parseApiKeys(env.MCP_FLEET_API_KEYS),
@@ -202,7 +226,8 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
     encryptionKey: env.MCP_FLEET_ENCRYPTION_KEY?.trim() ? parseKey('MCP_FLEET_ENCRYPTION_KEY', env.MCP_FLEET_ENCRYPTION_KEY) : undefined,
     previousEncryptionKeys: parseKeys('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS', env.MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS),
-    metrics: parseFlag('MCP_FLEET_METRICS', env.MCP_FLEET_METRICS),
+    metrics,
+    metricsToken: parseMetricsToken(metrics, host, env.MCP_FLEET_METRICS_TOKEN),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

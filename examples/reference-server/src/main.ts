@@ -22,7 +22,7 @@ function banner(origin: string, fleet: { prefix: string }, storeLabel: string, c
   // On below (`dashboard: true`): sign in there with the key.
   lines.push(`  Dashboard  ${api}/dashboard/`);
   lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
-  if (config.metrics) lines.push(`  Metrics    ${origin}/metrics`);
+  if (config.metrics) lines.push(`  Metrics    ${origin}/metrics${config.metricsToken === undefined ? '' : '   (bearer token: MCP_FLEET_METRICS_TOKEN)'}`);
   if (otlp) lines.push('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!config.rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
   lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
   // as far as MCP_FLEET_TRUST_PROXY hops allow; never otherwise, as any client can write that header.
   const clientAddress = (c: Context) =>
     clientAddressBehindProxies(config.trustProxy, (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'));
-  if (config.metrics) await serveMetrics(app, fleet);
+  if (config.metrics) await serveMetrics(app, fleet, config.metricsToken);
   app.route('/', createFleetApp(fleet, { clientAddress }));
   // A request must arrive whole within 30 s (headers 20 s), so slow clients cannot hold connections open.
   const serverOptions = { requestTimeout: 30_000, headersTimeout: 20_000 };

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Fleet } from '@mcp-fleet/core';
 import type { Span, Tracer, TracerProvider } from '@opentelemetry/api';
@@ -24,16 +25,27 @@ export function createLog(): ServerLog {
 
 /**
  * `MCP_FLEET_METRICS=1`: the fleet's metrics (@mcp-fleet/prometheus) and the process's own (prom-client's default
- * metrics: CPU, memory, event loop lag) at `GET /metrics`, outside the API like `/healthz`, without a key. Loaded only
- * then.
+ * metrics: CPU, memory, event loop lag) at `GET /metrics`, outside the API like `/healthz`, without an API key: with
+ * `MCP_FLEET_METRICS_TOKEN`, only to a scraper that sends it as a bearer token. Loaded only then.
  */
-export async function serveMetrics(app: Hono, fleet: Fleet): Promise<void> {
+/** Compared as digests: equal lengths, and the time taken says nothing of the token. */
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+export async function serveMetrics(app: Hono, fleet: Fleet, token: string | undefined): Promise<void> {
   const [{ metrics, metricsHandler }, { collectDefaultMetrics, Registry }] = await Promise.all([import('@mcp-fleet/prometheus'), import('prom-client')]);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   metrics(fleet, { registry });
   const scrape = metricsHandler(registry);
-  app.on(['GET', 'HEAD'], '/metrics', (c) => scrape(c.req.raw));
+  const expected = token === undefined ? undefined : digest(`Bearer ${token}`);
+  app.on(['GET', 'HEAD'], '/metrics', (c) => {
+    if (expected !== undefined && !timingSafeEqual(digest(c.req.header('authorization') ?? ''), expected)) {
+      return c.text('/metrics needs the bearer token of MCP_FLEET_METRICS_TOKEN (Prometheus: authorization.credentials in the scrape config)\n', 401, {
+        'www-authenticate': 'Bearer realm="metrics"',
+      });
+    }
+    return scrape(c.req.raw);
+  });
 }
 
 /** Whether the OpenTelemetry variables ask for an OTLP export: an endpoint set, and the SDK not disabled. */
