@@ -153,6 +153,28 @@ describe.each(ADAPTERS)('POST /servers/import ($name)', (adapter) => {
     expect(await total(one)).toBe(7);
   });
 
+  it('importing the same file again creates nothing: each entry the account has (name and endpoint, or command and args) is skipped as ALREADY_REGISTERED', async () => {
+    const client = await freshClient(suite.served);
+    const first = expectSuccess(await importing(client, { document: CODE, skip_invalid: true }), 200);
+    const before = await names(client);
+    expect(before).toHaveLength(first.created.length);
+    for (const dryRun of [true, false]) {
+      const again = expectSuccess(await importing(client, { document: CODE, skip_invalid: true, dry_run: dryRun }), 200);
+      expect(again.created).toEqual([]);
+      expect(again.renamed).toEqual([]);
+      const already = again.skipped.filter((s: { code: string }) => s.code === 'ALREADY_REGISTERED');
+      expect(already.map((s: { entry: string }) => s.entry)).toEqual(first.created.map((c: { entry: string }) => c.entry));
+      const sentry = first.created.find((c: { entry: string }) => c.entry === 'sentry').server;
+      expect(already[0].message).toContain(`"sentry" (${sentry.id}), with the same endpoint`);
+      expect(await names(client)).toEqual(before);
+    }
+    // The same name elsewhere is another server: renamed and created, as before.
+    const moved = expectSuccess(await client.put(`/servers/${first.created[0].server.id}`, { ...httpServer({ name: first.created[0].server.name }), endpoint: 'https://moved.example.com/mcp' }), 200);
+    const third = expectSuccess(await importing(client, { document: CODE, skip_invalid: true }), 200);
+    expect(third.created.map((c: { entry: string }) => c.entry)).toEqual([first.created[0].entry]);
+    expect(third.renamed).toEqual([{ entry: first.created[0].entry, from: first.created[0].entry, to: `${moved.name}-2` }]);
+  });
+
   it('a registry server.json: each package and remote a server of its own; what cannot be imported is skipped with its reason', async () => {
     const client = await freshClient(suite.served);
     const plan = expectSuccess(await importing(client, { format: 'registry', document: JSON.parse(REGISTRY), skip_invalid: true }), 200);

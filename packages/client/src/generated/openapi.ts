@@ -1000,7 +1000,7 @@ export interface operations {
                                 /** @description The entry as the document names it: its key, or its place in a server.json (`packages[0]`). */
                                 entry: string;
                                 /** @enum {string} */
-                                code: "NOT_A_SERVER" | "UNSUPPORTED" | "HEADERS_NOT_IMPORTABLE" | "STDIO_COMMAND_NOT_ALLOWED" | "INVALID_CONFIGURATION" | "QUOTA_EXCEEDED" | "RATE_LIMITED" | "SERVER_NAME_EXISTS";
+                                code: "NOT_A_SERVER" | "UNSUPPORTED" | "HEADERS_NOT_IMPORTABLE" | "STDIO_COMMAND_NOT_ALLOWED" | "INVALID_CONFIGURATION" | "QUOTA_EXCEEDED" | "RATE_LIMITED" | "SERVER_NAME_EXISTS" | "ALREADY_REGISTERED";
                                 message: string;
                             }[];
                             /** @description Placeholders kept as written in the created servers. */

@@ -11,7 +11,10 @@ import { isPlainObject } from '../validation/zod-issues.js';
 export const IMPORT_FORMATS = ['claude-desktop', 'claude-code', 'cursor', 'vscode', 'registry'] as const;
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
-/** Why an entry was not imported: the first five make it invalid; the others come from creating it. */
+/**
+ * Why an entry was not imported: the first five make it invalid; `ALREADY_REGISTERED` (the account has it already)
+ * does not; the others come from creating it.
+ */
 export const SKIP_CODES = [
   'NOT_A_SERVER',
   'UNSUPPORTED',
@@ -21,6 +24,7 @@ export const SKIP_CODES = [
   'QUOTA_EXCEEDED',
   'RATE_LIMITED',
   'SERVER_NAME_EXISTS',
+  'ALREADY_REGISTERED',
 ] as const;
 export type SkipCode = (typeof SKIP_CODES)[number];
 

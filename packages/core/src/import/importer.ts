@@ -167,10 +167,23 @@ async function importDocument(deps: ImporterDeps, account: string, input: unknow
     return err(hint === undefined ? refused : new FleetError('INVALID_REQUEST', { message: refused.message, details: { ...refused.details, hint } }));
   }
 
-  // Names, once every entry is judged: the account's own servers keep theirs.
-  const existing = await namesOf(deps.registry, account);
+  // Names, once every entry is judged: the account's own servers keep theirs. An entry the account already has (its
+  // name and where it runs) is not created twice: importing the same file again changes nothing.
+  const existing = await serversOf(deps.registry, account);
   if (existing.isErr()) return err(existing.error);
-  const book = new NameBook(existing.value);
+  const book = new NameBook(existing.value.map(({ name }) => name));
+  const registered = new Map(existing.value.map((server) => [server.same, server]));
+  for (let i = 0; i < planned.length; i++) {
+    const plan = planned[i] as Planned;
+    const same = registered.get(sameServer(toolPrefixName(plan.source.name), plan.config));
+    if (same === undefined) continue;
+    result.skipped.push({
+      entry: plan.source.entry,
+      code: 'ALREADY_REGISTERED',
+      message: `The account has it already: "${same.name}" (${same.id}), with the same ${plan.config.type === 'stdio' ? 'command and arguments' : 'endpoint'}; nothing to create. Change it with PUT /servers/${same.id}, or delete it to import it again.`,
+    });
+    planned.splice(i--, 1);
+  }
   for (const plan of planned) {
     const { entry, from, name: wanted } = plan.source;
     plan.name = book.take(wanted);
@@ -269,14 +282,19 @@ async function undo(deps: ImporterDeps, account: string, made: { server: ServerD
   return err(new FleetError(error.code, { message, details: { ...error.details, entry: failed.source.entry }, headers: { ...error.headers }, cause: error }));
 }
 
-/** Every name the account's servers carry, read a page of 100 at a time. */
-async function namesOf(registry: ServerRegistry, account: string): Promise<Result<string[], FleetError>> {
-  const names: string[] = [];
+/** What makes an imported entry the same server: its name and where it runs (secrets, env and timeouts aside). */
+function sameServer(name: string, config: ServerConfig): string {
+  return JSON.stringify(config.type === 'stdio' ? [name, 'stdio', config.command, config.args ?? [], config.working_directory ?? null] : [name, config.type, config.endpoint]);
+}
+
+/** The account's servers as the import compares them, read a page of 100 at a time. */
+async function serversOf(registry: ServerRegistry, account: string): Promise<Result<{ id: string; name: string; same: string }[], FleetError>> {
+  const servers: { id: string; name: string; same: string }[] = [];
   for (let page = 1; ; page++) {
-    const read = await registry.list(account, { page, limit: 100 }, (record) => record.config.name);
+    const read = await registry.list(account, { page, limit: 100 }, (record) => ({ id: record.id, name: record.config.name, same: sameServer(record.config.name, record.config) }));
     if (read.isErr()) return err(read.error);
-    names.push(...read.value.data);
-    if (page >= read.value.pagination.pages) return ok(names);
+    servers.push(...read.value.data);
+    if (page >= read.value.pagination.pages) return ok(servers);
   }
 }
 
