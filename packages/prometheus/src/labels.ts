@@ -26,9 +26,13 @@ export class LabelValues {
   }
 }
 
+/** Label sets {@link MetricLabels.keyed} keeps; past them a set is made for the call and not kept. */
+export const MAX_KEPT_LABEL_SETS = 1000;
+
 /** Bounded label values for every label of one metric, made on first use. */
 export class MetricLabels<L extends string> {
   readonly #labels = new Map<L, LabelValues>();
+  readonly #sets = new Map<string, Partial<Record<L, string>>>();
 
   constructor(private readonly limits: LabelLimits) {}
 
@@ -46,5 +50,19 @@ export class MetricLabels<L extends string> {
       out[name] = label.of(value);
     }
     return out;
+  }
+
+  /**
+   * `of(values())`, made once per `key` (which names the values: `GET /v1/servers 2xx`) and kept, for the metrics
+   * recorded on every request. The same as `of` each time: a value bounded once stays what it became (a value
+   * admitted keeps its series, one refused past the cap stays `_OTHER`, as the values seen never shrink).
+   */
+  keyed(key: string, values: () => Partial<Record<L, string | undefined>>): Partial<Record<L, string>> {
+    let set = this.#sets.get(key);
+    if (set === undefined) {
+      set = this.of(values());
+      if (this.#sets.size < MAX_KEPT_LABEL_SETS) this.#sets.set(key, set);
+    }
+    return set;
   }
 }
