@@ -146,7 +146,7 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
     (message, ambient) =>
       tracer.startSpan(message.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': message.method, 'mcp_fleet.request_id': message.request_id } }, ambient),
     (span, message, seconds) => {
-      const answered = httpAnswers.of(`${message.method} ${message.route ?? ''} ${message.status ?? ''}`, () => httpAnswer(message, prefix, meters.clamp));
+      const answered = httpAnswers.of(message.method, message.route, message.status, () => httpAnswer(message, prefix, meters.clamp));
       span.setAttributes(answered.attributes);
       if (answered.name !== undefined) span.updateName(answered.name);
       if (message.account !== null) span.setAttribute('mcp_fleet.account', message.account);
@@ -251,12 +251,12 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
 
   subscribe<RateLimitMessage>(TRACE_CHANNELS.rateLimit, (message) => {
     const { scope, allowed } = message;
-    meters.rateLimitDecisions.add(1, decisions.of(allowed ? `${scope} 1` : `${scope} 0`, () => ({ 'mcp_fleet.ratelimit.scope': scope, 'mcp_fleet.ratelimit.allowed': allowed })));
+    meters.rateLimitDecisions.add(1, decisions.of(scope, allowed, undefined, () => ({ 'mcp_fleet.ratelimit.scope': scope, 'mcp_fleet.ratelimit.allowed': allowed })));
   });
 
   subscribe<AuthMessage>(TRACE_CHANNELS.auth, (message) => {
     const { method, outcome } = message;
-    meters.authOutcomes.add(1, authentications.of(`${method} ${outcome}`, () => ({ 'mcp_fleet.auth.method': method, 'mcp_fleet.outcome': outcome })));
+    meters.authOutcomes.add(1, authentications.of(method, outcome, undefined, () => ({ 'mcp_fleet.auth.method': method, 'mcp_fleet.outcome': outcome })));
   });
 
   let closed = false;
@@ -375,19 +375,26 @@ function httpAnswer(message: HttpRequestMessage, prefix: string, clamp: FleetIns
 }
 
 /**
- * Attribute sets made once per key and kept: the key names a combination of values from bounded sets (routes,
- * methods, statuses, limit scopes). Past {@link AttributeSets.MAX} keys (a method no route has, sent by every
- * client differently) a set is made for the call and not kept.
+ * Attribute sets made once per combination of two or three values from bounded sets (routes, methods, statuses,
+ * limit scopes) and kept, in nested maps: no key text is built per request. Past {@link AttributeSets.MAX} sets (a
+ * method no route has, sent by every client differently) a set is made for the call and not kept.
  */
 class AttributeSets<V> {
   static readonly MAX = 1000;
-  readonly #sets = new Map<string, V>();
+  readonly #sets = new Map<unknown, Map<unknown, Map<unknown, V>>>();
+  #size = 0;
 
-  of(key: string, make: () => V): V {
-    let set = this.#sets.get(key);
-    if (set === undefined) {
-      set = make();
-      if (this.#sets.size < AttributeSets.MAX) this.#sets.set(key, set);
+  of(a: unknown, b: unknown, c: unknown, make: () => V): V {
+    const kept = this.#sets.get(a)?.get(b)?.get(c);
+    if (kept !== undefined) return kept;
+    const set = make();
+    if (this.#size < AttributeSets.MAX) {
+      let byA = this.#sets.get(a);
+      if (byA === undefined) this.#sets.set(a, (byA = new Map()));
+      let byB = byA.get(b);
+      if (byB === undefined) byA.set(b, (byB = new Map()));
+      byB.set(c, set);
+      this.#size++;
     }
     return set;
   }

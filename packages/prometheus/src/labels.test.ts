@@ -30,26 +30,26 @@ describe('MetricLabels.keyed', () => {
       made++;
       return { route: path, status: '2xx' };
     };
-    const first = labels.keyed('a', route('/a'));
+    const first = labels.keyed(['a'], route('/a'));
     expect(first).toEqual({ route: '/a', status: '2xx' });
-    expect(labels.keyed('a', route('/a'))).toBe(first);
+    expect(labels.keyed(['a'], route('/a'))).toBe(first);
     expect(made).toBe(1);
     // The label is full: a new route is `_OTHER`, now and on every later request, as `of` would say.
-    expect(labels.keyed('b', route('/b'))).toEqual({ route: OTHER, status: '2xx' });
-    expect(labels.keyed('b', route('/b'))).toEqual(labels.of({ route: '/b', status: '2xx' }));
+    expect(labels.keyed(['b'], route('/b'))).toEqual({ route: OTHER, status: '2xx' });
+    expect(labels.keyed(['b'], route('/b'))).toEqual(labels.of({ route: '/b', status: '2xx' }));
     expect(made).toBe(2);
   });
 
   it('keeps at most MAX_KEPT_LABEL_SETS sets: past them, made for each call', () => {
     const labels = new MetricLabels<'route'>({ maxValues: 1, maxLength: 64 });
-    for (let i = 0; i < MAX_KEPT_LABEL_SETS; i++) labels.keyed(`k${i}`, () => ({ route: '/a' }));
+    for (let i = 0; i < MAX_KEPT_LABEL_SETS; i++) labels.keyed([`k${i}`], () => ({ route: '/a' }));
     let made = 0;
     const once = () => {
       made++;
       return { route: '/a' };
     };
-    labels.keyed('one more', once);
-    labels.keyed('one more', once);
+    labels.keyed(['one more'], once);
+    labels.keyed(['one more'], once);
     expect(made).toBe(2);
   });
 });

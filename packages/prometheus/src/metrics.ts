@@ -161,12 +161,12 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
     traced<HttpRequestMessage>(TRACE_CHANNELS.httpRequest, (message, seconds) => {
       const method = HTTP_METHODS.has(message.method) ? message.method : OTHER;
       const { route, status } = message;
-      const labels = http.labels.keyed(`${method} ${route ?? ''} ${status ?? ''}`, () => ({ method, route: route === null ? 'unmatched' : routePrefix + route, status_class: statusClass(status) }));
+      const labels = http.labels.keyed([method, route, status], () => ({ method, route: route === null ? 'unmatched' : routePrefix + route, status_class: statusClass(status) }));
       http.metric.observe(labels, seconds);
     }),
     traced<OperationMessage>(TRACE_CHANNELS.operation, (message, seconds) => {
       const { operation: name, via, outcome, error_code } = message;
-      const labels = operation.labels.keyed(`${name} ${via} ${outcome ?? ''} ${error_code ?? ''}`, () => ({ operation: name, via, outcome, error_code }));
+      const labels = operation.labels.keyed([name, via, outcome, error_code], () => ({ operation: name, via, outcome, error_code }));
       operation.metric.observe(labels, seconds);
     }),
     published<ProbeMessage>(TRACE_CHANNELS.probe, (message) => {
@@ -180,11 +180,11 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
     }),
     published<RateLimitMessage>(TRACE_CHANNELS.rateLimit, (message) => {
       const { scope, allowed } = message;
-      rateLimit.metric.inc(rateLimit.labels.keyed(allowed ? `${scope} 1` : `${scope} 0`, () => ({ scope, allowed: String(allowed) })));
+      rateLimit.metric.inc(rateLimit.labels.keyed([scope, allowed], () => ({ scope, allowed: String(allowed) })));
     }),
     published<AuthMessage>(TRACE_CHANNELS.auth, (message) => {
       const { method, outcome } = message;
-      auth.metric.inc(auth.labels.keyed(`${method} ${outcome}`, () => ({ method, outcome })));
+      auth.metric.inc(auth.labels.keyed([method, outcome], () => ({ method, outcome })));
     }),
   ];
 
