@@ -55,7 +55,11 @@ export interface InstrumentOptions {
 }
 
 export interface Instrumentation {
-  /** Unsubscribes from every trace point: the fleet publishes nothing more for it. Calling it again does nothing. */
+  /**
+   * Unsubscribes from every trace point (the fleet publishes nothing more for it) and turns off the context store
+   * that parents its spans, so that nothing of it runs any more, not even Node's promise hooks. Calling it again
+   * does nothing.
+   */
   close(): void;
 }
 
