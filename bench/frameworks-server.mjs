@@ -22,7 +22,9 @@
 // checkout named by BENCH_BASELINE.
 // IPC: ready → { port, secret, sample }; mark → marked and stop → cpu (CPU of
 // the slice, and the time it waited for a core); profile-start /
-// profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers.
+// profile-stop → a CPU profile summary; { type: 'envelope', body } gives a bare server the JSON it answers;
+// reset → reset-done removes what the POST load created (section 2 and 8 variants over memory: the fleet's `load-…`
+// servers through its API, bare-hono's names), so that every POST round creates into the same small fleet.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -48,6 +50,17 @@ const where = process.argv[4];
 let fleet;
 let secret = '';
 let listen;
+/** What `reset` runs: removes what the POST load created (the load names every server it creates `load-…`). */
+let resetCreated = async () => {
+  if (fleet === undefined) return;
+  const made = [];
+  for (let page = 1; ; page++) {
+    const listed = (await fleet.servers.list('bench-acct', { page, limit: 100 }))._unsafeUnwrap();
+    for (const server of listed.data) if (server.name.startsWith('load-')) made.push(server.id);
+    if (page >= listed.pagination.pages) break;
+  }
+  for (const id of made) (await fleet.servers.delete('bench-acct', id))._unsafeUnwrap();
+};
 /** What `exit` closes after the fleet, in order. */
 const closers = [];
 
@@ -177,6 +190,7 @@ if (variant.startsWith('fleet-')) {
     if (variant === 'bare-hono-pg') await bareOverPostgres(app, schema);
     else {
       const names = new Map();
+      resetCreated = async () => names.clear();
       app.post('/v1/servers', async (c) => {
         const { config, answer } = await readCreate(c, schema);
         if (answer !== undefined) return answer;
@@ -282,6 +296,9 @@ process.on('message', async (message) => {
   } else if (message.type === 'stop') {
     const used = process.cpuUsage(cpuMark);
     process.send({ type: 'cpu', cpuMs: (used.user + used.system) / 1000, wallMs: performance.now() - wallMark, waitMs: runQueueWaitMs() - waitMark });
+  } else if (message.type === 'reset') {
+    await resetCreated();
+    process.send({ type: 'reset-done' });
   } else if (message.type === 'profile-start') {
     session = new Session();
     session.connect();

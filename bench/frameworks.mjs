@@ -93,6 +93,9 @@ export async function runFrameworksBench() {
       label: 'POST /v1/servers via Hono',
       method: 'POST',
       variants: [...perBuild('fleet-hono'), 'bare-hono'],
+      // Every round creates into the same small fleet: what a create costs, not what a fleet grown by the rounds
+      // before costs (frameworks-server.mjs, `reset`).
+      reset: true,
       figures: [{ id: 'honoPost', label: 'POST /v1/servers via Hono, fleet / bare parse+zod+Map, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono', target: 0.7 }],
     },
   ].filter((c) => ONLY === undefined || ONLY.includes(c.id));
@@ -120,7 +123,7 @@ export async function runFrameworksBench() {
 
 /**
  * One comparison of section 2's kind (section 8 runs its own through this too): `c` is `{ id, label, method, variants,
- * figures }`, `variants` keys of `servers` (`{ key: { proc, port, secret } }`), each figure `{ id, label, ours, theirs(b),
+ * figures, reset? }` (`reset`: each server removes what the POST load created before every round), `variants` keys of `servers` (`{ key: { proc, port, secret } }`), each figure `{ id, label, ours, theirs(b),
  * target, kind?, info? }` with `ours` a variant name measured once per build (`${ours}@${build}`). Runs the warm-up and
  * measured rounds (each variant's time in mirrored parts, a round run again when a server waited for a core), prints the
  * variants' table and the figures, and answers `{ figures, results, waited }`.
@@ -139,6 +142,7 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
   // per comparison: whether a round is kept depends on what else ran on the machine, never on its ratio.
   let reruns = 0;
   for (let round = 0; round < warmupRounds + rounds + reruns; round++) {
+    if (c.reset) await Promise.all(c.variants.map((v) => s[v].proc.ask({ type: 'reset' }, 'reset-done')));
     const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
     if (round % 2 === 1) order.reverse();
     const parts = {};

@@ -32,7 +32,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { fleetGauges, fleetInstruments, metricAttributes } from './metrics.js';
+import { type FleetInstruments, fleetGauges, fleetInstruments, metricAttributes } from './metrics.js';
 
 /** The instrumentation scope the spans and metrics are recorded under. */
 export const SCOPE_NAME = '@mcp-fleet/otel';
@@ -55,7 +55,11 @@ export interface InstrumentOptions {
 }
 
 export interface Instrumentation {
-  /** Unsubscribes from every trace point: the fleet publishes nothing more for it. Calling it again does nothing. */
+  /**
+   * Unsubscribes from every trace point (the fleet publishes nothing more for it) and turns off the context store
+   * that parents its spans, so that nothing of it runs any more, not even Node's promise hooks. Calling it again
+   * does nothing.
+   */
   close(): void;
 }
 
@@ -134,17 +138,23 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
     off.push(() => named.unsubscribe(heard));
   };
 
+  // What the requests' answers make of their method, route and status (a few dozen sets, from the route table), and
+  // the counters' attributes: made once each, not per request.
+  const httpAnswers = new AttributeSets<HttpAnswer>();
+  const decisions = new AttributeSets<Attributes>();
+  const authentications = new AttributeSets<Attributes>();
+
   // HTTP requests to the fleet: a SERVER span, its route and status filled in once answered.
   traced<HttpRequestMessage>(
     TRACE_CHANNELS.httpRequest,
     (message, ambient) =>
       tracer.startSpan(message.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': message.method, 'mcp_fleet.request_id': message.request_id } }, ambient),
     (span, message, seconds) => {
-      const attributes = httpAttributes(message, prefix);
-      span.setAttributes(attributes);
-      if (message.route !== null) span.updateName(`${message.method} ${prefix}${message.route}`);
+      const answered = httpAnswers.of(message.method, message.route, message.status, () => httpAnswer(message, prefix, meters.clamp));
+      span.setAttributes(answered.attributes);
+      if (answered.name !== undefined) span.updateName(answered.name);
       if (message.account !== null) span.setAttribute('mcp_fleet.account', message.account);
-      meters.httpDuration.record(seconds, metricAttributes(attributes, HTTP_LABELS, meters.clamp, []));
+      meters.httpDuration.record(seconds, answered.metric);
     },
   );
 
@@ -244,11 +254,13 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
   });
 
   subscribe<RateLimitMessage>(TRACE_CHANNELS.rateLimit, (message) => {
-    meters.rateLimitDecisions.add(1, { 'mcp_fleet.ratelimit.scope': message.scope, 'mcp_fleet.ratelimit.allowed': message.allowed });
+    const { scope, allowed } = message;
+    meters.rateLimitDecisions.add(1, decisions.of(scope, allowed, undefined, () => ({ 'mcp_fleet.ratelimit.scope': scope, 'mcp_fleet.ratelimit.allowed': allowed })));
   });
 
   subscribe<AuthMessage>(TRACE_CHANNELS.auth, (message) => {
-    meters.authOutcomes.add(1, { 'mcp_fleet.auth.method': message.method, 'mcp_fleet.outcome': message.outcome });
+    const { method, outcome } = message;
+    meters.authOutcomes.add(1, authentications.of(method, outcome, undefined, () => ({ 'mcp_fleet.auth.method': method, 'mcp_fleet.outcome': outcome })));
   });
 
   let closed = false;
@@ -257,6 +269,8 @@ export function instrument(fleet?: InstrumentedFleet, options: InstrumentOptions
       if (closed) return;
       closed = true;
       for (const unsubscribe of off) unsubscribe();
+      // An enabled AsyncLocalStorage keeps Node's promise hooks on for every promise of the process: off is off.
+      current.disable();
     },
   };
 }
@@ -340,23 +354,54 @@ function clientAttributes(message: McpClientMessage): Attributes {
 }
 
 function operationAttributes(message: OperationMessage): Attributes {
-  return known({
-    'mcp_fleet.operation': message.operation,
-    'mcp_fleet.via': message.via,
-    'mcp_fleet.account': message.account,
-    'mcp_fleet.server.id': message.server_id,
-    'gen_ai.tool.name': message.tool_name,
-  });
+  const out: Attributes = { 'mcp_fleet.operation': message.operation, 'mcp_fleet.via': message.via, 'mcp_fleet.account': message.account };
+  if (message.server_id !== undefined) out['mcp_fleet.server.id'] = message.server_id;
+  if (message.tool_name !== undefined) out['gen_ai.tool.name'] = message.tool_name;
+  return out;
 }
 
-function httpAttributes(message: HttpRequestMessage, prefix: string): Attributes {
-  const out: Attributes = { 'http.request.method': message.method };
-  if (message.route !== null) out['http.route'] = `${prefix}${message.route}`;
+/** What an answered request puts on its span and its duration's point: the same for every answer of a route, method and status. */
+interface HttpAnswer {
+  /** `GET /v1/servers/:id`; `undefined` when no route matched (the span keeps the method as its name). */
+  name: string | undefined;
+  attributes: Attributes;
+  metric: Attributes;
+}
+
+function httpAnswer(message: HttpRequestMessage, prefix: string, clamp: FleetInstruments['clamp']): HttpAnswer {
+  const attributes: Attributes = { 'http.request.method': message.method };
+  if (message.route !== null) attributes['http.route'] = `${prefix}${message.route}`;
   if (message.status !== undefined) {
-    out['http.response.status_code'] = message.status;
-    if (message.status >= 500) out['error.type'] = String(message.status);
+    attributes['http.response.status_code'] = message.status;
+    if (message.status >= 500) attributes['error.type'] = String(message.status);
   }
-  return out;
+  return { name: message.route === null ? undefined : `${message.method} ${prefix}${message.route}`, attributes, metric: metricAttributes(attributes, HTTP_LABELS, clamp, []) };
+}
+
+/**
+ * Attribute sets made once per combination of two or three values from bounded sets (routes, methods, statuses,
+ * limit scopes) and kept, in nested maps: no key text is built per request. Past {@link AttributeSets.MAX} sets (a
+ * method no route has, sent by every client differently) a set is made for the call and not kept.
+ */
+class AttributeSets<V> {
+  static readonly MAX = 1000;
+  readonly #sets = new Map<unknown, Map<unknown, Map<unknown, V>>>();
+  #size = 0;
+
+  of(a: unknown, b: unknown, c: unknown, make: () => V): V {
+    const kept = this.#sets.get(a)?.get(b)?.get(c);
+    if (kept !== undefined) return kept;
+    const set = make();
+    if (this.#size < AttributeSets.MAX) {
+      let byA = this.#sets.get(a);
+      if (byA === undefined) this.#sets.set(a, (byA = new Map()));
+      let byB = byA.get(b);
+      if (byB === undefined) byA.set(b, (byB = new Map()));
+      byB.set(c, set);
+      this.#size++;
+    }
+    return set;
+  }
 }
 
 /**

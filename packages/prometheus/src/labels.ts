@@ -26,9 +26,15 @@ export class LabelValues {
   }
 }
 
+/** Label sets {@link MetricLabels.keyed} keeps; past them a set is made for the call and not kept. */
+export const MAX_KEPT_LABEL_SETS = 1000;
+
 /** Bounded label values for every label of one metric, made on first use. */
 export class MetricLabels<L extends string> {
   readonly #labels = new Map<L, LabelValues>();
+  /** The kept sets, in nested maps by each value of their key: `[key[0]] → [key[1]] → … → set`. */
+  readonly #sets = new Map<unknown, unknown>();
+  #kept = 0;
 
   constructor(private readonly limits: LabelLimits) {}
 
@@ -46,5 +52,29 @@ export class MetricLabels<L extends string> {
       out[name] = label.of(value);
     }
     return out;
+  }
+
+  /**
+   * `of(values())`, made once per `key` (the values it is made of, raw: `['GET', '/servers', 200]`) and kept, for
+   * the metrics recorded on every request: no label object and no key text made per request. The same as `of` each
+   * time: a value bounded once stays what it became (a value admitted keeps its series, one refused past the cap
+   * stays `_OTHER`, as the values seen never shrink). Every key of one metric has the same length.
+   */
+  keyed(key: readonly unknown[], values: () => Partial<Record<L, string | undefined>>): Partial<Record<L, string>> {
+    let level: unknown = this.#sets;
+    for (let i = 0; i < key.length && level !== undefined; i++) level = (level as Map<unknown, unknown>).get(key[i]);
+    if (level !== undefined) return level as Partial<Record<L, string>>;
+    const set = this.of(values());
+    if (this.#kept < MAX_KEPT_LABEL_SETS) {
+      let map = this.#sets;
+      for (let i = 0; i < key.length - 1; i++) {
+        let next = map.get(key[i]) as Map<unknown, unknown> | undefined;
+        if (next === undefined) map.set(key[i], (next = new Map()));
+        map = next;
+      }
+      map.set(key[key.length - 1], set);
+      this.#kept++;
+    }
+    return set;
   }
 }

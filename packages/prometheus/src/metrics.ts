@@ -160,10 +160,14 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
     }),
     traced<HttpRequestMessage>(TRACE_CHANNELS.httpRequest, (message, seconds) => {
       const method = HTTP_METHODS.has(message.method) ? message.method : OTHER;
-      http.metric.observe(http.labels.of({ method, route: message.route === null ? 'unmatched' : routePrefix + message.route, status_class: statusClass(message.status) }), seconds);
+      const { route, status } = message;
+      const labels = http.labels.keyed([method, route, status], () => ({ method, route: route === null ? 'unmatched' : routePrefix + route, status_class: statusClass(status) }));
+      http.metric.observe(labels, seconds);
     }),
     traced<OperationMessage>(TRACE_CHANNELS.operation, (message, seconds) => {
-      operation.metric.observe(operation.labels.of({ operation: message.operation, via: message.via, outcome: message.outcome, error_code: message.error_code }), seconds);
+      const { operation: name, via, outcome, error_code } = message;
+      const labels = operation.labels.keyed([name, via, outcome, error_code], () => ({ operation: name, via, outcome, error_code }));
+      operation.metric.observe(labels, seconds);
     }),
     published<ProbeMessage>(TRACE_CHANNELS.probe, (message) => {
       probe.metric.observe(probe.labels.of({ server_id: message.server_id, transport: message.transport, outcome: message.outcome, error_code: message.error_code }), message.duration_ms / 1000);
@@ -175,10 +179,12 @@ export function metrics(fleet?: Fleet | MetricsOptions, options?: MetricsOptions
       );
     }),
     published<RateLimitMessage>(TRACE_CHANNELS.rateLimit, (message) => {
-      rateLimit.metric.inc(rateLimit.labels.of({ scope: message.scope, allowed: String(message.allowed) }));
+      const { scope, allowed } = message;
+      rateLimit.metric.inc(rateLimit.labels.keyed([scope, allowed], () => ({ scope, allowed: String(allowed) })));
     }),
     published<AuthMessage>(TRACE_CHANNELS.auth, (message) => {
-      auth.metric.inc(auth.labels.of({ method: message.method, outcome: message.outcome }));
+      const { method, outcome } = message;
+      auth.metric.inc(auth.labels.keyed([method, outcome], () => ({ method, outcome })));
     }),
   ];
 

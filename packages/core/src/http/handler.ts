@@ -151,23 +151,29 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     return observed(request, context, requestId);
   };
 
-  /** The answer, traced (`mcp-fleet:http.request`) and logged (`onRequest`, after the answer is made) when anyone listens. */
-  async function observed(request: Request, context: RequestContext, requestId: string): Promise<Response> {
+  /**
+   * The answer, traced (`mcp-fleet:http.request`) and logged (`onRequest`, after the answer is made) when anyone
+   * listens; waited for here only when there is a line to log.
+   */
+  function observed(request: Request, context: RequestContext, requestId: string): Promise<Response> {
     const started = performance.now();
     const seen: HttpRequestMessage = { request_id: requestId, method: request.method, route: null, account: null };
-    const response = await (httpRequestChannel.hasSubscribers
+    const answered = httpRequestChannel.hasSubscribers
       ? traced(httpRequestChannel, seen, () => answer(request, context, requestId, seen), describeAnswer)
-      : answer(request, context, requestId, seen));
-    // One line per request: never a header, a body or a query (they may carry secrets), the route's template, not its path.
-    onRequest?.({
-      method: request.method,
-      route: seen.route ?? null,
-      status: response.status,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
-      request_id: response.headers.get('x-request-id') ?? '',
-      account: seen.account ?? null,
+      : answer(request, context, requestId, seen);
+    if (onRequest === undefined) return answered;
+    return answered.then((response) => {
+      // One line per request: never a header, a body or a query (they may carry secrets), the route's template, not its path.
+      onRequest({
+        method: request.method,
+        route: seen.route ?? null,
+        status: response.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        request_id: response.headers.get('x-request-id') ?? '',
+        account: seen.account ?? null,
+      });
+      return response;
     });
-    return response;
   }
 
   async function answer(request: Request, context: RequestContext, requestId: string, seen: Seen): Promise<Response> {
