@@ -19,7 +19,7 @@ import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
-import { createEndpointServer, type EndpointScope, type EndpointServerDeps, tracedHeaders, visibleTools } from './server.js';
+import { createEndpointServer, type EndpointScope, type EndpointServerDeps, ToolListMemo, tracedHeaders, viewKey, visibleTools } from './server.js';
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
@@ -33,7 +33,7 @@ export interface McpExchange extends EndpointScope {
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
 export type Refuse = (decision: RateLimitDecision) => Response;
 
-export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
+export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog' | 'toolLists'> {
   catalog: UpstreamCatalog;
   records: RecordStore;
   /** Holds each account's set of session records, whose size is capped (`maxSessionRecordsPerAccount`). */
@@ -123,8 +123,6 @@ interface ModernView {
   lastUsed: number;
 }
 
-const viewKey = ({ principal, serverId }: EndpointScope) =>
-  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
@@ -244,6 +242,8 @@ export class McpEndpoint {
   private readonly maxRecords: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
+  /** The last `tools/list` answer of each view, shared by every session and request of this process. */
+  private readonly toolLists = new ToolListMemo();
 
   constructor(
     private readonly deps: McpEndpointDeps,
@@ -372,7 +372,8 @@ export class McpEndpoint {
 
   private newServer(onToolsListed?: (names: string[]) => void): Server {
     const { catalog, operations, tools, version } = this.deps;
-    return createEndpointServer({ catalog, operations, tools, version, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
+    const toolLists = this.toolLists;
+    return createEndpointServer({ catalog, operations, tools, version, toolLists, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
   }
 
   /**
