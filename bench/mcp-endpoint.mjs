@@ -17,9 +17,10 @@
 //          process's CPU per call for each (clients and fleet, or clients and relay: the upstream is elsewhere);
 //   7c     tools/list p50 of 400 tools (20 × 20, target ≤ 1 ms) and of 10,000 (500 servers × 20, the 20 upstreams
 //          each registered 25 times; target ≤ 10 ms), from the cache.
-// Not measured here (issue 31, left for later): stdio and WebSocket upstreams, 1,000 live sessions, 10,000 servers
-// under the monitor. Until /v1/mcp exists (it answers 404), the section times the direct calls alone and reports
-// { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs` (BENCH_MCP_* variables below).
+//   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
+//          with them open (target: within 10 % of without).
+// Not measured here (issue 31, left for later): stdio and WebSocket upstreams, 10,000 servers under the monitor.
+// Until /v1/mcp exists (it answers 404), the section times the direct calls alone and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs` (BENCH_MCP_* variables below).
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -41,11 +42,15 @@ const THROUGHPUT_MS = Number(process.env.BENCH_MCP_THROUGHPUT_MS ?? 2000);
 const THROUGHPUT_ROUNDS = Number(process.env.BENCH_MCP_THROUGHPUT_ROUNDS ?? 6);
 /** 500 servers × 20 tools: 10,000 tools in one account's tools/list. `0`: not measured. */
 const LARGE_SERVERS = Number(process.env.BENCH_MCP_LARGE_SERVERS ?? 500);
+/** 7e: live 2025 sessions over as many accounts. `0`: not measured. */
+const SESSIONS = Number(process.env.BENCH_MCP_SESSIONS ?? 1000);
+const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
 // Targets of issue 31.
 const TARGET_ADDED_MS = 1.0;
 const TARGET_THROUGHPUT = 1.5;
 const TARGET_LIST_MS = 1;
 const TARGET_LARGE_LIST_MS = 10;
+const TARGET_SESSION_KB = 20;
 
 const check = (result) => {
   if (result?.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
@@ -168,6 +173,65 @@ async function fill(lister, expected) {
   if (count !== expected) throw new Error(`tools/list answered ${count} tools after 10 lists, expected ${expected}`);
 }
 
+/**
+ * 7e: `SESSIONS` live 2025 sessions over `SESSION_ACCOUNTS` accounts, opened with bare `fetch` (initialize, then
+ * notifications/initialized; a 2025 session lives in the fleet's process, the client holds only its id). The RSS and
+ * the heap this process adds per session (after a full GC before and after), then 7b's calls again, interleaved as
+ * before: `(mcp / direct) with the sessions open ÷ (mcp / direct) with none` is the latency figure (target ≤ 1.10×).
+ */
+async function liveSessions(fleet, endpoint, list, before) {
+  const secrets = [];
+  for (let a = 0; a < SESSION_ACCOUNTS; a++) secrets.push((await fleet.keys.create({ account: `bench-sessions-${a}`, tier: 'pro' }))._unsafeUnwrap().secret);
+  const open = async (secret) => {
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(endpoint, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-session', version: '1.0.0' } } }),
+    });
+    await init.text();
+    const id = init.headers.get('mcp-session-id');
+    if (init.status !== 200 || id === null) throw new Error(`initialize answered ${init.status}`);
+    const done = await fetch(endpoint, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
+    await done.text();
+    return id;
+  };
+  // One session per account first, so that each account's first-time costs are not charged to the sessions.
+  for (const secret of secrets) await open(secret);
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) {
+      collect();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return process.memoryUsage();
+  };
+  const m0 = await settle();
+  const ids = [];
+  for (let i = 0; i < SESSIONS; i++) ids.push(await open(secrets[i % secrets.length]));
+  const m1 = await settle();
+  const rssKb = (m1.rss - m0.rss) / 1024 / SESSIONS;
+  const heapKb = (m1.heapUsed - m0.heapUsed) / 1024 / SESSIONS;
+  const perRound = await interleavedRounds(list, ROUNDS + 1, BATCH);
+  for (const id of Object.keys(perRound)) perRound[id].shift();
+  const withOpen = figure(perRound.mcp.map((t, i) => t / perRound.direct[i]));
+  // Against 7b's rounds (no session but the bench's own): the medians' ratio, the range from the rounds' extremes.
+  const ratio = {
+    ...figure([withOpen.median / before.overDirect.ratio.median]),
+    low: withOpen.low / before.overDirect.ratio.high,
+    high: withOpen.high / before.overDirect.ratio.low,
+  };
+  ratio.spreadPct = (100 * Math.max(ratio.high - ratio.median, ratio.median - ratio.low)) / ratio.median;
+  console.log(`\n7e. ${fmtInt(SESSIONS)} live 2025 sessions over ${SESSION_ACCOUNTS} accounts (2026-07-28 upstream calls as 7b)`);
+  console.log(`  ${pad('RSS added per session', 56)} ${rssKb.toFixed(1)} KB  ${rssKb <= TARGET_SESSION_KB ? 'met' : 'missed'} (≤ ${TARGET_SESSION_KB} KB)`);
+  console.log(`  ${pad('heap added per session (information)', 56)} ${heapKb.toFixed(1)} KB`);
+  console.log(`  ${pad('mcp / direct with them open ÷ with none (7b)', 56)} ${fmtRatioFigure(ratio)}  ${rangeVerdict(ratio, 1.1, { atMost: true })}`);
+  return { rssKb, heapKb, ratio, ids: ids.length };
+}
+
 const fmtFigureMs = (f) => `${fmtMs(f.median)} ms (rounds ${fmtMs(f.low)}..${fmtMs(f.high)}, ${fmtSpread(f)})`;
 
 export async function runMcpEndpointBench() {
@@ -205,6 +269,7 @@ export async function runMcpEndpointBench() {
   const relay = present ? await bareRelay(upstreamClients) : undefined;
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
   const result = { skipped: !present, figures: [] };
+  let modernList;
   for (const [era, title, label] of [
     ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', '7a /v1/mcp tools/call − direct SDK call, 2025-era upstream'],
     ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler', '7b /v1/mcp tools/call − direct SDK call, 2026-07-28 upstream'],
@@ -231,6 +296,7 @@ export async function runMcpEndpointBench() {
       result.figures.push({ label, kind: 'added', target: TARGET_ADDED_MS, builds: { this: out.overDirect.added }, ratios: { this: out.overDirect.ratio } });
     }
     result[era === 'v1' ? 'legacy' : 'modern'] = out;
+    if (era === 'v2') modernList = list;
   }
 
   if (present) {
@@ -285,6 +351,8 @@ export async function runMcpEndpointBench() {
       result.figures.push({ label: `7c tools/list of ${LARGE_SERVERS * 20} tools from the cache`, kind: 'ms', target: TARGET_LARGE_LIST_MS, builds: { this: result.listLarge.p50 } });
     }
   }
+
+  if (present && SESSIONS > 0) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
 
   for (const client of clients) await client.close();
   server.close();

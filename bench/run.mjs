@@ -135,6 +135,11 @@ if (mcpEndpoint === undefined) {
   ]) {
     console.log(`  ${pad(`${name}: /v1/mcp − bare SDK relay`, 67)} ${fmtAddedFigure(r.overRelay.added)} (information: the relay pays the same extra hop)`);
   }
+  const sessions = mcpEndpoint.sessions;
+  if (sessions !== undefined) {
+    console.log(`  ${pad('7e RSS added per live 2025 session (1,000 over 50 accounts)', 67)} ${`${sessions.rssKb.toFixed(1)} KB`.padStart(9)}  ${sessions.rssKb <= 20 ? 'met' : 'missed'} (≤ 20 KB)`);
+    console.log(`  ${pad('7e call latency with them open / with none (mcp ÷ direct)', 67)} ${fmtRatio(sessions.ratio.median).padStart(9)}  (rounds ${fmtRatio(sessions.ratio.low)}..${fmtRatio(sessions.ratio.high)}) ${sessions.ratio.median <= 1.1 ? 'met on the median' : 'missed'} (≤ 1.10×)`);
+  }
   const t = mcpEndpoint.throughput;
   console.log(`  ${pad('7d CPU of the bench process per call, /v1/mcp / bare relay', 67)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (information)`);
 }
