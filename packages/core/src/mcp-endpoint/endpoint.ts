@@ -19,7 +19,7 @@ import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
-import { createEndpointServer, type EndpointScope, type EndpointServerDeps, ToolListMemo, tracedHeaders, viewKey, visibleTools } from './server.js';
+import { createEndpointServer, type EndpointScope, type EndpointServerDeps, tracedHeaders, visibleTools } from './server.js';
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
@@ -33,7 +33,7 @@ export interface McpExchange extends EndpointScope {
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
 export type Refuse = (decision: RateLimitDecision) => Response;
 
-export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog' | 'toolLists'> {
+export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
   catalog: UpstreamCatalog;
   records: RecordStore;
   /** Holds each account's set of session records, whose size is capped (`maxSessionRecordsPerAccount`). */
@@ -123,6 +123,8 @@ interface ModernView {
   lastUsed: number;
 }
 
+const viewKey = ({ principal, serverId }: EndpointScope) =>
+  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
@@ -192,33 +194,47 @@ async function wholeAnswer(response: Response, signal: AbortSignal): Promise<Res
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
   signal.addEventListener('abort', cancel, { once: true });
-  const decoder = new TextDecoder();
-  let text = '';
+  const chunks: Uint8Array[] = [];
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      text += decoder.decode(value, { stream: true });
+      chunks.push(value);
     }
   } catch {
     // The stream failed (the session closed under it): what it held is answered as it was.
   } finally {
     signal.removeEventListener('abort', cancel);
   }
-  text += decoder.decode();
-  const data: string[] = [];
-  for (const line of text.split('\n')) if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  // The event's bytes as the SDK encoded them: its `data:` line is the JSON-RPC message (JSON holds no raw newline).
+  const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let data: Uint8Array | undefined;
+  let events = 0;
+  for (let at = 0; at < text.length; ) {
+    const newline = text.indexOf(NEWLINE, at);
+    const end = newline === -1 ? text.length : newline;
+    if (text.subarray(at, at + DATA.length).equals(DATA)) {
+      events++;
+      data = text.subarray(at + (text[at + DATA.length] === SPACE ? DATA.length + 1 : DATA.length), end);
+    }
+    at = end + 1;
+  }
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  if (data.length !== 1) return new Response(text, { status: response.status, headers });
+  if (events !== 1 || data === undefined) return new Response(text, { status: response.status, headers });
   headers['content-type'] = 'application/json';
   delete headers['cache-control'];
   delete headers['connection'];
   delete headers['x-accel-buffering'];
-  return new Response(data[0], { status: response.status, headers });
+  return new Response(data, { status: response.status, headers });
 }
+
+const NEWLINE = 0x0a;
+const SPACE = 0x20;
+const DATA = Buffer.from('data:');
 
 /**
  * The fleet as one MCP server (CONTRACT "The MCP endpoint"): Streamable HTTP on Web `Request`/`Response`, served by
@@ -242,8 +258,6 @@ export class McpEndpoint {
   private readonly maxRecords: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
-  /** The last `tools/list` answer of each view, shared by every session and request of this process. */
-  private readonly toolLists = new ToolListMemo();
 
   constructor(
     private readonly deps: McpEndpointDeps,
@@ -372,8 +386,7 @@ export class McpEndpoint {
 
   private newServer(onToolsListed?: (names: string[]) => void): Server {
     const { catalog, operations, tools, version } = this.deps;
-    const toolLists = this.toolLists;
-    return createEndpointServer({ catalog, operations, tools, version, toolLists, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
+    return createEndpointServer({ catalog, operations, tools, version, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
   }
 
   /**

@@ -43,45 +43,8 @@ export function tracedHeaders(headers: Headers): NonNullable<EndpointScope['trac
   return out;
 }
 
-/** Who sees the same items: the same account, server and key allowlists. */
-export const viewKey = ({ principal, serverId }: EndpointScope) =>
-  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
-
-/** Views whose last `tools/list` answer a `ToolListMemo` keeps (least recently used out first). */
-const MEMO_VIEWS = 1000;
-
-/**
- * The last `tools/list` answer built for each view (`viewKey`), with what it was built from: each server's id,
- * `updated_at`, health and name, and its listing as the object the listing cache handed out. A list whose inputs are
- * the same gets the same answer, so it is reused as it is; any change (a server added, removed, updated or turned
- * unhealthy, a listing refreshed or dropped) changes an input, and the answer is built afresh. Nothing is
- * invalidated by hand, so nothing can be missed. Answers are never mutated after they are built (the SDK's encoders
- * copy what they change).
- */
-export class ToolListMemo {
-  private readonly views = new Map<string, { inputs: readonly unknown[]; tools: Tool[]; names: string[] }>();
-
-  get(key: string, inputs: readonly unknown[]): { tools: Tool[]; names: string[] } | undefined {
-    const kept = this.views.get(key);
-    if (kept === undefined || kept.inputs.length !== inputs.length) return undefined;
-    for (let i = 0; i < inputs.length; i++) if (kept.inputs[i] !== inputs[i]) return undefined;
-    // Most recently used last.
-    this.views.delete(key);
-    this.views.set(key, kept);
-    return kept;
-  }
-
-  set(key: string, inputs: readonly unknown[], tools: Tool[], names: string[]): void {
-    this.views.delete(key);
-    if (this.views.size >= MEMO_VIEWS) this.views.delete(this.views.keys().next().value as string);
-    this.views.set(key, { inputs, tools, names });
-  }
-}
-
 export interface EndpointServerDeps {
   catalog: UpstreamCatalog;
-  /** The `tools/list` answers kept per view. */
-  toolLists: ToolListMemo;
   operations: { tools: ToolOperations };
   tools: ToolService;
   version: string;
@@ -143,8 +106,6 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
   catalog: UpstreamCatalog,
   scope: EndpointScope,
   kind: K,
-  /** Told what the answer is made from: each server (id, version, health, name), then the listings (`undefined`: left out). */
-  inputs?: unknown[],
 ): Promise<{ server: ServerRecord; items: ItemOf<K>[] }[]> {
   let servers: ServerRecord[];
   try {
@@ -154,9 +115,6 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
     throw upstreamFailure(error);
   }
   const lists = await Promise.all(servers.map((server) => catalog.list(server, kind)));
-  // A record is read afresh each time (a new object): it stands for itself by what an answer takes from it.
-  if (inputs !== undefined) for (const server of servers) inputs.push(`${server.id}\n${server.updated_at}\n${server.health}\n${server.config.name}`);
-  inputs?.push(...lists);
   let room = catalog.answerBytes;
   return servers.map((server, i) => {
     const listing = lists[i];
@@ -357,24 +315,14 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
   serve(server, 'tools/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
     requireScope(scope.principal, 'tool_calls:read');
-    const inputs: unknown[] = [];
-    const gathered = await gather(catalog, scope, 'tools', inputs);
-    const key = viewKey(scope);
-    const kept = deps.toolLists.get(key, inputs);
-    if (kept !== undefined) {
-      deps.onToolsListed?.(kept.names);
-      return { tools: kept.tools };
-    }
     const tools: Tool[] = [];
-    for (const { server: upstream, items } of gathered) {
+    for (const { server: upstream, items } of await gather(catalog, scope, 'tools')) {
       for (const tool of items) {
         if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
         tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
       }
     }
-    const names = tools.map((tool) => tool.name).sort();
-    deps.toolLists.set(key, inputs, tools, names);
-    deps.onToolsListed?.(names);
+    deps.onToolsListed?.(tools.map((tool) => tool.name).sort());
     return { tools };
   });
 
