@@ -1,20 +1,26 @@
-// The MCP endpoint (`/v1/mcp`): what an agent's tool call through the fleet's own MCP server costs on top of a direct
-// SDK call to the same upstream, and how long a `tools/list` of the account's aggregate takes from the cache.
+// The MCP endpoint (`/v1/mcp`), the targets of issue 31: what an agent's tool call through the fleet's own MCP server
+// costs on top of a direct SDK call to the same upstream, how many calls per second it relays, and how long a
+// `tools/list` of the account's aggregate takes from the cache.
 // Servers: bench/toolcall-server.mjs in a child process (the same 2025-era v1 SDK and 2026-07-28 v2 SDK `ping`
 // servers as section 4, plus 20 v2 servers of 20 tools each). This process runs the fleet behind the Hono adapter on
-// a real port (auth on, rate limits off) and times, alternating call by call:
+// a real port (auth on, rate limits off) and times, interleaved call by call (`interleavedRounds`, ROUNDS rounds of
+// BATCH passes, the first round dropped):
 //   direct   the v2 SDK Client, connected once to the upstream and kept, callTool `ping`
-//   mcp      the v2 SDK Client, connected once to /v1/mcp with the API key and kept (one session), callTool
+//   mcp      the v2 SDK Client, connected once to /v1/mcp with the API key and kept (one 2025 session), callTool
 //            `bench-v1__ping` / `bench-v2__ping` (the `{prefix}__{tool}` name)
 //   relay    the v2 SDK Client, connected once to a bare relay and kept: the v2 SDK's createMcpHandler in Hono on its
 //            own port in this process, tools `bench-v1__ping` / `bench-v2__ping` whose handlers call `ping` on an SDK
-//            Client kept per upstream. It is what an embedder would write without mcp-fleet, and it pays the same
-//            extra MCP hop as /v1/mcp, so it is the baseline of the target.
-// Added latency: median of the paired differences (call i of each, made back to back) and p99 minus p99, for mcp
-// against direct (information) and mcp against relay. Target: ≤ 0.5 ms median added over the relay. Then `tools/list` of another account that has the 20 × 20
-// servers, after the lists that fill the cache: ms per list (400 tools each).
-// Until /v1/mcp exists (it answers 404), the section prints one line saying so, times the direct calls alone (so
-// that half stays checked) and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs`.
+//            Client kept per upstream: what an embedder would write without mcp-fleet, with the same extra MCP hop.
+// Figures, each the median of per-round figures with the rounds' range and spread:
+//   7a/7b  mcp − direct (target ≤ +1.0 ms, both eras), relay − direct and mcp − relay (information);
+//   7d     calls/s with CONCURRENCY clients (own sessions) in a closed loop, /v1/mcp / relay (target ≥ 1.5×), and this
+//          process's CPU per call for each (clients and fleet, or clients and relay: the upstream is elsewhere);
+//   7c     tools/list p50 of 400 tools (20 × 20, target ≤ 1 ms) and of 10,000 (500 servers × 20, the 20 upstreams
+//          each registered 25 times; target ≤ 10 ms), from the cache.
+//   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
+//          with them open (target: within 10 % of without).
+// Not measured here (issue 31, left for later): stdio and WebSocket upstreams, 10,000 servers under the monitor.
+// Until /v1/mcp exists (it answers 404), the section times the direct calls alone and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs` (BENCH_MCP_* variables below).
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -24,12 +30,27 @@ import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
-import { collect, fmtAddedMs, fmtMs, median, pad, padLeft, quantile, settled } from './stats.mjs';
+import { collect, figure, fmtAddedFigure, fmtInt, fmtMs, fmtRatioFigure, fmtSpread, interleavedRounds, median, pad, quantile, rangeVerdict, settled } from './stats.mjs';
 
-const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 400);
+const ROUNDS = Number(process.env.BENCH_MCP_ROUNDS ?? 8);
+const BATCH = Number(process.env.BENCH_MCP_BATCH ?? 50);
 const WARMUP = Number(process.env.BENCH_MCP_WARMUP ?? 50);
-const LISTS = Number(process.env.BENCH_MCP_LISTS ?? 50);
-const TARGET_ADDED_MS = 0.5;
+const LISTS = Number(process.env.BENCH_MCP_LISTS ?? 20);
+const LIST_ROUNDS = Number(process.env.BENCH_MCP_LIST_ROUNDS ?? 6);
+const CONCURRENCY = Number(process.env.BENCH_MCP_CONCURRENCY ?? 32);
+const THROUGHPUT_MS = Number(process.env.BENCH_MCP_THROUGHPUT_MS ?? 2000);
+const THROUGHPUT_ROUNDS = Number(process.env.BENCH_MCP_THROUGHPUT_ROUNDS ?? 6);
+/** 500 servers × 20 tools: 10,000 tools in one account's tools/list. `0`: not measured. */
+const LARGE_SERVERS = Number(process.env.BENCH_MCP_LARGE_SERVERS ?? 500);
+/** 7e: live 2025 sessions over as many accounts. `0`: not measured. */
+const SESSIONS = Number(process.env.BENCH_MCP_SESSIONS ?? 1000);
+const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
+// Targets of issue 31.
+const TARGET_ADDED_MS = 1.0;
+const TARGET_THROUGHPUT = 1.5;
+const TARGET_LIST_MS = 1;
+const TARGET_LARGE_LIST_MS = 10;
+const TARGET_SESSION_KB = 20;
 
 const check = (result) => {
   if (result?.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
@@ -61,23 +82,6 @@ async function endpointStatus(url, secret) {
   return response.status;
 }
 
-/** Times `CALLS` calls of each variant, alternating (order flipped every call); answers every time, per variant id. */
-async function alternate(list) {
-  for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
-  collect();
-  const times = Object.fromEntries(list.map((v) => [v.id, []]));
-  for (let i = 0; i < CALLS; i++) {
-    const order = i % 2 === 0 ? list : [...list].reverse();
-    for (const v of order) {
-      await settled();
-      const start = performance.now();
-      await v.run();
-      times[v.id].push(performance.now() - start);
-    }
-  }
-  return times;
-}
-
 /**
  * The baseline: a bare MCP relay. One `McpServer` per request (createMcpHandler's factory), with a tool per upstream
  * that calls `ping` on the SDK Client kept for it and answers its result as it is.
@@ -97,41 +101,144 @@ async function bareRelay(upstreams) {
   return { server, url: `http://127.0.0.1:${server.address().port}/mcp` };
 }
 
-/** The paired figures of `variant` against `base`: medians, p99s, the median of the per-call differences. */
-function added(variant, base) {
-  return { addedMs: median(variant.map((t, i) => t - base[i])), addedP99: quantile(variant, 0.99) - quantile(base, 0.99) };
+/** Per-round figures of `a` against `b` (per-round medians): the difference in ms and the time ratio. */
+function addedFigures(perRound, a, b) {
+  return {
+    added: figure(perRound[a].map((t, i) => t - perRound[b][i])),
+    ratio: figure(perRound[a].map((t, i) => t / perRound[b][i])),
+  };
 }
 
-function report(title, times) {
-  console.log(`\n${title}`);
-  console.log(`  ${pad('variant', 56)} ${padLeft('median ms', 10)} ${padLeft('p99 ms', 8)} ${padLeft('added median', 13)} ${padLeft('added p99', 10)}`);
-  const direct = times.direct;
-  const out = { directMs: median(direct), directP99: quantile(direct, 0.99) };
-  console.log(`  ${pad('direct: SDK Client (kept connection) callTool', 56)} ${padLeft(fmtMs(out.directMs), 10)} ${padLeft(fmtMs(out.directP99), 8)}`);
-  if (times.mcp !== undefined) {
-    const mcp = times.mcp;
-    out.mcpMs = median(mcp);
-    out.mcpP99 = quantile(mcp, 0.99);
-    Object.assign(out, added(mcp, direct));
-    console.log(
-      `  ${pad('mcp: SDK Client on /v1/mcp (kept session) callTool', 56)} ${padLeft(fmtMs(out.mcpMs), 10)} ${padLeft(fmtMs(out.mcpP99), 8)} ${padLeft(fmtAddedMs(out.addedMs), 13)} ${padLeft(fmtAddedMs(out.addedP99), 10)}`,
-    );
-    const relay = times.relay;
-    out.relayMs = median(relay);
-    out.relayP99 = quantile(relay, 0.99);
-    const relayAdded = added(relay, direct);
-    console.log(
-      `  ${pad('relay: SDK Client on a bare SDK relay (Hono) callTool', 56)} ${padLeft(fmtMs(out.relayMs), 10)} ${padLeft(fmtMs(out.relayP99), 8)} ${padLeft(fmtAddedMs(relayAdded.addedMs), 13)} ${padLeft(fmtAddedMs(relayAdded.addedP99), 10)}`,
-    );
-    out.overRelay = added(mcp, relay);
-    console.log(`  ${pad('mcp − relay (the target: ≤ 0.5 ms median)', 56)} ${padLeft('', 10)} ${padLeft('', 8)} ${padLeft(fmtAddedMs(out.overRelay.addedMs), 13)} ${padLeft(fmtAddedMs(out.overRelay.addedP99), 10)}`);
+/**
+ * Throughput with `CONCURRENCY` clients, each with its own kept connection (a 2025 session on /v1/mcp), calling in a
+ * closed loop for `THROUGHPUT_MS` per variant per round, the variants alternating round by round. Answers the calls/s
+ * of each round per variant, and this process's CPU per call (the clients, the fleet or the relay, together).
+ */
+async function throughputRounds(variants) {
+  const perRound = Object.fromEntries(variants.map((v) => [v.id, []]));
+  const cpuPerCall = Object.fromEntries(variants.map((v) => [v.id, []]));
+  for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
+    const order = round % 2 === 0 ? variants : [...variants].reverse();
+    for (const v of order) {
+      collect();
+      let calls = 0;
+      let stop = false;
+      const cpu0 = process.cpuUsage();
+      const start = performance.now();
+      const timer = setTimeout(() => (stop = true), THROUGHPUT_MS);
+      await Promise.all(
+        v.callers.map(async (run) => {
+          while (!stop) {
+            await run();
+            calls++;
+          }
+        }),
+      );
+      clearTimeout(timer);
+      const seconds = (performance.now() - start) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      // The first round warms the JIT and the connections: dropped.
+      if (round === 0) continue;
+      perRound[v.id].push(calls / seconds);
+      cpuPerCall[v.id].push((cpu.user + cpu.system) / calls);
+    }
   }
-  return out;
+  return { perRound, cpuPerCall };
 }
+
+/** `LIST_ROUNDS` rounds of `LISTS` lists each; answers the per-round p50 in ms. */
+async function listRounds(lister, expected) {
+  const perRound = [];
+  const p99 = [];
+  for (let round = 0; round < LIST_ROUNDS; round++) {
+    collect();
+    const times = [];
+    for (let i = 0; i < LISTS; i++) {
+      await settled();
+      const start = performance.now();
+      const { tools } = await lister.listTools();
+      times.push(performance.now() - start);
+      if (tools.length !== expected) throw new Error(`tools/list answered ${tools.length} tools, expected ${expected}`);
+    }
+    perRound.push(median(times));
+    p99.push(quantile(times, 0.99));
+  }
+  return { p50: figure(perRound), p99: figure(p99) };
+}
+
+/** Lists until every server's tools are cached (a server slow to answer its first list is left out of that answer). */
+async function fill(lister, expected) {
+  let count = 0;
+  for (let attempt = 0; attempt < 10 && count !== expected; attempt++) count = (await lister.listTools()).tools.length;
+  if (count !== expected) throw new Error(`tools/list answered ${count} tools after 10 lists, expected ${expected}`);
+}
+
+/**
+ * 7e: `SESSIONS` live 2025 sessions over `SESSION_ACCOUNTS` accounts, opened with bare `fetch` (initialize, then
+ * notifications/initialized; a 2025 session lives in the fleet's process, the client holds only its id). The RSS and
+ * the heap this process adds per session (after a full GC before and after), then 7b's calls again, interleaved as
+ * before: `(mcp / direct) with the sessions open ÷ (mcp / direct) with none` is the latency figure (target ≤ 1.10×).
+ */
+async function liveSessions(fleet, endpoint, list, before) {
+  const secrets = [];
+  for (let a = 0; a < SESSION_ACCOUNTS; a++) secrets.push((await fleet.keys.create({ account: `bench-sessions-${a}`, tier: 'pro' }))._unsafeUnwrap().secret);
+  const open = async (secret) => {
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(endpoint, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-session', version: '1.0.0' } } }),
+    });
+    await init.text();
+    const id = init.headers.get('mcp-session-id');
+    if (init.status !== 200 || id === null) throw new Error(`initialize answered ${init.status}`);
+    const done = await fetch(endpoint, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
+    await done.text();
+    return id;
+  };
+  // One session per account first, so that each account's first-time costs are not charged to the sessions.
+  for (const secret of secrets) await open(secret);
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) {
+      collect();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return process.memoryUsage();
+  };
+  const m0 = await settle();
+  const ids = [];
+  for (let i = 0; i < SESSIONS; i++) ids.push(await open(secrets[i % secrets.length]));
+  const m1 = await settle();
+  const rssKb = (m1.rss - m0.rss) / 1024 / SESSIONS;
+  const heapKb = (m1.heapUsed - m0.heapUsed) / 1024 / SESSIONS;
+  const perRound = await interleavedRounds(list, ROUNDS + 1, BATCH);
+  for (const id of Object.keys(perRound)) perRound[id].shift();
+  const withOpen = figure(perRound.mcp.map((t, i) => t / perRound.direct[i]));
+  // Against 7b's rounds (no session but the bench's own): the medians' ratio, the range from the rounds' extremes.
+  const ratio = {
+    ...figure([withOpen.median / before.overDirect.ratio.median]),
+    low: withOpen.low / before.overDirect.ratio.high,
+    high: withOpen.high / before.overDirect.ratio.low,
+  };
+  ratio.spreadPct = (100 * Math.max(ratio.high - ratio.median, ratio.median - ratio.low)) / ratio.median;
+  console.log(`\n7e. ${fmtInt(SESSIONS)} live 2025 sessions over ${SESSION_ACCOUNTS} accounts (2026-07-28 upstream calls as 7b)`);
+  console.log(`  ${pad('RSS added per session', 56)} ${rssKb.toFixed(1)} KB  ${rssKb <= TARGET_SESSION_KB ? 'met' : 'missed'} (≤ ${TARGET_SESSION_KB} KB)`);
+  console.log(`  ${pad('heap added per session (information)', 56)} ${heapKb.toFixed(1)} KB`);
+  console.log(`  ${pad('mcp / direct with them open ÷ with none (7b)', 56)} ${fmtRatioFigure(ratio)}  ${rangeVerdict(ratio, 1.1, { atMost: true })}`);
+  return { rssKb, heapKb, ratio, ids: ids.length };
+}
+
+const fmtFigureMs = (f) => `${fmtMs(f.median)} ms (rounds ${fmtMs(f.low)}..${fmtMs(f.high)}, ${fmtSpread(f)})`;
 
 export async function runMcpEndpointBench() {
   const started = Date.now();
-  console.log(`\n== 7. MCP endpoint: a tool call through /v1/mcp against a direct SDK call to the same server (${CALLS} calls each, alternating; after ${WARMUP} warm-up calls)`);
+  console.log(
+    `\n== 7. MCP endpoint: a tool call through /v1/mcp against a direct SDK call to the same server and against a bare SDK relay (${ROUNDS} rounds of ${BATCH} calls each, interleaved; the first round dropped)`,
+  );
   const proc = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), ['many'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => proc.once('message', resolve));
 
@@ -158,38 +265,94 @@ export async function runMcpEndpointBench() {
   else if (status >= 400) throw new Error(`/v1/mcp answered ${status} to an initialize with a valid key`);
 
   const mcpClient = present ? await kept(endpoint, secret) : undefined;
-  const relay = present ? await bareRelay({ 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) }) : undefined;
+  const upstreamClients = present ? { 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) } : undefined;
+  const relay = present ? await bareRelay(upstreamClients) : undefined;
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
-  const result = { skipped: !present };
-  for (const [era, title] of [
-    ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP'],
-    ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler'],
+  const result = { skipped: !present, figures: [] };
+  let modernList;
+  for (const [era, title, label] of [
+    ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', '7a /v1/mcp tools/call − direct SDK call, 2025-era upstream'],
+    ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler', '7b /v1/mcp tools/call − direct SDK call, 2026-07-28 upstream'],
   ]) {
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
     if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) }, { id: 'relay', run: caller(relayClient, `bench-${era}__ping`) });
-    result[era === 'v1' ? 'legacy' : 'modern'] = report(title, await alternate(list));
+    for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
+    const perRound = await interleavedRounds(list, ROUNDS + 1, BATCH);
+    for (const id of Object.keys(perRound)) perRound[id].shift();
+    console.log(`\n${title}`);
+    const out = { directMs: figure(perRound.direct) };
+    console.log(`  ${pad('direct: SDK Client (kept connection) callTool', 56)} ${fmtFigureMs(out.directMs)}`);
+    if (mcpClient !== undefined) {
+      out.mcpMs = figure(perRound.mcp);
+      out.relayMs = figure(perRound.relay);
+      out.overDirect = addedFigures(perRound, 'mcp', 'direct');
+      out.overRelay = addedFigures(perRound, 'mcp', 'relay');
+      out.relayOverDirect = addedFigures(perRound, 'relay', 'direct');
+      console.log(`  ${pad('mcp: SDK Client on /v1/mcp (kept session) callTool', 56)} ${fmtFigureMs(out.mcpMs)}`);
+      console.log(`  ${pad('relay: SDK Client on a bare SDK relay (Hono) callTool', 56)} ${fmtFigureMs(out.relayMs)}`);
+      console.log(`  ${pad('mcp − direct', 56)} ${fmtAddedFigure(out.overDirect.added)}  ${rangeVerdict(out.overDirect.added, TARGET_ADDED_MS, { atMost: true, unit: ' ms' })}`);
+      console.log(`  ${pad('relay − direct (information)', 56)} ${fmtAddedFigure(out.relayOverDirect.added)}`);
+      console.log(`  ${pad('mcp − relay (information)', 56)} ${fmtAddedFigure(out.overRelay.added)}`);
+      result.figures.push({ label, kind: 'added', target: TARGET_ADDED_MS, builds: { this: out.overDirect.added }, ratios: { this: out.overDirect.ratio } });
+    }
+    result[era === 'v1' ? 'legacy' : 'modern'] = out;
+    if (era === 'v2') modernList = list;
   }
 
   if (present) {
+    // Throughput: CONCURRENCY clients (own sessions) on /v1/mcp, against as many on the bare relay, 2026-07-28 upstream.
+    const mcpCallers = [];
+    const relayCallers = [];
+    for (let c = 0; c < CONCURRENCY; c++) {
+      mcpCallers.push(caller(await kept(endpoint, secret), 'bench-v2__ping'));
+      relayCallers.push(caller(await kept(relay.url), 'bench-v2__ping'));
+    }
+    const { perRound, cpuPerCall } = await throughputRounds([
+      { id: 'mcp', callers: mcpCallers },
+      { id: 'relay', callers: relayCallers },
+    ]);
+    const t = {
+      mcp: figure(perRound.mcp),
+      relay: figure(perRound.relay),
+      ratio: figure(perRound.mcp.map((x, i) => x / perRound.relay[i])),
+      cpuMcp: figure(cpuPerCall.mcp),
+      cpuRelay: figure(cpuPerCall.relay),
+    };
+    result.throughput = t;
+    console.log(`\n7d. Throughput: ${CONCURRENCY} concurrent clients calling in a closed loop, ${THROUGHPUT_MS} ms per variant, ${THROUGHPUT_ROUNDS - 1} rounds alternating (2026-07-28 upstream)`);
+    console.log(`  ${pad('calls/s through /v1/mcp', 56)} ${fmtInt(t.mcp.median)} (rounds ${fmtInt(t.mcp.low)}..${fmtInt(t.mcp.high)})`);
+    console.log(`  ${pad('calls/s through the bare SDK relay', 56)} ${fmtInt(t.relay.median)} (rounds ${fmtInt(t.relay.low)}..${fmtInt(t.relay.high)})`);
+    console.log(`  ${pad('/v1/mcp / relay', 56)} ${fmtRatioFigure(t.ratio)}  ${rangeVerdict(t.ratio, TARGET_THROUGHPUT)}`);
+    console.log(
+      `  ${pad('CPU of this process per call (clients + fleet / + relay)', 56)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (the upstream in its own process)`,
+    );
+    result.figures.push({ label: `7d calls/s via /v1/mcp / bare SDK relay, ${CONCURRENCY} clients`, kind: 'ratio', target: TARGET_THROUGHPUT, builds: { this: t.ratio } });
+
+    // tools/list from the cache: 20 servers × 20 tools, then 500 servers × 20 tools (the 20 upstreams, each registered 25 times).
     const { secret: listSecret } = (await fleet.keys.create({ account: 'bench-list', tier: 'pro' }))._unsafeUnwrap();
     for (const [s, url] of urls.many.entries()) await register('bench-list', `many${String(s).padStart(2, '0')}`, url);
     const lister = await kept(endpoint, listSecret);
-    // The first lists fill the per-server caches; a server that is slow to answer its first tools/list is left out of
-    // that answer (contract: 5 s), so up to 5 lists are made until all 400 tools are there.
-    let count = 0;
-    for (let attempt = 0; attempt < 5 && count !== 400; attempt++) count = (await lister.listTools()).tools.length;
-    if (count !== 400) throw new Error(`tools/list over 20 × 20 answered ${count} tools after 5 lists, expected 400`);
-    const times = [];
-    for (let i = 0; i < LISTS; i++) {
-      const start = performance.now();
-      const { tools } = await lister.listTools();
-      times.push(performance.now() - start);
-      if (tools.length !== 400) throw new Error(`tools/list answered ${tools.length} tools, expected 400`);
+    await fill(lister, 400);
+    result.list = await listRounds(lister, 400);
+    console.log(`\n7c. tools/list on /v1/mcp from the cache (${LIST_ROUNDS} rounds of ${LISTS} lists after those that fill it; per-round p50)`);
+    console.log(`  ${pad('20 servers × 20 tools (400 tools), p50', 56)} ${fmtFigureMs(result.list.p50)}  ${rangeVerdict(result.list.p50, TARGET_LIST_MS, { atMost: true, unit: ' ms p50' })}`);
+    console.log(`  ${pad('  p99 (information)', 56)} ${fmtFigureMs(result.list.p99)}`);
+    result.figures.push({ label: '7c tools/list of 400 tools from the cache', kind: 'ms', target: TARGET_LIST_MS, builds: { this: result.list.p50 } });
+    if (LARGE_SERVERS > 0) {
+      const { secret: largeSecret } = (await fleet.keys.create({ account: 'bench-large', tier: 'pro' }))._unsafeUnwrap();
+      for (let s = 0; s < LARGE_SERVERS; s++) await register('bench-large', `large${String(s).padStart(3, '0')}`, urls.many[s % urls.many.length]);
+      const large = await kept(endpoint, largeSecret);
+      await fill(large, LARGE_SERVERS * 20);
+      result.listLarge = await listRounds(large, LARGE_SERVERS * 20);
+      console.log(
+        `  ${pad(`${LARGE_SERVERS} servers × 20 tools (${LARGE_SERVERS * 20} tools), p50`, 56)} ${fmtFigureMs(result.listLarge.p50)}  ${rangeVerdict(result.listLarge.p50, TARGET_LARGE_LIST_MS, { atMost: true, unit: ' ms p50' })}`,
+      );
+      console.log(`  ${pad('  p99 (information)', 56)} ${fmtFigureMs(result.listLarge.p99)}`);
+      result.figures.push({ label: `7c tools/list of ${LARGE_SERVERS * 20} tools from the cache`, kind: 'ms', target: TARGET_LARGE_LIST_MS, builds: { this: result.listLarge.p50 } });
     }
-    result.list = { ms: median(times), p99: quantile(times, 0.99) };
-    console.log(`\n7c. tools/list on /v1/mcp, 20 servers × 20 tools, from the cache (${LISTS} lists after those that fill it)`);
-    console.log(`  ${pad('ms per list (400 tools)', 56)} ${padLeft(fmtMs(result.list.ms), 10)} ${padLeft(fmtMs(result.list.p99), 8)}  (median, p99)`);
   }
+
+  if (present && SESSIONS > 0) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
 
   for (const client of clients) await client.close();
   server.close();
@@ -197,7 +360,6 @@ export async function runMcpEndpointBench() {
   await fleet.close();
   proc.send({ type: 'exit' });
   result.seconds = (Date.now() - started) / 1000;
-  result.targetAddedMs = TARGET_ADDED_MS;
   console.log(`\n  MCP endpoint section: ${result.seconds.toFixed(1)} s`);
   return result;
 }

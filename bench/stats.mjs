@@ -136,8 +136,9 @@ export function fmtAddedFigure(f) {
 
 /**
  * Prints target figures, one line per build. An entry is `{ label, kind, target, builds: { this, base? }, ab? }`:
- * kind `ratio` (builds[b] a figure of per-round ratios, target a floor), or `added` (builds[b] a figure of per-round
- * added milliseconds, target a ceiling, and `ratios[b]` the per-round time ratios whose spread is quoted). `ab` is
+ * kind `ratio` (builds[b] a figure of per-round ratios, target a floor), `added` (builds[b] a figure of per-round
+ * added milliseconds, target a ceiling, and `ratios[b]` the per-round time ratios whose spread is quoted), or `ms`
+ * (builds[b] a figure of per-round p50 times in ms, target a ceiling). `ab` is
  * `{ what, figure }`: this build against the baseline build, per round. Answers the lines, for the summary.
  */
 export function printFigures(entries, indent = '  ') {
@@ -150,8 +151,11 @@ export function printFigures(entries, indent = '  ') {
       const value =
         e.kind === 'added'
           ? `${fmtAddedFigure(f)}, time ×${e.ratios[b].median.toFixed(2)} ${fmtSpread(e.ratios[b])}`
-          : fmtRatioFigure(f);
-      const text = `${pad(label, 66)} ${pad(value, 44)} ${rangeVerdict(f, e.target, e.kind === 'added' ? { atMost: true, unit: ' ms' } : {})}`;
+          : e.kind === 'ms'
+            ? `${fmtMs(f.median)} ms (rounds ${fmtMs(f.low)}..${fmtMs(f.high)}, ${fmtSpread(f)})`
+            : fmtRatioFigure(f);
+      const how = e.kind === 'added' ? { atMost: true, unit: ' ms' } : e.kind === 'ms' ? { atMost: true, unit: ' ms p50' } : {};
+      const text = `${pad(label, 66)} ${pad(value, 44)} ${rangeVerdict(f, e.target, how)}`;
       lines.push(text);
     }
     if (e.ab !== undefined) lines.push(`${pad(`${' '.repeat(4)}this / baseline build (${e.ab.what})`, 66)} ${fmtRatioFigure(e.ab.figure)}`);

@@ -169,6 +169,74 @@ function requestsIn(body: unknown): JsonRpcRequestLike[] {
 }
 
 /**
+ * Whether a 2025 POST body is one JSON-RPC request that nothing is streamed for before its answer: no
+ * `_meta.progressToken` (the one notification the endpoint's handlers send about a request is its progress, and only
+ * when asked), and not `initialize` (whose answer opens the session). Its answer can then go as one JSON body, as the
+ * 2026-07-28 handler's `auto` mode answers, instead of an SSE stream of one event.
+ */
+function answersWhole(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const message = body as { method?: unknown; id?: unknown; params?: { _meta?: { progressToken?: unknown } } };
+  if (typeof message.method !== 'string' || message.id === undefined || message.method === 'initialize') return false;
+  return message.params?._meta?.progressToken === undefined;
+}
+
+/**
+ * The SDK's 2025 transport answers every POST of a request as an SSE stream. For a request that streams nothing
+ * before its answer (`answersWhole`), the stream is read here (it is in memory, and ends with the answer) and its one
+ * event answered as `application/json`, which the client accepted with its `Accept` (Streamable HTTP lets the server
+ * choose): one write of headers and body instead of headers, the event and the end of a chunked stream. Anything else
+ * the stream held (keep-alive comments are dropped, as a JSON answer has none) is answered as it was, SSE. The
+ * client going away cancels the read, as it would cancel the stream.
+ */
+async function wholeAnswer(response: Response, signal: AbortSignal): Promise<Response> {
+  if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response;
+  const reader = response.body.getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  signal.addEventListener('abort', cancel, { once: true });
+  const chunks: Uint8Array[] = [];
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+    }
+  } catch {
+    // The stream failed (the session closed under it): what it held is answered as it was.
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+  // The event's bytes as the SDK encoded them: its `data:` line is the JSON-RPC message (JSON holds no raw newline).
+  const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let data: Uint8Array | undefined;
+  let events = 0;
+  for (let at = 0; at < text.length; ) {
+    const newline = text.indexOf(NEWLINE, at);
+    const end = newline === -1 ? text.length : newline;
+    if (text.subarray(at, at + DATA.length).equals(DATA)) {
+      events++;
+      data = text.subarray(at + (text[at + DATA.length] === SPACE ? DATA.length + 1 : DATA.length), end);
+    }
+    at = end + 1;
+  }
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  if (events !== 1 || data === undefined) return new Response(text, { status: response.status, headers });
+  headers['content-type'] = 'application/json';
+  delete headers['cache-control'];
+  delete headers['connection'];
+  delete headers['x-accel-buffering'];
+  return new Response(data, { status: response.status, headers });
+}
+
+const NEWLINE = 0x0a;
+const SPACE = 0x20;
+const DATA = Buffer.from('data:');
+
+/**
  * The fleet as one MCP server (CONTRACT "The MCP endpoint"): Streamable HTTP on Web `Request`/`Response`, served by
  * the SDK. 2026-07-28 traffic goes to the SDK's per-request handler (`createMcpHandler`, stateless); 2025 traffic
  * (`initialize`, `Mcp-Session-Id`, the GET stream) to sessionful `WebStandardStreamableHTTPServerTransport`s kept here,
@@ -355,7 +423,8 @@ export class McpEndpoint {
     if (session === undefined) return jsonRpcError(404, -32001, 'Session not found');
     session.scope = scope;
     session.lastUsed = Date.now();
-    return session.transport.handleRequest(request, options);
+    const response = await session.transport.handleRequest(request, options);
+    return answersWhole(parsedBody) ? wholeAnswer(response, request.signal) : response;
   }
 
   /** A new 2025 session; its record is written once the SDK accepted the `initialize`. */

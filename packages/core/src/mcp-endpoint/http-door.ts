@@ -76,11 +76,22 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
     },
     (decision) => refusedMessages(decision, x.limitHeaders),
   );
-  // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through.
-  const headers = new Headers(response.headers);
+  // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through. The
+  // SDK's answers are its own `new Response`s, whose headers can be set in place (no copy of the body's stream, and
+  // an answer made of text stays text for the server adapter); one whose headers are immutable is copied.
+  try {
+    stamp(response.headers, x);
+    return response;
+  } catch {
+    const headers = new Headers(response.headers);
+    stamp(headers, x);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  }
+}
+
+function stamp(headers: Headers, x: McpDoorExchange): void {
   headers.set('x-request-id', x.requestId);
   for (const [name, value] of Object.entries(x.limitHeaders)) headers.set(name, value);
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** The 429 of a body of JSON-RPC messages the limiter refused: one JSON-RPC error naming the fleet's code. */

@@ -1,0 +1,68 @@
+// A CPU profile of the fleet's process while a client calls tools/call through /v1/mcp (docs/performance.md, "The MCP
+// endpoint at speed"): the fleet behind Hono in a child process of its own run with `--cpu-prof`, section 4's two
+// upstreams (bench/toolcall-server.mjs) in another, the client here. Prints the fleet's CPU per call
+// (process.cpuUsage) and the top self-time entries of its profile (bench/cpu-profile.mjs).
+//   node bench/mcp-profile.mjs [v1|v2] [calls]       (after `npm run build`; v1: the 2025-era upstream)
+// The profile is written to BENCH_PROFILE_DIR (default: a new directory under the OS's temp dir); never commit it.
+import { fork } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { topFunctions } from './cpu-profile.mjs';
+
+const era = process.argv[2] ?? 'v1';
+const calls = Number(process.argv[3] ?? 2000);
+const dir = process.env.BENCH_PROFILE_DIR ?? mkdtempSync(path.join(tmpdir(), 'mcp-profile-'));
+
+if (process.argv[2] === 'fleet') {
+  // The child: the fleet on a port, its two upstreams in a grandchild.
+  const { createServer } = await import('node:http');
+  const { serve } = await import('@hono/node-server');
+  const { createFleet } = await import('@mcp-fleet/core');
+  const { createFleetApp } = await import('@mcp-fleet/hono');
+  const upstreams = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const urls = await new Promise((resolve) => upstreams.once('message', resolve));
+  const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, onError: (error) => console.error('[profile fleet]', error.code) });
+  const { secret } = (await fleet.keys.create({ account: 'profile', tier: 'pro' }))._unsafeUnwrap();
+  for (const [name, endpoint] of [['bench-v1', urls.v1], ['bench-v2', urls.v2]]) (await fleet.servers.create('profile', { name, type: 'http', endpoint }))._unsafeUnwrap();
+  const server = serve({ fetch: createFleetApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  process.on('message', async (message) => {
+    if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
+    if (message === 'exit') {
+      upstreams.send({ type: 'exit' });
+      server.close();
+      await fleet.close();
+      process.exit(0);
+    }
+  });
+  process.send({ endpoint: `http://127.0.0.1:${server.address().port}/v1/mcp`, secret });
+} else {
+  const child = fork(fileURLToPath(import.meta.url), ['fleet'], { execArgv: ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const { endpoint, secret } = await new Promise((resolve) => child.once('message', resolve));
+  const client = new Client({ name: 'bench-mcp-profile', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+  const call = async () => {
+    const result = await client.callTool({ name: `bench-${era}__ping`, arguments: {} });
+    if (result.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
+  };
+  const cpu = async () => {
+    child.send('cpu');
+    const { cpu: used } = await new Promise((resolve) => child.once('message', resolve));
+    return used.user + used.system;
+  };
+  for (let i = 0; i < 200; i++) await call();
+  const before = await cpu();
+  const started = performance.now();
+  for (let i = 0; i < calls; i++) await call();
+  const perCall = (await cpu()) - before;
+  console.log(`${era === 'v1' ? '2025-era' : '2026-07-28'} upstream, ${calls} calls: the fleet's CPU ${(perCall / calls).toFixed(0)} µs per call, ${((performance.now() - started) / calls).toFixed(2)} ms per call`);
+  await client.close();
+  child.send('exit');
+  await new Promise((resolve) => child.once('exit', resolve));
+  const file = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile')).map((name) => path.join(dir, name))[0];
+  console.log(`profile: ${file}\nself time, % of the fleet process's busy time (start-up included):`);
+  for (const f of topFunctions(JSON.parse(readFileSync(file, 'utf8')), 12)) console.log(`  ${f.selfPct.toFixed(1).padStart(5)}  ${f.name}  ${f.where}`);
+}
