@@ -61,11 +61,11 @@ afterAll(async () => {
 });
 
 describe('the dashboard build', () => {
-  it('is the production build, a few tens of KB at most gzipped (docs/dashboard.md)', () => {
+  it('is the production build, a few tens of KB at most gzipped (docs/dashboard.md: about 25 KB)', () => {
     const dir = fileURLToPath(new URL('../packages/core/dist/dashboard/assets/', import.meta.url));
     const sizes = readdirSync(dir).map((file) => ({ file, gzipped: gzipSync(readFileSync(`${dir}${file}`), { level: 9 }).byteLength }));
     expect(sizes.map(({ file }) => file.replace(/-[\w-]+\./, '.')).sort()).toEqual(['index.css', 'index.js']);
-    expect(sizes.reduce((sum, { gzipped }) => sum + gzipped, 0)).toBeLessThan(20_000);
+    expect(sizes.reduce((sum, { gzipped }) => sum + gzipped, 0)).toBeLessThan(30_000);
   });
 });
 
