@@ -125,11 +125,23 @@ function TryIt({ serverId, tool, onClose }: { serverId: string; tool: Tool; onCl
     if (outcome || problem) (shown.current?.querySelector('.outcome, .problem') as HTMLElement | null)?.focus();
   }, [outcome, problem]);
 
+  const [tried, setTried] = useState(false);
+  /** The arguments of `value`, and what the form refuses in it, by field id. */
+  const check = (value: Draft) => {
+    const found: Record<string, string> = {};
+    const args = noArguments ? {} : whole === 'object' ? collect(schema, value, [], true, found) : collect(schema, value, ['arguments'], true, found);
+    if (!noArguments && whole !== 'object' && (typeof args !== 'object' || args === null || Array.isArray(args))) found[fieldId(['arguments'])] ??= 'must be a JSON object';
+    return { args, found };
+  };
+  // Once a call was refused, each change says at once what is still missing.
+  const edit = (value: Draft) => {
+    setDraft(value);
+    if (tried) setIssues(check(value).found);
+  };
   const submit = async (event: Event) => {
     event.preventDefault();
-    const found: Record<string, string> = {};
-    const args = noArguments ? {} : whole === 'object' ? collect(schema, draft, [], true, found) : collect(schema, draft, ['arguments'], true, found);
-    if (!noArguments && whole !== 'object' && (typeof args !== 'object' || args === null || Array.isArray(args))) found[fieldId(['arguments'])] ??= 'must be a JSON object';
+    setTried(true);
+    const { args, found } = check(draft);
     setIssues(found);
     if (Object.keys(found).length > 0) {
       // Focus the first field the form refuses: the keyboard user lands where the fix is.
@@ -149,12 +161,12 @@ function TryIt({ serverId, tool, onClose }: { serverId: string; tool: Tool; onCl
       {noArguments && <p class="muted">This tool takes no arguments.</p>}
       {whole === 'object' &&
         fields.map(([name, sub]) => (
-          <SchemaField key={name} schema={sub} name={name} path={[name]} draft={(draft as Record<string, Draft>)[name]} required={required.includes(name)} issues={issues} onChange={(value) => setDraft({ ...(draft as Record<string, Draft>), [name]: value })} />
+          <SchemaField key={name} schema={sub} name={name} path={[name]} draft={(draft as Record<string, Draft>)[name]} required={required.includes(name)} issues={issues} onChange={(value) => edit({ ...(draft as Record<string, Draft>), [name]: value })} />
         ))}
       {whole !== 'object' && !noArguments && (
-        <SchemaField schema={schema} name="arguments" path={['arguments']} draft={draft} required issues={issues} onChange={setDraft} />
+        <SchemaField schema={schema} name="arguments" path={['arguments']} draft={draft} required issues={issues} onChange={edit} />
       )}
-      <p class="muted">* required</p>
+      {!noArguments && <p class="muted">* required</p>}
       <div class="buttons">
         <button type="submit" disabled={busy}>
           {busy ? 'Calling…' : `Call ${tool.name}`}
