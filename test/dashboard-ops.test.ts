@@ -6,23 +6,19 @@
  * created). Each page passes axe-core with no serious or critical violation, at 1280 and at 360 px wide, under the
  * page's CSP. The hono run takes the screenshots of docs/ (written there with UPDATE_SCREENSHOTS=1).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../packages/core/src/auth/scopes.js';
 import { exportClientConfig } from '../packages/core/src/import/export.js';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { type DashboardUpstream, HOSTILE_TEXT, PNG_BASE64, startDashboardUpstream } from './fixtures/dashboard-upstream.js';
 import { ADAPTERS, type Served, serveFleet } from './support/adapters.js';
+import { browserPresent, launchBrowser, SCREENSHOTS } from './support/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const DOCS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../docs/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'mcp-fleet-shots-'))}/`;
-const present = existsSync(CHROMIUM) || process.env.CI === 'true';
+const DOCS = SCREENSHOTS;
+const present = browserPresent;
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
@@ -31,7 +27,7 @@ let trips: DashboardUpstream;
 
 beforeAll(async () => {
   if (!present) return;
-  [browser, search, trips] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: FLAGS }), startV2ToolServer(), startDashboardUpstream()]);
+  [browser, search, trips] = await Promise.all([launchBrowser(), startV2ToolServer(), startDashboardUpstream()]);
 });
 
 afterAll(async () => {

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { exportClientConfig } from '../../src/import/export.js';
 import { apiBase } from './api.js';
@@ -32,6 +33,33 @@ async function protectedResource(mcpPath: string): Promise<boolean> {
   return false;
 }
 
+/** The clients configured by a file alone, as `exportClientConfig` writes it. */
+const FILES: { id: string; client: string; format: 'cursor' | 'vscode' | 'claude-desktop'; file: string; where: ComponentChildren }[] = [
+  {
+    id: 'cursor',
+    client: 'Cursor',
+    format: 'cursor',
+    file: '.cursor/mcp.json',
+    where: (
+      <>
+        <code>.cursor/mcp.json</code> in the project, or <code>~/.cursor/mcp.json</code> for every project; set <code>{VARIABLE}</code> in the environment Cursor starts from.
+      </>
+    ),
+  },
+  { id: 'vscode', client: 'VS Code', format: 'vscode', file: '.vscode/mcp.json', where: <><code>.vscode/mcp.json</code>: VS Code asks for the key once and keeps it in its secret storage.</> },
+  {
+    id: 'desktop',
+    client: 'Claude Desktop',
+    format: 'claude-desktop',
+    file: 'claude_desktop_config.json',
+    where: (
+      <>
+        <code>claude_desktop_config.json</code>, through the <code>mcp-remote</code> bridge (Node.js needed): replace the placeholder in <code>env</code> with the key, keeping <code>Bearer </code> before it.
+      </>
+    ),
+  },
+];
+
 /** Ready-to-paste configurations of the fleet's MCP endpoint for the common clients, from `exportClientConfig`. */
 export function ConnectPage() {
   const path = `${apiBase}/mcp`;
@@ -61,27 +89,13 @@ export function ConnectPage() {
         <p>Or, for everyone working in a project, its <code>.mcp.json</code> (Claude Code reads <code>{`\${${VARIABLE}}`}</code> from the environment):</p>
         <Snippet id="claude-code-json" title="Claude Code .mcp.json" text={json(claudeCode)} />
       </section>
-      <section class="panel" aria-labelledby="cursor-title">
-        <h2 id="cursor-title">Cursor</h2>
-        <p>
-          <code>.cursor/mcp.json</code> in the project, or <code>~/.cursor/mcp.json</code> for every project; set <code>{VARIABLE}</code> in the environment Cursor starts from.
-        </p>
-        <Snippet id="cursor-json" title="Cursor .cursor/mcp.json" text={json(config('cursor'))} />
-      </section>
-      <section class="panel" aria-labelledby="vscode-title">
-        <h2 id="vscode-title">VS Code</h2>
-        <p>
-          <code>.vscode/mcp.json</code>: VS Code asks for the key once and keeps it in its secret storage.
-        </p>
-        <Snippet id="vscode-json" title="VS Code .vscode/mcp.json" text={json(config('vscode'))} />
-      </section>
-      <section class="panel" aria-labelledby="desktop-title">
-        <h2 id="desktop-title">Claude Desktop</h2>
-        <p>
-          <code>claude_desktop_config.json</code>, through the <code>mcp-remote</code> bridge (Node.js needed): replace the placeholder in <code>env</code> with the key, keeping <code>Bearer </code> before it.
-        </p>
-        <Snippet id="desktop-json" title="Claude Desktop claude_desktop_config.json" text={json(config('claude-desktop'))} />
-      </section>
+      {FILES.map(({ id, client, format, file, where }) => (
+        <section class="panel" aria-labelledby={`${id}-title`} key={id}>
+          <h2 id={`${id}-title`}>{client}</h2>
+          <p>{where}</p>
+          <Snippet id={`${id}-json`} title={`${client} ${file}`} text={json(config(format))} />
+        </section>
+      ))}
       {oauth && (
         <section class="panel" aria-labelledby="connector-title">
           <h2 id="connector-title">Claude.ai and ChatGPT</h2>
