@@ -108,6 +108,7 @@ describe.skipIf(!present).each(ADAPTERS.map((adapter) => ({ adapter, name: adapt
       await page.getByRole('checkbox', { name: 'trips__plan_trip', exact: true }).waitFor();
       await page.getByRole('checkbox', { name: 'search__echo', exact: true }).check();
       await page.getByRole('checkbox', { name: /^trips__\*/ }).check();
+      await page.getByLabel('Expires (optional)').fill('2030-01-02T03:04');
       await shoot('dashboard-keys.png');
       await page.getByRole('button', { name: 'Issue key', exact: true }).last().click();
       const secret = (await page.locator('#key-secret').textContent()) ?? '';
@@ -124,6 +125,9 @@ describe.skipIf(!present).each(ADAPTERS.map((adapter) => ({ adapter, name: adapt
       expect((await api('/keys', secret)).status).toBe(403);
       const row = page.getByRole('row', { name: /ci agent/ });
       expect(await row.textContent()).toContain('search__echo, trips__*');
+      // The expiry typed in the browser's local time (the same machine's zone as this process's).
+      const issued = (await served.fleet.keys.list('acme'))._unsafeUnwrap().data.find((k) => k.name === 'ci agent');
+      expect(issued?.expires_at).toBe(new Date('2030-01-02T03:04').toISOString());
       expect(await row.getByRole('cell', { name: 'free', exact: true }).count()).toBe(1);
 
       // Shown once: gone with "I have kept it", and nowhere in the page's storage.
