@@ -4,37 +4,20 @@
  * "Send test" at a real receiver, the tool calls page; the CSP header; no request leaves 127.0.0.1. One browser,
  * one page per adapter. The hono run takes the screenshots of docs/ (written there with UPDATE_SCREENSHOTS=1).
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBody, refusedPort } from '../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS, type Served, serveFleet } from './support/adapters.js';
+import { browserPresent, launchBrowser, SCREENSHOTS } from './support/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-/**
- * Where the screenshots go: `docs/` when asked (`UPDATE_SCREENSHOTS=1`), else a scratch folder, so that a test run
- * still takes every one but leaves the working tree as it was.
- */
-const DOCS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../docs/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'mcp-fleet-shots-'))}/`;
-/** In CI the browser is installed by .ci/run: its absence is a failure there, a skip on a machine without it. */
-const present = existsSync(CHROMIUM) || process.env.CI === 'true';
+const DOCS = SCREENSHOTS;
+const present = browserPresent;
 
 let browser: Browser;
 let upstream: ToolServer;
@@ -44,7 +27,7 @@ const received: { event: string | undefined; body: string }[] = [];
 
 beforeAll(async () => {
   if (!present) return;
-  [browser, upstream] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: FLAGS }), startV2ToolServer()]);
+  [browser, upstream] = await Promise.all([launchBrowser(), startV2ToolServer()]);
   receiver = createServer(async (req, res) => {
     received.push({ event: req.headers['x-service-event'] as string | undefined, body: await readBody(req) });
     res.writeHead(200).end('ok');
@@ -61,11 +44,11 @@ afterAll(async () => {
 });
 
 describe('the dashboard build', () => {
-  it('is the production build, a few tens of KB at most gzipped (docs/dashboard.md)', () => {
+  it('is the production build, a few tens of KB at most gzipped (docs/dashboard.md: about 25 KB)', () => {
     const dir = fileURLToPath(new URL('../packages/core/dist/dashboard/assets/', import.meta.url));
     const sizes = readdirSync(dir).map((file) => ({ file, gzipped: gzipSync(readFileSync(`${dir}${file}`), { level: 9 }).byteLength }));
     expect(sizes.map(({ file }) => file.replace(/-[\w-]+\./, '.')).sort()).toEqual(['index.css', 'index.js']);
-    expect(sizes.reduce((sum, { gzipped }) => sum + gzipped, 0)).toBeLessThan(20_000);
+    expect(sizes.reduce((sum, { gzipped }) => sum + gzipped, 0)).toBeLessThan(30_000);
   });
 });
 

@@ -1,8 +1,12 @@
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, session } from './api.js';
+import { ConnectPage } from './connect.js';
+import { ImportPage } from './import.js';
+import { KeysPage } from './keys.js';
 import { ServersPage } from './servers.js';
 import { ToolCallsPage } from './toolcalls.js';
+import { ToolsPage } from './tools.js';
 import { WebhooksPage } from './webhooks.js';
 import './style.css';
 
@@ -10,6 +14,10 @@ const PAGES = [
   { hash: '#/servers', name: 'Servers', Page: ServersPage },
   { hash: '#/tool-calls', name: 'Tool calls', Page: ToolCallsPage },
   { hash: '#/webhooks', name: 'Webhooks', Page: WebhooksPage },
+  { hash: '#/tools', name: 'Tools', Page: ToolsPage },
+  { hash: '#/keys', name: 'Keys', Page: KeysPage },
+  { hash: '#/connect', name: 'Connect an agent', Page: ConnectPage },
+  { hash: '#/import', name: 'Import', Page: ImportPage },
 ] as const;
 
 function useHash(): string {
@@ -68,7 +76,7 @@ function App() {
     window.addEventListener('mcp-fleet:signed-out', out);
     return () => window.removeEventListener('mcp-fleet:signed-out', out);
   }, []);
-  const current = PAGES.find((page) => page.hash === hash) ?? PAGES[0];
+  const current = PAGES.find((page) => page.hash === hash.split('?')[0]) ?? PAGES[0];
   useEffect(() => {
     document.title = `${current.name} · mcp-fleet`;
     main.current?.focus();

@@ -46,7 +46,8 @@ export function ToolCallsPage() {
   const [filters, setFilters] = useState({ server_id: '', status: '', tool: '' });
   const [draft, setDraft] = useState(filters);
   const [page, setPage] = useState(1);
-  const [open, setOpen] = useState<string>();
+  // `#/tool-calls?call=<id>` (the Tools page links a call it made) opens that record.
+  const [open, setOpen] = useState<string | undefined>(() => new URLSearchParams(location.hash.split('?')[1]).get('call') ?? undefined);
   const { result, reload } = useApi((client) => client.toolCalls.list({ ...present(filters), page, limit: 50 } as Parameters<typeof client.toolCalls.list>[0]), [filters, page]);
   const recent = useApi((client) => client.toolCalls.list({ limit: 100 }), []);
   const { result: servers } = useApi((client) => client.servers.list({ limit: 100 }), []);

@@ -102,16 +102,16 @@ export function TableHead({ columns }: { columns: readonly string[] }) {
   );
 }
 
-/** "Delete", then "Confirm delete": one click never deletes. */
-export function DeleteButton({ onDelete }: { onDelete: () => void }) {
+/** "Delete", then "Confirm delete" (or another `label`, "Revoke"): one click never deletes. */
+export function DeleteButton({ onDelete, label = 'Delete' }: { onDelete: () => void; label?: string }) {
   const [confirming, setConfirming] = useState(false);
   return confirming ? (
     <button type="button" class="danger" onClick={onDelete}>
-      Confirm delete
+      Confirm {label.toLowerCase()}
     </button>
   ) : (
     <button type="button" onClick={() => setConfirming(true)}>
-      Delete
+      {label}
     </button>
   );
 }

@@ -1,0 +1,30 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium } from 'playwright-core';
+
+/** Debian's Chromium, which the dashboard's browser tests drive with playwright-core. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** In CI the browser is installed by .ci/run: its absence is a failure there, a skip on a machine without it. */
+export const browserPresent = existsSync(CHROMIUM) || process.env.CI === 'true';
+
+/**
+ * Where the screenshots go: `docs/` when asked (`UPDATE_SCREENSHOTS=1`), else a scratch folder, so that a test run
+ * still takes every one but leaves the working tree as it was.
+ */
+export const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/', import.meta.url)) : `${mkdtempSync(join(tmpdir(), 'mcp-fleet-shots-'))}/`;
+
+export const launchBrowser = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
