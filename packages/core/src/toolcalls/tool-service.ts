@@ -185,8 +185,11 @@ export class ToolService {
     const admitted = this.deps.breaker.admit(server.id);
     const admission = admitted instanceof ResultAsync ? await admitted : admitted;
     if (admission.isErr()) return err(admission.error);
-    const open = await this.openBreaker(account, server, admission.value);
-    if (open !== undefined) return this.failFast(account, server, name, args, options, open);
+    // A closed breaker (the common case) costs the call no promise.
+    if (!admission.value.go || admission.value.trial) {
+      const open = await this.openBreaker(account, server, admission.value);
+      if (open !== undefined) return this.failFast(account, server, name, args, options, open);
+    }
     const refusal = this.enter(account);
     if (refusal !== undefined) return err(refusal);
     let ran: { record: ToolCallRecord; result: CallToolResult | null };
