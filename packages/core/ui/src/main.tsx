@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, session } from './api.js';
+import { HealthPage } from './health.js';
 import { ServersPage } from './servers.js';
 import { ToolCallsPage } from './toolcalls.js';
 import { WebhooksPage } from './webhooks.js';
@@ -8,6 +9,7 @@ import './style.css';
 
 const PAGES = [
   { hash: '#/servers', name: 'Servers', Page: ServersPage },
+  { hash: '#/health', name: 'Health', Page: HealthPage },
   { hash: '#/tool-calls', name: 'Tool calls', Page: ToolCallsPage },
   { hash: '#/webhooks', name: 'Webhooks', Page: WebhooksPage },
 ] as const;
