@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type Listening, readBody } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { openSession } from '../support/mcp-session.js';
 import { expectError, expectSuccess, freshClient, ISO_MS, serveForSuite, uniqueName } from '../support/http-client.js';
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -137,5 +138,24 @@ describe.each(ADAPTERS)('the circuit breaker through $name', (adapter) => {
     expect(breaker).toMatchObject({ state: 'open', consecutive_failures: 4 });
     expect(Date.parse(breaker.retry_at) - Date.parse(breaker.opened_at)).toBe(1200);
     expect(upstream.methods.filter((method) => method === 'tools/call')).toHaveLength(3);
+  });
+
+  it('on /mcp, a call to a server whose breaker is open is a tool result with isError naming UPSTREAM_UNAVAILABLE, and reaches nothing', async () => {
+    const upstream = await startV2ToolServer({ failFirstCalls: 3 });
+    upstreams.push(upstream);
+    const client = await freshClient(suite.served);
+    const name = uniqueName('brk');
+    const server = expectSuccess(await client.post('/servers', { name, type: 'http', endpoint: upstream.url }), 201);
+    for (let i = 0; i < 3; i++) await client.post(`/servers/${server.id}/tools/call`, { name: 'echo', arguments: { text: 'hi' } });
+    const session = await openSession(suite.served.url, client.key as string);
+    try {
+      const calls = upstream.methods.filter((method) => method === 'tools/call').length;
+      const result = await session.client.callTool({ name: `${name}__echo`, arguments: { text: 'hi' } });
+      expect(result.isError).toBe(true);
+      expect((result.content as { text: string }[])[0]?.text).toMatch(/^UPSTREAM_UNAVAILABLE: /);
+      expect(upstream.methods.filter((method) => method === 'tools/call')).toHaveLength(calls);
+    } finally {
+      await session.end();
+    }
   });
 });

@@ -233,3 +233,28 @@ describe('HealthService and the circuit breaker', () => {
     expect(record).toMatchObject({ status: 'auth_failed', state_reason: 'auth_rejected', breaker: { state: 'closed', consecutive_failures: 0 } });
   });
 });
+
+describe('resolveHealth', () => {
+  it('fills the documented defaults', () => {
+    expect(resolveHealth()).toEqual({
+      degradedLatencyMs: 2000,
+      degradedErrorRate: 0.1,
+      errorRateWindowMs: 900_000,
+      errorRateMinRequests: 3,
+      announceAfter: 2,
+      breaker: { failures: 5, backoffMs: 30_000, maxBackoffMs: 600_000 },
+    });
+    expect(resolveHealth({ breaker: false }).breaker).toBeUndefined();
+  });
+
+  it.each([
+    [{ degradedErrorRate: 1 }, 'health.degradedErrorRate'],
+    [{ degradedLatencyMs: 0 }, 'health.degradedLatencyMs'],
+    [{ errorRateWindowMs: 60_000 }, 'health.errorRateWindowMs'],
+    [{ announceAfter: 0 }, 'health.announceAfter'],
+    [{ breaker: { failures: 0 } }, 'health.breaker.failures'],
+    [{ breaker: { backoffMs: 5000, maxBackoffMs: 1000 } }, 'health.breaker.maxBackoffMs'],
+  ] as [HealthOptions, string][])('refuses %j, naming %s', (options, name) => {
+    expect(() => resolveHealth(options)).toThrow(new RegExp(`^mcp-fleet: ${name.replace(/\./g, '\\.')} must be`));
+  });
+});
