@@ -39,8 +39,8 @@ afterAll(async () => {
 async function axeViolations(page: Page): Promise<string[]> {
   await page.evaluate(AXE);
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
+    const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ['violations'] });
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) }));
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`);
@@ -127,17 +127,17 @@ describe.skipIf(!present).each(ADAPTERS.map((adapter) => ({ adapter, name: adapt
       const button = section('search').getByRole('button', { name: 'Check now' });
       await button.focus();
       await page.keyboard.press('Enter');
-      await section('search').getByText(/^answered in \d+ ms$/).waitFor();
+      await section('search').getByText(/^\d+ ms$/).waitFor();
       // Tab order reaches the next server's button.
       await page.keyboard.press('Tab');
-      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Check now');
+      expect(await page.evaluate('document.activeElement?.textContent')).toBe('Check now');
     });
 
     it('works at 360 px wide: nothing wider than the screen, no serious accessibility violation, no CSP refusal', async () => {
       await page.setViewportSize({ width: 360, height: 740 });
       await page.getByRole('heading', { level: 1, name: 'Health' }).waitFor();
       await section('down').getByText('open: calls fail fast').waitFor();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
       expect(await axeViolations(page)).toEqual([]);
       expect(cspViolations).toEqual([]);
       await page.setViewportSize({ width: 1280, height: 900 });

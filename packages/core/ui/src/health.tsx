@@ -61,21 +61,29 @@ function Timeline({ name, history }: { name: string; history: HealthHistory }) {
   );
 }
 
-function ServerHealth({ server }: { server: Server }) {
-  const { result, reload } = useApi((client) => client.servers.healthHistory(server.id), [server.id]);
-  const [checked, setChecked] = useState<HealthRecord>();
+/** "Check health" / "Check now": probes the server (`GET /servers/{id}/health`) and says what came of it. */
+export function useHealthCheck(serverId: string, onChecked: (record: HealthRecord) => void) {
   const [checking, setChecking] = useState(false);
   const [note, setNote] = useState('');
   const check = async () => {
     setChecking(true);
     setNote('');
-    const answer = await api((client) => client.servers.health(server.id));
+    const answer = await api((client) => client.servers.health(serverId));
     setChecking(false);
     if (!answer.ok) return setNote(answer.error.message);
-    setChecked(answer.data);
-    setNote(answer.data.error ? `${answer.data.error.code}: ${answer.data.error.message}` : `answered in ${answer.data.response_time} ms`);
-    reload();
+    setNote(answer.data.error ? `${answer.data.error.code}: ${answer.data.error.message}` : `${answer.data.response_time} ms`);
+    onChecked(answer.data);
   };
+  return { checking, note, setNote, check };
+}
+
+function ServerHealth({ server }: { server: Server }) {
+  const { result, reload } = useApi((client) => client.servers.healthHistory(server.id), [server.id]);
+  const [checked, setChecked] = useState<HealthRecord>();
+  const { checking, note, check } = useHealthCheck(server.id, (record) => {
+    setChecked(record);
+    reload();
+  });
   const history = result?.ok ? result.data : undefined;
   const status = checked?.status ?? history?.status ?? server.health;
   const reason = checked?.state_reason ?? history?.state_reason;
