@@ -6,8 +6,6 @@
  * created). Each page passes axe-core with no serious or critical violation, at 1280 and at 360 px wide, under the
  * page's CSP. The hono run takes the screenshots of docs/ (written there with UPDATE_SCREENSHOTS=1).
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../packages/core/src/auth/scopes.js';
@@ -15,11 +13,10 @@ import { exportClientConfig } from '../packages/core/src/import/export.js';
 import { startV2ToolServer, type ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { type DashboardUpstream, HOSTILE_TEXT, PNG_BASE64, startDashboardUpstream } from './fixtures/dashboard-upstream.js';
 import { ADAPTERS, type Served, serveFleet } from './support/adapters.js';
-import { browserPresent, launchBrowser, SCREENSHOTS } from './support/browser.js';
+import { axeViolations, browserPresent, launchBrowser, SCREENSHOTS } from './support/browser.js';
 
 const DOCS = SCREENSHOTS;
 const present = browserPresent;
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let search: ToolServer;
@@ -35,15 +32,6 @@ afterAll(async () => {
   await search?.close();
   await trips?.close();
 });
-
-/** axe-core's serious and critical violations on the page as it is (injected through the DevTools protocol, not a script tag: the CSP stays on). */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  // Strings, not functions: the tests are type-checked without the DOM's types.
-  const violations = await page.evaluate<{ id: string; impact: string; targets: string[] }[]>(`axe.run(document, { resultTypes: ['violations'] }).then((result) =>
-    result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })))`);
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.targets.join(', ')}`);
-}
 
 describe.skipIf(!present).each(ADAPTERS.map((adapter) => ({ adapter, name: adapter.name, mount: adapter.name === 'hono' ? '' : '/api' })))(
   'the dashboard’s operator pages through $name (mounted at "$mount")',

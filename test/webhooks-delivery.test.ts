@@ -108,7 +108,7 @@ describe('webhook deliveries, end to end', () => {
       const [request] = await receiver.waitFor(1);
       expect(request!.headers['x-service-event']).toBe('server.health_changed');
       const payload = JSON.parse(request!.body.toString('utf8'));
-      expect(payload.data).toMatchObject({ previous: 'unknown', current: 'healthy', error: null });
+      expect(payload.data).toMatchObject({ previous: 'unknown', current: 'healthy', reason: 'probe_ok', error: null });
       expect(payload.data.server).toMatchObject({ id: server.id, health: 'healthy' });
     } finally {
       await receiver.close();

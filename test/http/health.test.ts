@@ -24,7 +24,7 @@ async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
   return check();
 }
 
-const HEALTH_FIELDS = ['error', 'error_rate', 'last_check', 'response_time', 'status', 'uptime'];
+const HEALTH_FIELDS = ['breaker', 'error', 'error_rate', 'last_check', 'pending', 'response_time', 'state_reason', 'status', 'uptime'];
 
 type Started = { url?: string; origin: string; close(): Promise<void> };
 const fixtures: Record<string, Started> = {};
@@ -74,11 +74,19 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     }
   });
 
-  it('sends the server authentication: right token healthy, wrong token UPSTREAM_AUTH_FAILED', async () => {
+  it('sends the server authentication: right token healthy, wrong token (the server answers 401) auth_failed, UPSTREAM_AUTH_FAILED', async () => {
     const right = await healthOf({ type: 'http', endpoint: fixtures.v1Auth?.url, authentication: { type: 'bearer', token: 'right-token' } });
     expect(expectSuccess(right.res, 200).status).toBe('healthy');
     const wrong = await healthOf({ type: 'http', endpoint: fixtures.v1Auth?.url, authentication: { type: 'bearer', token: 'wrong-token' } });
-    expect(expectSuccess(wrong.res, 200)).toMatchObject({ status: 'unhealthy', error: { code: 'UPSTREAM_AUTH_FAILED' } });
+    // Our credentials, not the server, need fixing: a state of its own, and not a failure the breaker counts.
+    expect(expectSuccess(wrong.res, 200)).toMatchObject({
+      status: 'auth_failed',
+      state_reason: 'auth_rejected',
+      error: { code: 'UPSTREAM_AUTH_FAILED' },
+      breaker: { state: 'closed', consecutive_failures: 0 },
+    });
+    expect(expectSuccess(await wrong.client.get(`/servers/${wrong.id}`), 200).health).toBe('auth_failed');
+    expect((await wrong.client.get('/servers?health=auth_failed')).body.pagination.total).toBe(1);
     expect(wrong.res.text).not.toContain('wrong-token');
   });
 
@@ -91,14 +99,29 @@ describe.each(ADAPTERS)('GET /servers/{id}/health through $name', (adapter) => {
     expect(expectSuccess(await html.client.get(`/servers/${html.id}`), 200).health).toBe('unhealthy');
   });
 
-  it('keeps uptime over the probes of the day: healthy, then the server goes away', async () => {
+  it('keeps uptime over the probes of the day: healthy, then the server goes away, announced once it held for two probes', async () => {
     const fixture = await startV2Server();
     const { client, id, res } = await healthOf({ type: 'http', endpoint: fixture.url });
     expect(expectSuccess(res, 200).uptime).toBe('100%');
-    await fixture.close();
-    const after = expectSuccess(await client.get(`/servers/${id}/health`), 200);
-    expect(after).toMatchObject({ status: 'unhealthy', uptime: '50%', error_rate: '50%' });
-    expect((await client.get('/servers?health=unhealthy')).body.pagination.total).toBe(1);
+    const changes: unknown[] = [];
+    const stop = open.served.fleet.events.on('server.health_changed', (event) => {
+      if (event.server.id === id) changes.push({ previous: event.previous, current: event.current, reason: event.reason });
+    });
+    try {
+      await fixture.close();
+      // One failed probe is not a state yet (health.announceAfter, default 2): pending, the server still healthy.
+      const once = expectSuccess(await client.get(`/servers/${id}/health`), 200);
+      expect(once).toMatchObject({ status: 'healthy', state_reason: 'probe_ok', pending: { status: 'unhealthy', state_reason: 'probe_failed', probes: 1 }, uptime: '50%', error_rate: '50%' });
+      expect(once.error.code).toBe('UPSTREAM_UNREACHABLE');
+      expect(changes).toEqual([]);
+      const after = expectSuccess(await client.get(`/servers/${id}/health`), 200);
+      expect(after).toMatchObject({ status: 'unhealthy', state_reason: 'probe_failed', pending: null, uptime: '33.33%', error_rate: '66.67%' });
+      expect((await client.get('/servers?health=unhealthy')).body.pagination.total).toBe(1);
+      expect(await eventually(() => changes.length > 0)).toBe(true);
+      expect(changes).toEqual([{ previous: 'healthy', current: 'unhealthy', reason: 'probe_failed' }]);
+    } finally {
+      stop();
+    }
   });
 
   it('reports a stdio command that crashes at start as unhealthy, UPSTREAM_UNREACHABLE, with its exit code and last stderr lines, env values scrubbed', async () => {

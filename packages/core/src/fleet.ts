@@ -4,6 +4,7 @@ import { EventBus, type EventSource } from './events/bus.js';
 import { ChangeWriter } from './events/change-writer.js';
 import { HealthLog } from './health/health-log.js';
 import { HealthService } from './health/health-service.js';
+import { CircuitBreaker } from './health/breaker.js';
 import { createMcpProber } from './health/mcp-prober.js';
 import { HealthMonitor } from './health/monitor.js';
 import { createDashboard } from './http/dashboard.js';
@@ -166,8 +167,10 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   );
   const listings = new ListingCache({ now, limits: listingLimits });
   const prober = resolved.prober ?? createMcpProber({ fetch: outbound, supervisor, tokens, now, probeStdio: (server) => pool.probe(server) });
-  const health = new HealthService({ registry, log: healthLog, prober, now });
+  const breaker = new CircuitBreaker(records, store.leases, resolved.health.breaker, now);
+  const health = new HealthService({ registry, log: healthLog, prober, breaker, thresholds: resolved.health, now });
   healthLog.follow(events);
+  breaker.follow(events);
   pool.follow(events);
   listings.follow(events);
   stopWithServers(supervisor, events);
@@ -181,7 +184,8 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     onError: background('TOOL_CALLS', 'A sweep of expired tool calls failed.'),
   });
   expiry.start();
-  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, pool, listings, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
+  const trial = (account: string, serverId: string) => health.check(account, serverId).map((checked) => checked.breaker.state === 'closed');
+  const tools = new ToolService({ registry, log: toolCallLog, health: healthLog, breaker, trial, pool, listings, now, record, backoff, maxTotalMs, maxConcurrentPerAccount });
   const keys = new ApiKeys(records, index, now, background('KEYS', "Writing an API key's last use failed."), changes);
   const operations = createOperations({ registry, health, tools, toolCalls: toolCallLog, webhooks: webhooks?.api, keys });
   const routes = buildRoutes(operations);

@@ -4,6 +4,7 @@ import type { Authenticate, ErrorHook } from './http/handler.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
+import { type HealthOptions, type ResolvedHealth, resolveHealth } from './health/states.js';
 import type { DashboardOptions } from './http/dashboard.js';
 import { DEFAULT_MAX_UPSTREAM_BYTES } from './net/guarded-fetch.js';
 import type { RateLimitOptions } from './ratelimit/limiter.js';
@@ -110,6 +111,12 @@ export interface FleetOptions {
    * are shared (Redis), each server is probed by one of them. `true` for the defaults. @default false (off)
    */
   monitor?: boolean | HealthMonitorOptions;
+  /**
+   * What makes a server `degraded` rather than `healthy`, how long a new state must hold before it is announced, and
+   * each server's circuit breaker (docs/health.md).
+   * @default { degradedLatencyMs: 2000, degradedErrorRate: 0.1, errorRateWindowMs: 900000, errorRateMinRequests: 3, announceAfter: 2, breaker: { failures: 5, backoffMs: 30000, maxBackoffMs: 600000 } }
+   */
+  health?: HealthOptions;
   /**
    * Rate limits per account (operation and tier, per minute) and per client address for 401s, counted in the store's
    * `rateLimits`; `false` turns them off. See docs/rate-limits.md. @default {} (on, the contract's limits)
@@ -228,6 +235,7 @@ export interface ResolvedOptions {
   toolCalls: ResolvedToolCalls;
   /** `undefined`: the monitor is off. */
   monitor: HealthMonitorOptions | undefined;
+  health: ResolvedHealth;
   /** `undefined`: rate limits are off. */
   rateLimit: FleetRateLimitOptions | undefined;
   /** `undefined`: webhooks are off. Their own options are checked by `createWebhooks`. */
@@ -299,6 +307,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     prober: options.prober,
     stdio: resolveStdio(options.stdio ?? {}),
     toolCalls: resolveToolCalls(options.toolCalls ?? {}),
+    health: resolveHealth(options.health),
     monitor: options.monitor === undefined || options.monitor === false ? undefined : options.monitor === true ? {} : options.monitor,
     rateLimit: options.rateLimit === false ? undefined : (options.rateLimit ?? {}),
     webhooks: options.webhooks === false ? undefined : (options.webhooks ?? {}),

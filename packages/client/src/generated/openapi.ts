@@ -358,7 +358,7 @@ export interface components {
                 } | Record<string, never>;
             } | {
                 /** @enum {string} */
-                code: "SERVER_NOT_FOUND" | "SERVER_NAME_EXISTS" | "QUOTA_EXCEEDED" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORAGE_UNAVAILABLE" | "UPSTREAM_AUTH_FAILED" | "UPSTREAM_UNREACHABLE" | "UPSTREAM_TIMEOUT" | "UPSTREAM_PROTOCOL_ERROR" | "UPSTREAM_INPUT_REQUIRED" | "UPSTREAM_RESPONSE_TOO_LARGE" | "DESTINATION_NOT_ALLOWED" | "STDIO_CAPACITY" | "TOOL_ERROR" | "TOOL_CALL_REJECTED" | "MISSING_HEADERS" | "INVALID_HEADERS" | "INVALID_BODY" | "BAD_SIGNATURE" | "TIMESTAMP_OUT_OF_TOLERANCE";
+                code: "SERVER_NOT_FOUND" | "SERVER_NAME_EXISTS" | "QUOTA_EXCEEDED" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORAGE_UNAVAILABLE" | "UPSTREAM_AUTH_FAILED" | "UPSTREAM_UNREACHABLE" | "UPSTREAM_TIMEOUT" | "UPSTREAM_UNAVAILABLE" | "UPSTREAM_PROTOCOL_ERROR" | "UPSTREAM_INPUT_REQUIRED" | "UPSTREAM_RESPONSE_TOO_LARGE" | "DESTINATION_NOT_ALLOWED" | "STDIO_CAPACITY" | "TOOL_ERROR" | "TOOL_CALL_REJECTED" | "MISSING_HEADERS" | "INVALID_HEADERS" | "INVALID_BODY" | "BAD_SIGNATURE" | "TIMESTAMP_OUT_OF_TOLERANCE";
                 message: string;
                 /** @description What the code says more precisely (docs/errors.md). */
                 details: {
@@ -593,6 +593,24 @@ export interface components {
                 };
             };
         };
+        /** @description The store is unavailable (nothing was changed), or the upstream is. Codes: `STORAGE_UNAVAILABLE`, `UPSTREAM_UNAVAILABLE`. */
+        Error503_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "STORAGE_UNAVAILABLE" | "UPSTREAM_UNAVAILABLE";
+                    };
+                };
+            };
+        };
         /** @description The upstream MCP server did not answer in time. Codes: `UPSTREAM_TIMEOUT`. */
         Error504: {
             headers: {
@@ -674,7 +692,7 @@ export interface operations {
                 /** @description An integer from 1 to 100, in decimal digits. */
                 limit?: string;
                 type?: "http" | "websocket" | "stdio";
-                health?: "unknown" | "healthy" | "unhealthy";
+                health?: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
             };
             header?: never;
             path?: never;
@@ -704,7 +722,7 @@ export interface operations {
                             /** @constant */
                             status: "active";
                             /** @enum {string} */
-                            health: "unknown" | "healthy" | "unhealthy";
+                            health: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -878,7 +896,7 @@ export interface operations {
                             /** @constant */
                             status: "active";
                             /** @enum {string} */
-                            health: "unknown" | "healthy" | "unhealthy";
+                            health: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -968,7 +986,7 @@ export interface operations {
                                     /** @constant */
                                     status: "active";
                                     /** @enum {string} */
-                                    health: "unknown" | "healthy" | "unhealthy";
+                                    health: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -1078,7 +1096,7 @@ export interface operations {
                             /** @constant */
                             status: "active";
                             /** @enum {string} */
-                            health: "unknown" | "healthy" | "unhealthy";
+                            health: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -1213,7 +1231,7 @@ export interface operations {
                             /** @constant */
                             status: "active";
                             /** @enum {string} */
-                            health: "unknown" | "healthy" | "unhealthy";
+                            health: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -1340,8 +1358,25 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: {
-                            /** @enum {string} */
-                            status: "healthy" | "unhealthy";
+                            /**
+                             * @description The state the server holds: its `health` (docs/health.md).
+                             * @enum {string}
+                             */
+                            status: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
+                            /**
+                             * @description The rule that decided `status` (docs/health.md, "States").
+                             * @enum {string}
+                             */
+                            state_reason: "not_probed" | "auth_rejected" | "probe_failed" | "slow_probe" | "error_rate" | "probe_ok";
+                            /** @description A state the latest probes observed that the server does not hold yet (health.announceAfter), or null. */
+                            pending: {
+                                /** @enum {string} */
+                                status: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
+                                /** @enum {string} */
+                                state_reason: "not_probed" | "auth_rejected" | "probe_failed" | "slow_probe" | "error_rate" | "probe_ok";
+                                /** @description Probes in a row that observed it so far. */
+                                probes: number;
+                            } | null;
                             response_time: number;
                             /** Format: date-time */
                             last_check: string;
@@ -1355,6 +1390,17 @@ export interface operations {
                                 message: string;
                                 hint?: string;
                             } | null;
+                            breaker: {
+                                /**
+                                 * @description `open`: tool calls fail fast with 503 UPSTREAM_UNAVAILABLE; `half_open`: the next call first probes the server.
+                                 * @enum {string}
+                                 */
+                                state: "closed" | "open" | "half_open";
+                                consecutive_failures: number;
+                                opened_at: string | null;
+                                /** @description When a half-open probe may go (open), or went due (half_open). */
+                                retry_at: string | null;
+                            };
                         };
                         meta: {
                             /** Format: date-time */
@@ -1399,8 +1445,49 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @enum {string} */
+                            status: "unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed";
+                            /** @enum {string} */
+                            state_reason: "not_probed" | "auth_rejected" | "probe_failed" | "slow_probe" | "error_rate" | "probe_ok";
                             uptime: string;
                             error_rate: string;
+                            latency: {
+                                last_hour: {
+                                    probe: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                    call: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                };
+                                last_day: {
+                                    probe: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                    call: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                };
+                            };
+                            breaker: {
+                                /**
+                                 * @description `open`: tool calls fail fast with 503 UPSTREAM_UNAVAILABLE; `half_open`: the next call first probes the server.
+                                 * @enum {string}
+                                 */
+                                state: "closed" | "open" | "half_open";
+                                consecutive_failures: number;
+                                opened_at: string | null;
+                                /** @description When a half-open probe may go (open), or went due (half_open). */
+                                retry_at: string | null;
+                            };
                             buckets: {
                                 /** Format: date-time */
                                 start: string;
@@ -1408,6 +1495,19 @@ export interface operations {
                                 healthy: number;
                                 requests: number;
                                 failures: number;
+                                status: ("unknown" | "healthy" | "degraded" | "unhealthy" | "auth_failed") | null;
+                                latency: {
+                                    probe: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                    call: {
+                                        p50: number;
+                                        p95: number;
+                                        count: number;
+                                    } | null;
+                                };
                             }[];
                         };
                         meta: {
@@ -1508,7 +1608,7 @@ export interface operations {
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             502: components["responses"]["Error502"];
-            503: components["responses"]["Error503"];
+            503: components["responses"]["Error503_2"];
             504: components["responses"]["Error504"];
         };
     };
@@ -1701,7 +1801,7 @@ export interface operations {
             415: components["responses"]["Error415"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
-            503: components["responses"]["Error503"];
+            503: components["responses"]["Error503_2"];
         };
     };
     "tool_calls.list": {

@@ -30,6 +30,8 @@ const CONTRACT_TABLE: [string, number][] = [
   ['UPSTREAM_RESPONSE_TOO_LARGE', 502],
   // Issue 14: a 2026-07-28 server answered input_required, which the fleet cannot fulfil.
   ['UPSTREAM_INPUT_REQUIRED', 502],
+  // Issue 32: a tool call to a server whose circuit breaker is open fails fast.
+  ['UPSTREAM_UNAVAILABLE', 503],
 ];
 
 const ERRORS_DOC = fileURLToPath(new URL('../../../../docs/errors.md', import.meta.url));

@@ -30,6 +30,11 @@ export const ERROR_CODES = {
   UPSTREAM_AUTH_FAILED: { status: 502, category: 'upstream', message: 'The upstream refused the credentials (401 or 403).' },
   UPSTREAM_UNREACHABLE: { status: 502, category: 'upstream', message: 'The upstream could not be reached.' },
   UPSTREAM_TIMEOUT: { status: 504, category: 'upstream', message: 'The upstream did not answer in time.' },
+  UPSTREAM_UNAVAILABLE: {
+    status: 503,
+    category: 'upstream',
+    message: "The server's circuit breaker is open after failures in a row: calls fail fast until it is probed again (Retry-After).",
+  },
   UPSTREAM_PROTOCOL_ERROR: {
     status: 502,
     category: 'upstream',

@@ -1,6 +1,7 @@
 import type { ApiKeyView } from '../auth/key-views.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
 import type { Health } from '../registry/schema.js';
+import type { StateReason } from '../health/states.js';
 import type { ServerDetail } from '../registry/views.js';
 import type { ToolCallRecord } from '../toolcalls/tool-call-log.js';
 
@@ -16,7 +17,8 @@ export interface FleetEventData {
   'server.created': { server: ServerDetail };
   'server.updated': { server: ServerDetail };
   'server.deleted': { server: ServerDetail };
-  'server.health_changed': { server: ServerDetail; previous: Health; current: Health; error: UpstreamFailure | null };
+  /** `reason`: the rule that decided `current` (docs/health.md); `error`: the latest probe's, when it failed. */
+  'server.health_changed': { server: ServerDetail; previous: Health; current: Health; reason: StateReason; error: UpstreamFailure | null };
   /** A tool call that ended `error` or `timeout`; the record never carries arguments or results. */
   'tool_call.failed': { tool_call: ToolCallRecord };
   /** An API key made (`POST /keys`, `fleet.keys.create`, a secret registered for the first time): never its secret nor its hash. */

@@ -60,6 +60,8 @@ describe('HealthLog', () => {
     const record = (await log.read('srv_a'))._unsafeUnwrap();
     expect(record).toEqual({
       status: 'unhealthy',
+      state_reason: 'probe_failed',
+      pending: null,
       response_time: 2000,
       last_check: new Date(at()).toISOString(),
       uptime: '66.67%',
@@ -121,19 +123,31 @@ describe('HealthLog.history', () => {
     await log.record('srv_a', probe(at(), false));
     await log.record('srv_b', probe(at(), true));
     const history = (await log.history('srv_a'))._unsafeUnwrap();
+    const ms = (p: number) => ({ p50: p, p95: p, count: 1 });
     expect(history).toEqual({
+      // Probes recorded without a state (as before states had reasons): the state follows the latest probe.
+      status: 'unhealthy',
+      state_reason: 'probe_failed',
       uptime: '50%',
       error_rate: '66.67%',
+      latency: { last_hour: { probe: ms(13), call: null }, last_day: { probe: { ...ms(13), count: 2 }, call: ms(5) } },
       buckets: [
-        { start: new Date(T0).toISOString(), probes: 1, healthy: 1, requests: 2, failures: 1 },
-        { start: new Date(T0 + 2 * 60 * 60_000).toISOString(), probes: 1, healthy: 0, requests: 1, failures: 1 },
+        { start: new Date(T0).toISOString(), probes: 1, healthy: 1, requests: 2, failures: 1, status: null, latency: { probe: ms(13), call: ms(5) } },
+        { start: new Date(T0 + 2 * 60 * 60_000).toISOString(), probes: 1, healthy: 0, requests: 1, failures: 1, status: null, latency: { probe: ms(13), call: null } },
       ],
     });
     // The same figures as the health record.
     expect((await log.read('srv_a'))._unsafeUnwrap()).toMatchObject({ uptime: '50%', error_rate: '66.67%' });
     advance(23 * 60 * 60_000);
     expect((await log.history('srv_a'))._unsafeUnwrap().buckets.map((b) => b.probes)).toEqual([1]);
-    expect((await log.history('srv_none'))._unsafeUnwrap()).toEqual({ uptime: '0%', error_rate: '0%', buckets: [] });
+    expect((await log.history('srv_none'))._unsafeUnwrap()).toEqual({
+      status: 'unknown',
+      state_reason: 'not_probed',
+      uptime: '0%',
+      error_rate: '0%',
+      latency: { last_hour: { probe: null, call: null }, last_day: { probe: null, call: null } },
+      buckets: [],
+    });
   });
 });
 

@@ -11,6 +11,8 @@ import { RecordStore } from '../storage/records.js';
 import { HealthLog } from './health-log.js';
 import { HealthService, type Prober } from './health-service.js';
 import { HealthMonitor } from './monitor.js';
+import { CircuitBreaker } from './breaker.js';
+import { resolveHealth } from './states.js';
 
 /** Two "processes": two registries, services and monitors over one shared storage and one shared lease store. */
 function setup(count: number, prober: Prober) {
@@ -23,7 +25,8 @@ function setup(count: number, prober: Prober) {
     const records = new RecordStore(keyv, 'mcp-fleet:');
     const events = new EventBus(() => {});
     const registry = new ServerRegistry({ records, index: new IndexCalls(index), validator: new ServerValidator(), now, claimGraceMs: 60_000, changes: new ChangeWriter(events, undefined) });
-    const health = new HealthService({ registry, log: new HealthLog(records, now), prober, now });
+    const thresholds = resolveHealth();
+    const health = new HealthService({ registry, log: new HealthLog(records, now), prober, breaker: new CircuitBreaker(records, leases, thresholds.breaker, now), thresholds, now });
     const errors: unknown[] = [];
     const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, { intervalMs: 60_000, concurrency: 3 });
     return { registry, monitor, errors };

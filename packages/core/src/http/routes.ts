@@ -202,7 +202,7 @@ export function buildRoutes({ servers, tools, toolCalls, webhooks, keys }: Opera
       args: ({ params, principal }): [string, readonly string[] | null] => [params.id, principal.tools ?? null], run: tools.list }),
     // A REST tool call: recorded as `via: "http"`, judged by the key's tool allowlist, cancelled upstream when the client
     // goes away before the answer (the request's `signal`: the adapters abort it when the connection closes first).
-    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', params: serverId, body: callInputSchema, data: toolCallOutcomeSchema, errors: ['SERVER_NOT_FOUND'],
+    route({ method: 'POST', path: '/servers/:id/tools/call', name: 'tools.call', scope: 'tool_calls:write', params: serverId, body: callInputSchema, data: toolCallOutcomeSchema, errors: ['SERVER_NOT_FOUND', 'UPSTREAM_UNAVAILABLE'],
       args: ({ params, body, principal, request }): [string, unknown, InvokeOptions] => [params.id, body, { via: 'http', tools: principal.tools ?? null, signal: request.signal }],
       run: tools.invoke }),
     route({ method: 'GET', path: '/tool-calls', name: 'tool_calls.list', limit: 100, scope: 'tool_calls:read', query: listToolCallsQuery, args: queryOnly, run: toolCalls.list,

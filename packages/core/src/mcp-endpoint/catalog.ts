@@ -44,7 +44,7 @@ interface Relist {
  * `resources/templates/list`, read through the tool service (bounded whole: `listings.maxBytes`, `listings.maxItems`)
  * into the one listing cache, kept for the `ttlMs` the upstream's answer carried (2026-07-28; else the default) and
  * dropped when the upstream sends its `list_changed` (at most once per `listings.relistIntervalMs` per server).
- * A server that is `unhealthy`, fails, is refused as too large, or does not answer within `listTimeoutMs` is left out
+ * A server that is `unhealthy` or `auth_failed`, fails, is refused as too large, or does not answer within `listTimeoutMs` is left out
  * of an answer; a listing still running when that answer goes keeps running and fills the cache for the next one.
  */
 export class UpstreamCatalog {
@@ -131,7 +131,7 @@ export class UpstreamCatalog {
     for (const watcher of this.watchers) watcher(serverId, list, account);
   }
 
-  /** The account's servers that may be listed (not `unhealthy`): every one, or only `serverId`. Throws a `FleetError`. */
+  /** The account's servers that may be listed (not `unhealthy` nor `auth_failed`): every one, or only `serverId`. Throws a `FleetError`. */
   async servers(account: string, serverId?: string): Promise<ServerRecord[]> {
     if (serverId !== undefined) {
       const one = await this.deps.registry.get(account, serverId);
@@ -174,7 +174,7 @@ export class UpstreamCatalog {
    * or was too slow for this answer.
    */
   list<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Listing<ListingItems[K]> | undefined> {
-    if (server.health === 'unhealthy') return Promise.resolve(undefined);
+    if (server.health === 'unhealthy' || server.health === 'auth_failed') return Promise.resolve(undefined);
     const cached = this.deps.listings.get(server, kind);
     if (cached?.fresh === true) return Promise.resolve(cached.listing);
     const fetching = this.fetch(server, kind);

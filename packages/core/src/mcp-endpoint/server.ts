@@ -363,6 +363,8 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
       const error = outcome.error;
       if (error.code === 'FORBIDDEN' || error.code === 'SERVER_NOT_FOUND') throw unknownTool(name);
       if (error.code === 'INVALID_REQUEST') throw invalidParams(`Invalid tools/call params: ${error.message}`);
+      // An open breaker is an upstream failure like the others: a tool result the agent can read, not a fault of ours.
+      if (error.code === 'UPSTREAM_UNAVAILABLE') return { isError: true, content: [{ type: 'text', text: `${error.code}: ${error.message}` }] } satisfies CallToolResult;
       throw protocolErrorOf(error);
     }
     const { result, error } = outcome.value;

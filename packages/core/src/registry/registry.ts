@@ -7,6 +7,7 @@ import { isId, newId } from '../util/ids.js';
 import { kept, memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
+import { REASON_OF, type StateReason } from '../health/states.js';
 import { HEALTH_VALUES, type Health, SERVER_TYPES, type ServerConfig, type ServerType, type ServerValidator, type StdioServerConfig } from './schema.js';
 import type { ChangeSteps, ChangeWriter } from '../events/change-writer.js';
 import type { UpstreamFailure } from '../errors/fleet-error.js';
@@ -545,9 +546,9 @@ export class ServerRegistry {
 
   /**
    * Changes the observed health of a server and moves it between the health listings; a change is the
-   * `server.health_changed` event (with the probe's `error`), written with it.
+   * `server.health_changed` event (with the rule that decided it and the probe's `error`), written with it.
    */
-  setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null): ResultAsync<ServerRecord, FleetError> {
+  setHealth(account: string, id: string, health: Health, error: UpstreamFailure | null = null, reason: StateReason = REASON_OF[health]): ResultAsync<ServerRecord, FleetError> {
     return this.mutex.exclusive(id, () =>
       toAsync(this.get(account, id)).andThen((current) => {
         if (current.health === health) return okAsync(current);
@@ -555,7 +556,7 @@ export class ServerRegistry {
         const event = {
           account,
           type: 'server.health_changed' as const,
-          data: { server: toDetail(next), previous: current.health, current: health, error },
+          data: { server: toDetail(next), previous: current.health, current: health, reason, error },
           at: new Date(this.deps.now()).toISOString(),
           check: { key: recordKey(id), match: { health } },
         };

@@ -10,7 +10,7 @@ import { commandIssue, envNameIssue, type StdioCommandRule } from './stdio-polic
 export const SERVER_TYPES = ['http', 'websocket', 'stdio'] as const;
 export type ServerType = (typeof SERVER_TYPES)[number];
 
-export const HEALTH_VALUES = ['unknown', 'healthy', 'unhealthy'] as const;
+export const HEALTH_VALUES = ['unknown', 'healthy', 'degraded', 'unhealthy', 'auth_failed'] as const;
 export type Health = (typeof HEALTH_VALUES)[number];
 
 export const DEFAULT_TIMEOUT_MS = 30_000;

@@ -7,6 +7,7 @@ import { createFleet, type Fleet } from '../fleet.js';
 import { toWebRequest } from '../node/request.js';
 import { writeWebResponse } from '../node/response.js';
 import type { FleetOptions } from '../options.js';
+import type { Prober } from '../health/health-service.js';
 import type { FleetStore } from '../store.js';
 
 /** What the suite hands `open`. */
@@ -348,6 +349,25 @@ export function fleetStoreSuite(name: string, open: (context: OpenFleetStoreCont
       // Another account presenting the id finds no session, on either fleet.
       const intruder = await keyOf(b, 'intruder');
       for (const fleet of [a, b]) expect((await rpc(fleet, intruder, { jsonrpc: '2.0', id: 4, method: 'tools/list' }, session)).status).toBe(404);
+    });
+
+    acrossFleets("a server's circuit breaker opened through one fleet makes the other fail fast; a recovery one sees reaches the other", async () => {
+      let down = true;
+      // The probes (of either fleet) fail while `down`: two of them open the breaker; the calls go to the real upstream.
+      const prober: Prober = async () =>
+        down ? { ok: false, era: undefined, responseTimeMs: 1, error: { code: 'UPSTREAM_UNREACHABLE', message: 'down (fleetStoreSuite)' } } : { ok: true, era: '2026-07-28', responseTimeMs: 1, error: null };
+      const [a, b] = (await fleetsOn(2, { webhooks: false, rateLimit: false, prober, health: { announceAfter: 1, breaker: { failures: 2, backoffMs: 60_000 } } })) as [Fleet, Fleet];
+      const key = await keyOf(a, 'breaker');
+      const id = (await call(a, key, 'POST', '/servers', server('up', upstream.url))).body.data.id;
+      for (let i = 0; i < 2; i++) expect((await call(a, key, 'GET', `/servers/${id}/health`)).body.data.breaker.state === 'open').toBe(i === 1);
+      const refused = await call(b, key, 'POST', `/servers/${id}/tools/call`, { name: 'echo', arguments: { text: 'b' } });
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', details: { server_id: id } });
+      down = false;
+      expect((await call(a, key, 'GET', `/servers/${id}/health`)).body.data.breaker.state).toBe('closed');
+      const called = await call(b, key, 'POST', `/servers/${id}/tools/call`, { name: 'echo', arguments: { text: 'b' } });
+      expect(called.status).toBe(200);
+      expect(called.body.data.status).toBe('success');
     });
 
     it(

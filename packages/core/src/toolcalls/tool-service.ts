@@ -3,6 +3,7 @@ import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow
 import { toAsync } from '../util/result.js';
 import { z } from 'zod';
 import { errorChain, FleetError, isFleetError } from '../errors/fleet-error.js';
+import type { Admission, CircuitBreaker } from '../health/breaker.js';
 import type { HealthLog } from '../health/health-log.js';
 import { timeoutError, toUpstreamError } from '../mcp/errors.js';
 import type { ServerRegistry } from '../registry/registry.js';
@@ -41,6 +42,10 @@ export interface ToolServiceDeps {
   registry: ServerRegistry;
   log: ToolCallLog;
   health: HealthLog;
+  /** Calls to a server whose breaker is open fail fast (503 UPSTREAM_UNAVAILABLE) without reaching it. */
+  breaker: CircuitBreaker;
+  /** The half-open probe: probes the server now (a health check), true when it answered. */
+  trial: (account: string, serverId: string) => ResultAsync<boolean, FleetError>;
   pool: ConnectionPool;
   /** The one cache of upstream listings, and their bounds: a call reads the tool's annotations from it. */
   listings: ListingCache;
@@ -177,6 +182,14 @@ export class ToolService {
     if (found.isErr()) return err(found.error);
     const server = found.value;
     if (!toolAllowed(options.tools, namespacedTool({ id: server.id, name: server.config.name }, name))) return err(outsideAllowlist(name));
+    const admitted = this.deps.breaker.admit(server.id);
+    const admission = admitted instanceof ResultAsync ? await admitted : admitted;
+    if (admission.isErr()) return err(admission.error);
+    // A closed breaker (the common case) costs the call no promise.
+    if (!admission.value.go || admission.value.trial) {
+      const open = await this.openBreaker(account, server, admission.value);
+      if (open !== undefined) return this.failFast(account, server, name, args, options, open);
+    }
     const refusal = this.enter(account);
     if (refusal !== undefined) return err(refusal);
     let ran: { record: ToolCallRecord; result: CallToolResult | null };
@@ -196,10 +209,60 @@ export class ToolService {
     // both are made at once, without a promise (a successful call stages no event).
     const appended = this.deps.log.append(account, record, payload);
     const recorded = this.deps.health.record(server.id, attempt);
-    const [logged, counted] = appended instanceof ResultAsync || recorded instanceof ResultAsync ? await Promise.all([appended, recorded]) : [appended, recorded];
+    const verdict = breakerVerdict(record, options.signal);
+    const told = verdict === undefined ? ok(undefined) : this.deps.breaker.record(server.id, verdict);
+    const [logged, counted, breaker] =
+      appended instanceof ResultAsync || recorded instanceof ResultAsync || told instanceof ResultAsync ? await Promise.all([appended, recorded, told]) : [appended, recorded, told];
     if (logged.isErr()) return err(logged.error);
     if (counted.isErr()) return err(counted.error);
+    if (breaker.isErr()) return err(breaker.error);
     return ok({ ...record, result });
+  }
+
+  /**
+   * When the call must not go: the breaker's `retry_at` (Unix ms). A half-open breaker whose trial this call won
+   * probes the server first; the call goes if the probe answered (which closed the breaker).
+   */
+  private async openBreaker(account: string, server: ServerRecord, admission: Admission): Promise<number | undefined> {
+    if (!admission.go) return admission.retryAt;
+    if (!admission.trial) return undefined;
+    const probed = await this.deps.trial(account, server.id);
+    if (probed.isOk() && probed.value) return undefined;
+    const view = await this.deps.breaker.view(server.id);
+    const retryAt = view.isOk() && view.value.retry_at !== null ? Date.parse(view.value.retry_at) : this.deps.now() + 1000;
+    return Math.max(retryAt, this.deps.now() + 1000);
+  }
+
+  /**
+   * A call refused by an open breaker: recorded as such (`status: "error"`, code `UPSTREAM_UNAVAILABLE`, no attempt),
+   * never counted in the server's health (its failures were counted once, when they happened), and answered 503 with
+   * `Retry-After`.
+   */
+  private async failFast(account: string, server: ServerRecord, name: string, args: Record<string, unknown>, options: InvokeOptions, retryAt: number): Promise<Result<ToolCallOutcome, FleetError>> {
+    const retry = new Date(retryAt).toISOString();
+    const message = `The server failed too often in a row; its circuit breaker is open and calls fail fast until ${retry}, then one probe decides (docs/health.md).`;
+    const record: ToolCallRecord = {
+      id: newId('toolCall'),
+      server_id: server.id,
+      server_name: server.config.name,
+      tool: name,
+      duration_ms: 0,
+      attempts: 0,
+      via: options.via ?? 'api',
+      created_at: new Date(this.deps.now()).toISOString(),
+      status: 'error',
+      error: { code: 'UPSTREAM_UNAVAILABLE', message },
+    };
+    const appended = this.deps.log.append(account, record, this.deps.record?.arguments === true ? { arguments: args } : {});
+    const logged = appended instanceof ResultAsync ? await appended : appended;
+    if (logged.isErr()) return err(logged.error);
+    return err(
+      new FleetError('UPSTREAM_UNAVAILABLE', {
+        message,
+        details: { server_id: server.id, retry_at: retry },
+        headers: { 'retry-after': String(Math.max(1, Math.ceil((retryAt - this.deps.now()) / 1000))) },
+      }),
+    );
   }
 
   /**
@@ -463,6 +526,19 @@ const unlisted = () =>
   new FleetError('UPSTREAM_PROTOCOL_ERROR', {
     message: "The server's tools/list has no usable tool of that name (unknown, or excluded for an invalid x-mcp-header); it was not called.",
   });
+
+/**
+ * What a call's outcome tells the breaker: the server answered (a result, `isError`, a JSON-RPC error) is a success;
+ * it did not answer as MCP (unreachable, timeout, protocol error) is a failure; anything else (our own guard or
+ * bounds, refused credentials, input required, a caller's cancel) tells it nothing.
+ */
+function breakerVerdict(record: ToolCallRecord, signal: AbortSignal | undefined): boolean | undefined {
+  if (record.status === 'success') return true;
+  if (signal?.aborted === true) return undefined;
+  const code = record.error?.code;
+  if (code === 'TOOL_ERROR' || code === 'TOOL_CALL_REJECTED') return true;
+  return code === 'UPSTREAM_UNREACHABLE' || code === 'UPSTREAM_TIMEOUT' || code === 'UPSTREAM_PROTOCOL_ERROR' ? false : undefined;
+}
 
 /** A JSON-RPC error answer to the call (the SDK's `ProtocolError`): the server is up and refused this call. */
 function isJsonRpcRejection(error: unknown): boolean {

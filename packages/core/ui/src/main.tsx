@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, session } from './api.js';
 import { ConnectPage } from './connect.js';
+import { HealthPage } from './health.js';
 import { ImportPage } from './import.js';
 import { KeysPage } from './keys.js';
 import { ServersPage } from './servers.js';
@@ -12,6 +13,7 @@ import './style.css';
 
 const PAGES = [
   { hash: '#/servers', name: 'Servers', Page: ServersPage },
+  { hash: '#/health', name: 'Health', Page: HealthPage },
   { hash: '#/tool-calls', name: 'Tool calls', Page: ToolCallsPage },
   { hash: '#/webhooks', name: 'Webhooks', Page: WebhooksPage },
   { hash: '#/tools', name: 'Tools', Page: ToolsPage },

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type ApiError, api, fieldErrors, type HealthHistory, type Server, type ServerCreate, type ServerDetail, type ServerUpdate } from './api.js';
+import { useHealthCheck } from './health.js';
 import { Bars, DeleteButton, Field, Pager, Problem, TableHead, useApi } from './ui.js';
 
 const HOUR_MS = 3_600_000;
@@ -22,20 +23,12 @@ const tone = (share: number) => (share >= 99.5 ? 'bar ok' : share >= 50 ? 'bar w
 function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () => void; onChanged: () => void }) {
   const { result: history, reload } = useApi((client) => client.servers.healthHistory(server.id), [server.id]);
   const [health, setHealth] = useState(server.health);
-  const [checking, setChecking] = useState(false);
-  const [note, setNote] = useState('');
+  const { checking, note, setNote, check } = useHealthCheck(server.id, (record) => {
+    setHealth(record.status);
+    reload();
+  });
   useEffect(() => setHealth(server.health), [server]);
 
-  const check = async () => {
-    setChecking(true);
-    setNote('');
-    const answer = await api((client) => client.servers.health(server.id));
-    setChecking(false);
-    if (!answer.ok) return setNote(answer.error.message);
-    setHealth(answer.data.status);
-    setNote(answer.data.error ? `${answer.data.error.code}: ${answer.data.error.message}` : `${answer.data.response_time} ms`);
-    reload();
-  };
   const remove = async () => {
     const answer = await api((client) => client.servers.delete(server.id));
     if (!answer.ok) return setNote(answer.error.message);
