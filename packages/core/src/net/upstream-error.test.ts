@@ -17,6 +17,7 @@ describe('upstream errors', () => {
   it('has exactly the upstream codes of docs/http-api.md "Health"; each is also the 502/504 answer of GET /servers/{id}/tools', () => {
     expect(Object.keys(UPSTREAM_ERROR_CODES).sort()).toEqual(
       // UPSTREAM_INPUT_REQUIRED (issue 14): a 2026-07-28 input_required answer, which the fleet cannot fulfil.
+      // UPSTREAM_UNAVAILABLE (issue 32): a tool call to a server whose circuit breaker is open, failed fast (503).
       [
         'DESTINATION_NOT_ALLOWED',
         'UPSTREAM_AUTH_FAILED',
@@ -24,6 +25,7 @@ describe('upstream errors', () => {
         'UPSTREAM_PROTOCOL_ERROR',
         'UPSTREAM_RESPONSE_TOO_LARGE',
         'UPSTREAM_TIMEOUT',
+        'UPSTREAM_UNAVAILABLE',
         'UPSTREAM_UNREACHABLE',
       ].sort(),
     );
@@ -31,7 +33,7 @@ describe('upstream errors', () => {
       expect(isUpstreamErrorCode(code)).toBe(true);
       // A tools listing writes no record, so its upstream failure is the HTTP answer itself (issue 5).
       expect(isErrorCode(code)).toBe(true);
-      expect(ERROR_CODES[code as keyof typeof ERROR_CODES].status).toBe(code === 'UPSTREAM_TIMEOUT' ? 504 : 502);
+      expect(ERROR_CODES[code as keyof typeof ERROR_CODES].status).toBe(code === 'UPSTREAM_TIMEOUT' ? 504 : code === 'UPSTREAM_UNAVAILABLE' ? 503 : 502);
     }
     expect(isUpstreamErrorCode('toString')).toBe(false);
     expect(isUpstreamErrorCode('INTERNAL_ERROR')).toBe(false);
