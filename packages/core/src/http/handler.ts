@@ -133,7 +133,7 @@ class Exchange implements McpDoorExchange {
 
 /**
  * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
- * Order: request id → route path → keyless `OPTIONS` (204) and `/.well-known/…` (404), uncounted → authentication
+ * Order: request id → route path → `/.well-known/…` (404) and keyless `OPTIONS` (204), uncounted → authentication
  * (401; a failed key counts against the address's 401 budget, 429 past it) → rate limits (429) → route (404/405) →
  * scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
  * `/mcp` and `/servers/{id}/mcp` leave after authentication for the MCP endpoint's door (mcp-endpoint/http-door.ts).
@@ -229,15 +229,17 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   }
 
   /**
-   * Keyless answers. Without an Authorization header nothing is guessed: a CORS preflight or a discovery lookup
-   * (mcp-remote asks for `/mcp/.well-known/openid-configuration` at every start) is answered here, before any limiter,
-   * and no keyless request counts against the address's 401 budget, so a web page making its visitors' browsers send
-   * them cannot lock out the keys behind that address.
+   * Keyless answers. A discovery lookup (mcp-remote asks for `/mcp/.well-known/openid-configuration` at every start)
+   * is answered here, with or without a credential, before any limiter; so is a CORS preflight without an
+   * Authorization header, where nothing is guessed. No keyless request and no lookup counts against the address's 401
+   * budget, so twenty agents starting behind one NAT, or a web page making its visitors' browsers send them, cannot
+   * lock out the keys behind that address.
    */
   function keylessAnswer(x: Exchange, routed: Routed, path: string): Response | undefined {
-    if (!routed.keyless || routed.segments.isErr()) return undefined;
+    if (routed.segments.isErr()) return undefined;
+    // With or without a credential: a client sends the token it holds (an expired one too) with its lookups.
     if (routed.segments.value.includes('.well-known')) return x.fail(routeNotFound(path));
-    if (x.request.method !== 'OPTIONS') return undefined;
+    if (!routed.keyless || x.request.method !== 'OPTIONS') return undefined;
     const { match } = routed;
     const allow = routed.mcp !== undefined ? MCP_METHODS : match?.kind === 'method-not-allowed' ? match.allow.join(', ') : undefined;
     if (allow === undefined) return x.fail(routeNotFound(path));
