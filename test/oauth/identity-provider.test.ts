@@ -24,10 +24,10 @@ describe('the test identity provider (oidc-provider on loopback)', () => {
   });
 
   it('mints a JWT access token for a resource indicator, with its claims and scopes', async () => {
-    const tokens = await idp.mint({ resource: RESOURCE, scope: 'mcp', claims: { account: 'globex' } });
+    const tokens = await idp.mint({ resource: RESOURCE, scope: 'tool_calls:read', claims: { account: 'globex' } });
     const { payload, protectedHeader } = await verify(tokens.access_token);
     expect(protectedHeader).toMatchObject({ alg: 'RS256', typ: 'at+jwt', kid: idp.signingKid });
-    expect(payload).toMatchObject({ iss: idp.issuer, aud: RESOURCE, scope: 'mcp', account: 'globex' });
+    expect(payload).toMatchObject({ iss: idp.issuer, aud: RESOURCE, scope: 'tool_calls:read', account: 'globex' });
   });
 
   it('runs the authorization code flow with PKCE for a registered public client, login and consent answered', async () => {
@@ -39,7 +39,7 @@ describe('the test identity provider (oidc-provider on loopback)', () => {
       client_id: client.client_id,
       response_type: 'code',
       redirect_uri: redirect,
-      scope: 'mcp:tools',
+      scope: 'tool_calls:write',
       state: 's1',
       resource: RESOURCE,
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
@@ -58,7 +58,7 @@ describe('the test identity provider (oidc-provider on loopback)', () => {
     const tokens = (await response.json()) as { access_token: string };
     expect(response.status).toBe(200);
     const { payload } = await verify(tokens.access_token);
-    expect(payload).toMatchObject({ sub: 'alice', account: 'acme', scope: 'mcp:tools', aud: RESOURCE });
+    expect(payload).toMatchObject({ sub: 'alice', account: 'acme', scope: 'tool_calls:write', aud: RESOURCE });
 
     const refused = await idp.authorize(authorization, { subject: 'alice', consent: false });
     // The session from the first walk is not reused (a fresh cookie jar): login again, then refuse.

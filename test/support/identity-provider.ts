@@ -19,7 +19,7 @@ export type ExtraClaims = Record<string, unknown>;
 export interface IdentityProviderOptions {
   /**
    * Scopes the resource servers accept (the token's `scope` is what was asked for, within these).
-   * @default ['mcp', 'mcp:tools', 'mcp:admin']
+   * @default ['tool_calls:read', 'tool_calls:write', 'servers:read', 'servers:write'] (the fleet's own)
    */
   scopes?: readonly string[];
   /**
@@ -100,7 +100,7 @@ export interface IdentityProvider {
   close(): Promise<void>;
 }
 
-const DEFAULT_SCOPES = ['mcp', 'mcp:tools', 'mcp:admin'] as const;
+const DEFAULT_SCOPES = ['tool_calls:read', 'tool_calls:write', 'servers:read', 'servers:write'] as const;
 const ALG = 'RS256';
 
 interface SigningKey {
