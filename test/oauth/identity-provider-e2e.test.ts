@@ -424,3 +424,55 @@ describe.each(ADAPTER_NAMES)('the unauthenticated discovery burst, with rate lim
     await byToken.body?.cancel();
   });
 });
+
+describe.each(ADAPTER_NAMES)("opaque tokens, checked at the provider's introspection endpoint (%s)", (adapter) => {
+  let served: OAuthServed;
+  beforeAll(async () => {
+    // The fleet introspects as a confidential client of the provider's, registered for it.
+    const resourceServer = await idp.register({ grant_types: ['client_credentials'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'client_secret_basic' });
+    const discovery = (await (await fetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as { introspection_endpoint: string };
+    served = await serveOAuthFleet(adapter, (url) => ({
+      oauth: {
+        resource: url,
+        issuers: [
+          {
+            issuer: idp.issuer,
+            audiences: [],
+            accountClaim: 'account',
+            // Asked every time: a token revoked at the provider is refused at once.
+            introspection: { endpoint: discovery.introspection_endpoint, clientId: resourceServer.client_id, clientSecret: resourceServer.client_secret!, cacheMs: 0 },
+          },
+        ],
+      },
+    }));
+    const key = (await served.fleet.keys.create({ account: 'initech', tier: 'pro' }))._unsafeUnwrap().secret;
+    const created = await fetch(`${served.url}/servers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'delta', type: 'http', endpoint: upstream.url }),
+    });
+    expect(created.status).toBe(201);
+  });
+  afterAll(() => served?.close());
+
+  const opaque = (resource: string) => idp.mint({ resource, scope: SCOPES.join(' '), claims: { account: 'initech' }, format: 'opaque' }).then((tokens) => tokens.access_token);
+
+  it('an opaque token for the fleet acts for the account its introspection names; revoked at the provider, it is refused', async () => {
+    const token = await opaque(served.mcpUrl);
+    expect(token.split('.')).toHaveLength(1);
+    expect(await toolNames(served.mcpUrl, token)).toEqual(['delta__count', 'delta__lookup', 'delta__wait']);
+    await idp.revoke(token);
+    const refused = await initialize(served.mcpUrl, `Bearer ${token}`);
+    expect(refused.status).toBe(401);
+    expect(challengeParams(refused.headers.get('www-authenticate')).resource_metadata).toBe(`${served.origin}/.well-known/oauth-protected-resource/v1/mcp`);
+    await refused.body?.cancel();
+  });
+
+  it('an opaque token for another resource, and one the provider never issued, are refused', async () => {
+    for (const token of [await opaque('https://elsewhere.example/mcp'), randomBytes(32).toString('base64url')]) {
+      const answer = await initialize(served.mcpUrl, `Bearer ${token}`);
+      expect(answer.status).toBe(401);
+      await answer.body?.cancel();
+    }
+  });
+});

@@ -1,8 +1,8 @@
 /**
  * A real OpenID provider on loopback for the OAuth tests: `oidc-provider` (panva's certified implementation), issuing
  * JWT access tokens for RFC 8707 resource indicators (the audience is the resource asked for), with dynamic client
- * registration, PKCE, the authorization-code flow, client credentials, introspection, custom claims and scopes, and
- * signing keys that rotate at runtime. The login and consent pages are JSON endpoints the test answers with plain HTTP
+ * registration, PKCE, the authorization-code flow, client credentials, opaque tokens with introspection and
+ * revocation, custom claims and scopes, and signing keys that rotate at runtime. The login and consent pages are JSON endpoints the test answers with plain HTTP
  * requests (`authorize`), so no browser is needed.
  *
  * Each test file starts its own instance on port 0 (`startIdentityProvider`) and stops it in `afterAll`.
@@ -28,8 +28,6 @@ export interface IdentityProviderOptions {
    * @default {}
    */
   users?: Record<string, ExtraClaims>;
-  /** Resource indicators whose tokens are opaque (checked through introspection) instead of JWTs. @default [] */
-  opaqueResources?: readonly string[];
   /** Lifetime of access tokens, in seconds. @default 600 */
   accessTokenTtl?: number;
 }
@@ -58,6 +56,8 @@ export interface MintOptions {
   scope?: string;
   /** Claims the token carries (e.g. `{ account: 'acme' }`); `sub` is the client's id. @default {} */
   claims?: ExtraClaims;
+  /** `opaque`: a reference token, only the introspection endpoint can tell what it is. @default 'jwt' */
+  format?: 'jwt' | 'opaque';
 }
 
 export interface AuthorizeOptions {
@@ -78,6 +78,8 @@ export interface IdentityProvider {
   register(metadata: Record<string, unknown>): Promise<RegisteredClient>;
   /** A client-credentials access token for `resource`, from a client registered for the purpose. */
   mint(options: MintOptions): Promise<TokenSet>;
+  /** Revokes a token `mint` issued (RFC 7009, as the client it was issued to). */
+  revoke(accessToken: string): Promise<void>;
   /**
    * Plays the user in a browser: follows `authorizationUrl` through the provider's login and consent steps, answering
    * them as `subject`, and resolves with the URL the provider finally redirects to (the client's `redirect_uri` with
@@ -203,10 +205,12 @@ class CookieJar {
 
 export async function startIdentityProvider(options: IdentityProviderOptions = {}): Promise<IdentityProvider> {
   const scopes = [...(options.scopes ?? DEFAULT_SCOPES)];
-  const opaque = new Set(options.opaqueResources ?? []);
   const accessTokenTtl = options.accessTokenTtl ?? 600;
   const userClaims = new Map(Object.entries(options.users ?? {}));
   const clientClaims = new Map<string, ExtraClaims>();
+  const opaqueClients = new Set<string>();
+  /** The client each minted token was issued to, for `revoke`. */
+  const minted = new Map<string, RegisteredClient>();
   const adapter = memoryAdapterFactory();
   const cookieKeys = [randomBytes(32).toString('base64url')];
   let keys: SigningKey[] = [await newSigningKey()];
@@ -241,18 +245,19 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
       devInteractions: { enabled: false },
       registration: { enabled: true },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
+      // Any confidential client may introspect (a resource server registered for it), never a public one.
+      introspection: { enabled: true, allowedPolicy: (_ctx, client) => client.clientAuthMethod !== 'none' },
       revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         // Any resource the client names, as its own audience: a test asks for the wrong one on purpose.
         defaultResource: (_ctx, _client, oneOf) => oneOf ?? '',
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, resourceIndicator) => ({
+        getResourceServerInfo: (_ctx, resourceIndicator, client) => ({
           scope: scopes.join(' '),
           audience: resourceIndicator,
           accessTokenTTL: accessTokenTtl,
-          ...(opaque.has(resourceIndicator) ? { accessTokenFormat: 'opaque' as const } : { accessTokenFormat: 'jwt' as const, jwt: { sign: { alg: ALG } } }),
+          ...(opaqueClients.has(client.clientId) ? { accessTokenFormat: 'opaque' as const } : { accessTokenFormat: 'jwt' as const, jwt: { sign: { alg: ALG } } }),
         }),
       },
     },
@@ -297,7 +302,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
       if (response.status !== 201) throw new Error(`registration answered ${response.status}: ${JSON.stringify(body)}`);
       return body;
     },
-    async mint({ resource, scope = scopes.join(' '), claims = {} }) {
+    async mint({ resource, scope = scopes.join(' '), claims = {}, format = 'jwt' }) {
       const client = await idp.register({
         grant_types: ['client_credentials'],
         response_types: [],
@@ -305,6 +310,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
         token_endpoint_auth_method: 'client_secret_basic',
       });
       clientClaims.set(client.client_id, claims);
+      if (format === 'opaque') opaqueClients.add(client.client_id);
       const response = await fetch(`${issuer}/token`, {
         method: 'POST',
         headers: {
@@ -315,7 +321,22 @@ export async function startIdentityProvider(options: IdentityProviderOptions = {
       });
       const body = (await response.json()) as TokenSet;
       if (response.status !== 200) throw new Error(`token endpoint answered ${response.status}: ${JSON.stringify(body)}`);
+      minted.set(body.access_token, client);
       return body;
+    },
+    async revoke(accessToken) {
+      const client = minted.get(accessToken);
+      if (client === undefined) throw new Error('revoke: not a token this provider minted');
+      const response = await fetch(`${issuer}/token/revocation`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ token: accessToken, token_type_hint: 'access_token' }),
+      });
+      await response.body?.cancel();
+      if (response.status !== 200) throw new Error(`revocation endpoint answered ${response.status}`);
     },
     async authorize(authorizationUrl, { subject, consent = true }) {
       const jar = new CookieJar();
