@@ -137,6 +137,9 @@ function memoryAdapterFactory(): (name: string) => Adapter {
     const keyOf = (id: string) => `${name}:${id}`;
     return {
       async upsert(id, payload, expiresIn) {
+        // A client is not held to the `scope` it registered with: the SDK registers with the scope of the first
+        // challenge, and a step-up must be able to ask for more (as providers whose scopes belong to the API do).
+        if (name === 'Client') delete payload.scope;
         store.set(keyOf(id), { payload, expiresAt: expiresIn > 0 ? Date.now() + expiresIn * 1000 : undefined });
         if (payload.grantId !== undefined) {
           const grantKey = `grant:${payload.grantId}`;
