@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayUpstream, startGatewayUpstream } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
 import { type IdentityProvider, startIdentityProvider } from '../support/identity-provider.js';
@@ -88,6 +88,18 @@ function unsecured(payload: Record<string, unknown>): string {
   return `${part({ alg: 'none', typ: 'at+jwt' })}.${part(payload)}.`;
 }
 
+/** An API key of `account` (tier pro), with the upstream registered in that account as `name` (its tools: `{name}__…`). */
+async function accountWithUpstream(served: OAuthServed, account: string, name: string): Promise<string> {
+  const key = (await served.fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap().secret;
+  const created = await fetch(`${served.url}/servers`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, type: 'http', endpoint: upstream.url }),
+  });
+  expect(created.status).toBe(201);
+  return key;
+}
+
 /** An agent's OAuth client as the SDK asks for it: in memory, the browser step left to the test. */
 class AgentOAuthClient implements OAuthClientProvider {
   readonly redirectUrl = 'http://127.0.0.1:9/callback';
@@ -147,13 +159,7 @@ describe.each(ADAPTER_NAMES)('the MCP endpoint as a resource server for oidc-pro
       ['acme', 'alpha'],
       ['globex', 'gamma'],
     ] as const) {
-      keys[account] = (await served.fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap().secret;
-      const created = await fetch(`${served.url}/servers`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${keys[account]}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name, type: 'http', endpoint: upstream.url }),
-      });
-      expect(created.status).toBe(201);
+      keys[account] = await accountWithUpstream(served, account, name);
     }
   });
   afterAll(() => served?.close());
@@ -445,13 +451,7 @@ describe.each(ADAPTER_NAMES)("opaque tokens, checked at the provider's introspec
         ],
       },
     }));
-    const key = (await served.fleet.keys.create({ account: 'initech', tier: 'pro' }))._unsafeUnwrap().secret;
-    const created = await fetch(`${served.url}/servers`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'delta', type: 'http', endpoint: upstream.url }),
-    });
-    expect(created.status).toBe(201);
+    await accountWithUpstream(served, 'initech', 'delta');
   });
   afterAll(() => served?.close());
 
@@ -484,13 +484,7 @@ describe.each(ADAPTER_NAMES)('step-up authorization with the official SDK client
     served = await serveOAuthFleet(adapter, (url) => ({
       oauth: { resource: url, scopesSupported: ['tool_calls:read'], issuers: [{ issuer: idp.issuer, audiences: [], accountClaim: 'account' }] },
     }));
-    const key = (await served.fleet.keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap().secret;
-    const created = await fetch(`${served.url}/servers`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'alpha', type: 'http', endpoint: upstream.url }),
-    });
-    expect(created.status).toBe(201);
+    await accountWithUpstream(served, 'acme', 'alpha');
   });
   afterAll(() => served?.close());
 
@@ -508,15 +502,21 @@ describe.each(ADAPTER_NAMES)('step-up authorization with the official SDK client
     return { agent, transport, client };
   }
 
+  /** `tools/call` as the agent would send it, read raw: the status and the challenge the SDK acts on. */
+  async function callOutsideTheSdk(agent: AgentOAuthClient, transport: StreamableHTTPClientTransport): Promise<Response> {
+    const raw = await fetch(served.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${agent.tokens()!.access_token}`, 'mcp-session-id': transport.sessionId! },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'alpha__lookup', arguments: { key: 'x' } } }),
+    });
+    await raw.body?.cancel();
+    return raw;
+  }
+
   it('a read-only token calling a tool gets 403 with WWW-Authenticate: Bearer error="insufficient_scope" naming tool_calls:write', async () => {
     const { agent, transport, client } = await readOnlyAgent();
     try {
-      const raw = await fetch(served.mcpUrl, {
-        method: 'POST',
-        headers: { ...MCP_HEADERS, authorization: `Bearer ${agent.tokens()!.access_token}`, 'mcp-session-id': transport.sessionId! },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'alpha__lookup', arguments: { key: 'x' } } }),
-      });
-      await raw.body?.cancel();
+      const raw = await callOutsideTheSdk(agent, transport);
       expect(raw.status).toBe(403);
       const challenge = challengeParams(raw.headers.get('www-authenticate'));
       expect(challenge.error).toBe('insufficient_scope');
@@ -535,12 +535,7 @@ describe.each(ADAPTER_NAMES)('step-up authorization with the official SDK client
   it.fails('BUG: re-authorized as the challenge says, the agent keeps what it had: it lists and calls', async () => {
     const { agent, transport, client } = await readOnlyAgent();
     try {
-      const raw = await fetch(served.mcpUrl, {
-        method: 'POST',
-        headers: { ...MCP_HEADERS, authorization: `Bearer ${agent.tokens()!.access_token}`, 'mcp-session-id': transport.sessionId! },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'alpha__lookup', arguments: { key: 'x' } } }),
-      });
-      await raw.body?.cancel();
+      const raw = await callOutsideTheSdk(agent, transport);
       expect(challengeParams(raw.headers.get('www-authenticate'))).toEqual({
         error: 'insufficient_scope',
         scope: 'tool_calls:read tool_calls:write',
