@@ -12,6 +12,8 @@
  *                                                   stand-in (stand-in.mjs) for the 2026-07-28 ones (the expected
  *                                                   set), still through the header-adding proxy
  *   npm run conformance:server -- --require-endpoint  a target answering 404 fails the run instead of skipping it
+ *   npm run conformance:server -- --oauth           the reference server also takes OAuth access tokens (an issuer it
+ *                                                   never needs to reach): the API key still passes, unchallenged
  *   npm run conformance:server -- --verbose         prints the suite's output of passing scenarios too
  *   npm run conformance:server -- --scenario caching  only the runs of that scenario (several: a,b)
  *
@@ -84,6 +86,7 @@ const args = new Set(argv);
 const verbose = args.has('--verbose');
 const direct = args.has('--direct');
 const requireEndpoint = args.has('--require-endpoint');
+const oauth = args.has('--oauth');
 const targetArg = argv.includes('--target') ? argv[argv.indexOf('--target') + 1] : 'servers,mcp';
 const targetNames = targetArg.split(',').map((name) => name.trim());
 const onlyScenarios = argv.includes('--scenario') ? new Set(argv[argv.indexOf('--scenario') + 1].split(',').map((name) => name.trim())) : undefined;
@@ -233,6 +236,8 @@ async function main() {
           MCP_FLEET_API_KEYS: `${ACCOUNT}:enterprise:${key}`,
           MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
           MCP_FLEET_RATE_LIMITS: 'off',
+          // Issue 30: with OAuth configured, the API key the proxy adds is checked first and never challenged.
+          ...(oauth && { MCP_FLEET_OAUTH_ISSUER: 'https://idp.example.invalid/', MCP_FLEET_OAUTH_AUDIENCE: 'https://fleet.example.invalid/v1/mcp' }),
         }),
         /mcp-fleet listening on (http:\/\/[^\s/]+)\/v1 /,
       );

@@ -181,6 +181,16 @@ export class OAuthResourceServer {
   }
 
   /**
+   * Whether `token` is something this server can check: a JWT, or anything but the fleet's own key format (`mcpf_…`)
+   * when an issuer introspects opaque tokens. Otherwise it is no access token (a wrong API key), and never looked at.
+   */
+  checks(token: string): boolean {
+    if (JWT_SHAPE.test(token)) return true;
+    // The fleet's own key format is never an identity provider's token: a wrong key costs no introspection request.
+    return !token.startsWith('mcpf_') && this.options.issuers.some((issuer) => issuer.options.introspection !== undefined);
+  }
+
+  /**
    * The principal `token` acts for, or why it is refused. `canonical`: the resource URLs of the request's path that a
    * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`).
    */
