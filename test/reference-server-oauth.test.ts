@@ -103,7 +103,7 @@ describe('the reference server with OAuth', () => {
     ['MCP_FLEET_OAUTH_ISSUERS', { MCP_FLEET_OAUTH_ISSUERS: '[{"issuer":"https://idp.example.test/"}]' }],
     ['MCP_FLEET_OAUTH_ISSUERS', { MCP_FLEET_OAUTH_ISSUERS: '[{"issuer":"https://idp.example.test/","audiences":["a"],"algorithms":["none"]}]' }],
     ['MCP_FLEET_OAUTH_RESOURCE', { MCP_FLEET_OAUTH_RESOURCE: 'https://fleet.example.test/v1' }],
-  ])('an invalid value exits 2 naming %s, never printing a secret', async (name, env) => {
+  ] as [string, Record<string, string>][])('an invalid value exits 2 naming %s, never printing a secret', async (name, env) => {
     const secret = 'introspection-secret-0123456789';
     const issuers = env.MCP_FLEET_OAUTH_ISSUERS?.replace('"audiences":["a"]', `"audiences":["a"],"introspection":{"endpoint":"https://idp.example.test/i","clientId":"c","clientSecret":"${secret}"}`);
     const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://', ...env, ...(issuers !== undefined && { MCP_FLEET_OAUTH_ISSUERS: issuers }) } });

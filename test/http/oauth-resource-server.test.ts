@@ -345,6 +345,10 @@ describe.each(['hono', 'express'] as const)('OAuth resource server through %s', 
     expect(idp.introspectionAuth.length - asked).toBe(1);
     expect(idp.introspectionAuth.at(-1)).toBe(`Basic ${Buffer.from('fleet:fleet-secret').toString('base64')}`);
     expect((await as(inactive).get('/servers')).status).toBe(401);
+    // A wrong API key of the fleet's own format is no access token: the identity provider is not asked about it.
+    const before = idp.introspectionAuth.length;
+    expect((await as('mcpf_0000000000000000000000000000000000000000').get('/servers')).status).toBe(401);
+    expect(idp.introspectionAuth.length).toBe(before);
     // Active, but for another resource.
     const elsewhere = `opaque-elsewhere-${Math.random().toString(36).slice(2)}`;
     idp.opaque.set(elsewhere, { active: true, sub: 'introspected', scope: 'servers:read', aud: 'https://other.example.test/' });

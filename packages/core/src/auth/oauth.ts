@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import type { GuardedFetch } from '../net/guarded-fetch.js';
 import type { OAuthClaims, OAuthIssuerOptions, OAuthOptions, OAuthPrincipalContext, OAuthPrincipalMapper } from '../options.js';
 import { checkOption, nonNegativeNumber, positiveInteger } from '../util/options.js';
@@ -47,6 +47,14 @@ interface ResolvedIssuer {
 }
 
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
+
+type Jose = typeof import('jose');
+let loading: Promise<Jose> | undefined;
+/**
+ * jose, loaded at the first token: it is published as ES modules only, which the CommonJS build reaches through
+ * `import()` on every Node it supports (a `require` would need Node 20.19's require(esm)).
+ */
+const jose = (): Promise<Jose> => (loading ??= import('jose'));
 const MAX_TOKEN_LENGTH = 16_384;
 
 /**
@@ -181,6 +189,16 @@ export class OAuthResourceServer {
   }
 
   /**
+   * Whether `token` is something this server can check: a JWT, or anything but the fleet's own key format (`mcpf_…`)
+   * when an issuer introspects opaque tokens. Otherwise it is no access token (a wrong API key), and never looked at.
+   */
+  checks(token: string): boolean {
+    if (JWT_SHAPE.test(token)) return true;
+    // The fleet's own key format is never an identity provider's token: a wrong key costs no introspection request.
+    return !token.startsWith('mcpf_') && this.options.issuers.some((issuer) => issuer.options.introspection !== undefined);
+  }
+
+  /**
    * The principal `token` acts for, or why it is refused. `canonical`: the resource URLs of the request's path that a
    * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`).
    */
@@ -191,6 +209,7 @@ export class OAuthResourceServer {
   }
 
   private async verifyJwt(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
+    const { decodeJwt, errors, jwtVerify } = await jose();
     let iss: unknown;
     try {
       iss = decodeJwt(token).iss;
@@ -214,7 +233,7 @@ export class OAuthResourceServer {
       });
       claims = verified.payload as OAuthClaims;
     } catch (error) {
-      const refused = refusalOf(error);
+      const refused = refusalOf(error, errors);
       if (refused === 'keys_unavailable') this.keySetFailed(issuer, error);
       return { refused, issuer: name };
     }
@@ -304,8 +323,8 @@ export class OAuthResourceServer {
     if (this.deps.now() - entry.failedAt < this.options.cooldownMs) return undefined;
     if (entry.getKey !== undefined) return entry.getKey;
     const held = entry;
-    held.discovering ??= this.jwksUriOf(issuer)
-      .then((uri) => {
+    held.discovering ??= Promise.all([this.jwksUriOf(issuer), jose()])
+      .then(([uri, { createRemoteJWKSet, customFetch }]) => {
         held.getKey = createRemoteJWKSet(new URL(uri), {
           timeoutDuration: this.options.timeoutMs,
           cooldownDuration: this.options.cooldownMs,
@@ -373,7 +392,7 @@ export class OAuthResourceServer {
 }
 
 /** A verification failure as a refusal reason; a key set that could not be read is the identity provider's trouble. */
-function refusalOf(error: unknown): OAuthRefusal {
+function refusalOf(error: unknown, joseErrors: Jose['errors']): OAuthRefusal {
   if (error instanceof joseErrors.JWTExpired) return 'expired';
   if (error instanceof joseErrors.JWTClaimValidationFailed) return error.claim === 'aud' ? 'audience' : 'invalid_claims';
   if (error instanceof joseErrors.JWKSNoMatchingKey) return 'unknown_key';

@@ -299,7 +299,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   /** The OAuth outcome of the request's bearer token; the token is read from the `Authorization` header only, never the query. */
   async function viaOAuth(x: Exchange, oauth: OAuthResourceServer, routed: Routed, path: string): Promise<OAuthOutcome | undefined> {
     const token = bearerSecret(x.request);
-    if (token === undefined) return undefined;
+    if (token === undefined || !oauth.checks(token)) return undefined;
     const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined));
     if ('principal' in outcome) {
       if (!isPrincipal(outcome.principal)) throw new Error('mcp-fleet: the oauth.principal function returned an invalid principal');
