@@ -437,6 +437,21 @@ describe.each(['hono', 'express'] as const)('OAuth with a public resource URL, m
   });
 });
 
+describe.each(['hono', 'express'] as const)('OAuth behind the outgoing guard, through %s', (adapter) => {
+  it('refuses every token of a loopback identity provider unless allowPrivateNetworks lets the fleet reach it, and says so', async () => {
+    const hosted = await host(adapter, { allowPrivateNetworks: false, oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE] }] } });
+    try {
+      const seen = warnings.length;
+      expect((await api(hosted, await token()).get('/servers')).status).toBe(401);
+      const said = warnings.slice(seen).join('\n');
+      expect(said).toContain('DESTINATION_NOT_ALLOWED');
+      expect(said).toContain('allowPrivateNetworks');
+    } finally {
+      await hosted.close();
+    }
+  });
+});
+
 describe('the oauth option at start', () => {
   it('refuses what cannot work, naming the field', () => {
     const make = (oauth: unknown) => () => createFleet({ oauth: oauth as FleetOptions['oauth'] });

@@ -415,7 +415,8 @@ function describe(error: unknown, timeoutMs: number): string {
     const code = (cause as { code?: unknown } | null)?.code;
     if (name === 'TimeoutError' || code === 'ERR_JWKS_TIMEOUT') return `no answer within ${timeoutMs} ms (oauth.jwks.timeoutMs)`;
     if (code === 'UPSTREAM_RESPONSE_TOO_LARGE') return 'the answer is larger than maxUpstreamBytes';
-    if (typeof code === 'string' && code.startsWith('UPSTREAM_') && cause instanceof Error) return cause.message;
+    // The guard's refusals and undici's failures name themselves (`DESTINATION_NOT_ALLOWED`, `ECONNREFUSED`…).
+    if (typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code) && cause instanceof Error) return `${code}: ${cause.message.slice(0, 300)}`;
   }
   const first = causes[0];
   return first instanceof Error ? first.message.slice(0, 300) : 'failed';
