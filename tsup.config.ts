@@ -30,7 +30,7 @@ export default defineConfig([
   {
     // The subpaths share modules with the root entry; split into common chunks, each module (and each class, which
     // `instanceof` tells apart) exists once, whichever entry loads it.
-    ...pkg('core', ['keyv', 'zod', 'neverthrow', 'undici', /^@modelcontextprotocol\//, 'vitest'], {
+    ...pkg('core', ['keyv', 'zod', 'neverthrow', 'undici', 'jose', /^@modelcontextprotocol\//, 'vitest'], {
       index: 'index.ts',
       node: 'node/index.ts',
       webhooks: 'webhooks/index.ts',

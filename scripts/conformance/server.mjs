@@ -14,6 +14,10 @@
  *   npm run conformance:server -- --require-endpoint  a target answering 404 fails the run instead of skipping it
  *   npm run conformance:server -- --verbose         prints the suite's output of passing scenarios too
  *   npm run conformance:server -- --scenario caching  only the runs of that scenario (several: a,b)
+ *   npm run conformance:server -- --oauth           the same runs against a fleet that also accepts OAuth tokens: a
+ *                                                   real identity provider (test/support/identity-provider.ts, on
+ *                                                   Node 22, which runs TypeScript as it is) is its issuer; the
+ *                                                   suite still goes through the API-key proxy
  *
  * What it does: starts server-everything (its Streamable HTTP mode, on a free port of 127.0.0.1), starts the built
  * reference server (memory store, one API key made up for this run, private networks allowed, rate limits off),
@@ -34,6 +38,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startAuthProxy } from './auth-proxy.mjs';
 import { startStandIn } from './stand-in.mjs';
 import { countChecks, NODE22, node22, readChecks, ROOT, run, seconds, stripAnsi, SUITE, suiteVersion, verdictOf } from './suite.mjs';
@@ -83,6 +88,8 @@ const argv = process.argv.slice(2);
 const args = new Set(argv);
 const verbose = args.has('--verbose');
 const direct = args.has('--direct');
+const oauth = args.has('--oauth');
+if (oauth && direct) throw new Error('--oauth configures the fleet: it does not go with --direct');
 const requireEndpoint = args.has('--require-endpoint');
 const targetArg = argv.includes('--target') ? argv[argv.indexOf('--target') + 1] : 'servers,mcp';
 const targetNames = targetArg.split(',').map((name) => name.trim());
@@ -98,10 +105,13 @@ async function freePort() {
   return port;
 }
 
-/** Spawns a Node script and resolves once a line of its output matches `ready` (with the match), or rejects. */
-function startProcess(label, script, scriptArgs, env, ready) {
+/**
+ * Spawns a Node script (on `node`, this process's own unless given) and resolves once a line of its output matches
+ * `ready` (with the match), or rejects.
+ */
+function startProcess(label, script, scriptArgs, env, ready, node = process.execPath) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...scriptArgs], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [script, ...scriptArgs], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const timer = setTimeout(() => fail(new Error(`${label} did not start within 30 s:\n${output}`)), 30_000);
     const fail = (error) => {
@@ -137,18 +147,68 @@ function cleanEnv(extra) {
   return { ...env, ...extra };
 }
 
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'mcp-fleet-conformance-probe', version: '1.0.0' } },
+};
+const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/**
+ * The identity provider of `--oauth`: test/support/identity-provider.ts (oidc-provider on 127.0.0.1), run by Node 22,
+ * which strips the file's types itself. Resolves with its issuer.
+ */
+async function startIdentityProvider(node) {
+  const source = pathToFileURL(join(ROOT, 'test', 'support', 'identity-provider.ts')).href;
+  const code = `const { startIdentityProvider } = await import(${JSON.stringify(source)}); const idp = await startIdentityProvider(); console.log('identity provider at ' + idp.issuer);`;
+  return startProcess('the identity provider', '--input-type=module', ['--no-warnings', '-e', code], cleanEnv({}), /identity provider at (http:\/\/\S+)/, node);
+}
+
+/**
+ * Proves `--oauth` took: without a key, /v1/mcp answers 401 with a challenge naming the metadata; the metadata names
+ * the identity provider; a token the provider issues for that resource (a client registered through its registration
+ * endpoint, client credentials) opens the endpoint. Nothing of it goes through the proxy.
+ */
+async function checkOAuth(origin, issuer) {
+  const fail = (message) => {
+    throw new Error(`--oauth: ${message}`);
+  };
+  const bare = await fetch(`${origin}/v1/mcp`, { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify(INITIALIZE) });
+  await bare.body?.cancel();
+  const challenge = bare.headers.get('www-authenticate') ?? '';
+  const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
+  if (bare.status !== 401 || metadataUrl === undefined) fail(`POST /v1/mcp without a key answered ${bare.status}, WWW-Authenticate ${JSON.stringify(challenge)}: OAuth is not on`);
+  const metadata = await (await fetch(metadataUrl)).json();
+  if (!Array.isArray(metadata.authorization_servers) || !metadata.authorization_servers.includes(issuer)) fail(`${metadataUrl} does not name ${issuer}: ${JSON.stringify(metadata)}`);
+  const discovery = await (await fetch(`${issuer}/.well-known/openid-configuration`)).json();
+  const registered = await fetch(discovery.registration_endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_types: ['client_credentials'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'client_secret_basic' }),
+  });
+  const client = await registered.json();
+  if (registered.status !== 201) fail(`the identity provider refused a registration (${registered.status})`);
+  const issued = await fetch(discovery.token_endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', resource: metadata.resource, scope: metadata.scopes_supported.join(' ') }),
+  });
+  const tokens = await issued.json();
+  if (issued.status !== 200) fail(`the identity provider issued no token (${issued.status}: ${tokens.error})`);
+  const opened = await fetch(`${origin}/v1/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${tokens.access_token}` }, body: JSON.stringify(INITIALIZE) });
+  await opened.body?.cancel();
+  const session = opened.headers.get('mcp-session-id');
+  if (session !== null) {
+    await fetch(`${origin}/v1/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': session, authorization: `Bearer ${tokens.access_token}` } }).then((answer) => answer.body?.cancel());
+  }
+  if (opened.status !== 200) fail(`a token of ${issuer} for ${metadata.resource} answered ${opened.status} on /v1/mcp`);
+  console.log(`OAuth on: a bare request is challenged with ${metadataUrl}, which names ${issuer}; a token of its own opens /v1/mcp`);
+}
+
 /** The status of an `initialize` POST to `url` (404: the endpoint is not there). */
 async function probeStatus(url) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'mcp-fleet-conformance-probe', version: '1.0.0' } },
-    }),
-  });
+  const response = await fetch(url, { method: 'POST', headers: MCP_HEADERS, body: JSON.stringify(INITIALIZE) });
   await response.body?.cancel();
   // A 2025 session the probe opened is closed again.
   const session = response.headers.get('mcp-session-id');
@@ -195,7 +255,7 @@ async function main() {
   const version = await suiteVersion();
   const fetching = performance.now();
   const node = await node22();
-  console.log(`conformance ${version} (server scenarios) on Node ${NODE22} (npx: ${seconds(fetching)}s)`);
+  console.log(`conformance ${version} (server scenarios${oauth ? ', OAuth configured' : ''}) on Node ${NODE22} (npx: ${seconds(fetching)}s)`);
 
   const cleanup = [];
   try {
@@ -222,22 +282,33 @@ async function main() {
         { name: 'stand-in', url: `${standInProxy.origin}/mcp` },
       ];
     } else {
+      // --oauth: the fleet's public URL is its resource, so its port is chosen before it starts.
+      let issuer;
+      const port = oauth ? await freePort() : 0;
+      if (oauth) {
+        const idp = await startIdentityProvider(node);
+        cleanup.push(() => idp.child.kill());
+        issuer = idp.match[1];
+        console.log(`identity provider (oidc-provider) at ${issuer}`);
+      }
       const reference = await startProcess(
         'the reference server',
         REFERENCE_SERVER,
         [],
         cleanEnv({
           HOST: '127.0.0.1',
-          PORT: '0',
+          PORT: String(port),
           MCP_FLEET_STORE: 'memory://',
           MCP_FLEET_API_KEYS: `${ACCOUNT}:enterprise:${key}`,
           MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
           MCP_FLEET_RATE_LIMITS: 'off',
+          ...(oauth && { MCP_FLEET_OAUTH_ISSUER: issuer, MCP_FLEET_OAUTH_RESOURCE: `http://127.0.0.1:${port}/v1` }),
         }),
         /mcp-fleet listening on (http:\/\/[^\s/]+)\/v1 /,
       );
       cleanup.push(() => reference.child.kill());
       const origin = reference.match[1];
+      if (oauth) await checkOAuth(origin, issuer);
       const created = await fetch(`${origin}/v1/servers`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -278,7 +349,7 @@ async function main() {
     }
     const gating = verdicts.filter((verdict) => verdict !== 'INFORMATION');
     const passed = gating.filter((verdict) => verdict === 'PASSED').length;
-    console.log(`\nconformance (server): ${passed}/${gating.length} gating scenario runs passed; ${seconds(started)}s in all`);
+    console.log(`\nconformance (server${oauth ? ', OAuth configured' : ''}): ${passed}/${gating.length} gating scenario runs passed; ${seconds(started)}s in all`);
     if (passed !== gating.length) process.exitCode = 1;
   } finally {
     for (const step of cleanup.reverse()) await step();

@@ -126,6 +126,21 @@ describe.each(ADAPTERS)('rate limits through $name', (adapter) => {
       for (let i = 0; i < 20; i++) expect((await anonymous.get('/servers', { key: `mcpf_typo${i}` })).status).toBe(401);
       expect((await anonymous.get('/servers', { key: 'mcpf_typo-21' })).status).toBe(429);
     });
+    it('does not count discovery lookups that carry a credential: 30 /.well-known lookups with a stale token, then a valid key passes', async () => {
+      nextWindow();
+      const valid = await createKey(suite.served, { account: 'stale-token' });
+      const anonymous = api(suite.served, null);
+      // An agent restarting with the expired token it still holds sends it with its discovery lookups.
+      const paths = ['/mcp/.well-known/openid-configuration', '/mcp/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/mcp'];
+      for (let i = 0; i < 30; i++) {
+        const path = paths[i % paths.length] as string;
+        expectError(await anonymous.get(path, { key: `stale-token-${i}` }), 404, 'NOT_FOUND', { path });
+      }
+      expect((await anonymous.get('/servers', { key: valid })).status).toBe(200);
+      // The address's whole budget is left for wrong keys.
+      for (let i = 0; i < 20; i++) expect((await anonymous.get('/servers', { key: `mcpf_typo${i}` })).status).toBe(401);
+      expect((await anonymous.get('/servers', { key: 'mcpf_typo-21' })).status).toBe(429);
+    });
   });
 
   describe('when the tier is smaller than the operation', () => {

@@ -1,4 +1,4 @@
-import { SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { type OAuthIssuerOptions, type OAuthOptions, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 
 /** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
 export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string } | { kind: 'postgres'; url: string; schema?: string };
@@ -39,6 +39,11 @@ export interface ServerConfig {
   metrics: boolean;
   /** `MCP_FLEET_METRICS_TOKEN`: the bearer token `/metrics` asks of a scraper; required off loopback. */
   metricsToken: string | undefined;
+  /**
+   * OAuth access tokens accepted beside API keys (docs/oauth.md): `MCP_FLEET_OAUTH_ISSUER` with `MCP_FLEET_OAUTH_AUDIENCE`
+   * and `MCP_FLEET_OAUTH_ACCOUNT_CLAIM`, and/or the issuers of `MCP_FLEET_OAUTH_ISSUERS` (JSON); `undefined`: keys only.
+   */
+  oauth: OAuthOptions | undefined;
 }
 
 export const EMBEDDED_STORE_PATH = '.mcp-fleet/fleet.sqlite';
@@ -202,6 +207,65 @@ function parseKeys(name: string, value: string | undefined): string[] {
   return value.split(',').map((key, i) => parseKey(`${name} (entry ${i + 1})`, key));
 }
 
+const ISSUER_FIELDS = new Set(['issuer', 'audiences', 'jwksUri', 'algorithms', 'introspection', 'accountClaim', 'tier']);
+const CLAIM_NAME = /^[\w.:/-]{1,100}$/;
+
+/** An http(s) URL; the message names the variable, and quotes no value (a URL may carry credentials). */
+function parseUrl(name: string, value: string): string {
+  const text = value.trim();
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) throw new ConfigError(`${name}: expected an http(s) URL`);
+  return text;
+}
+
+/**
+ * The `oauth` option from MCP_FLEET_OAUTH_ISSUER (+ _AUDIENCE, comma-separated, + _ACCOUNT_CLAIM), MCP_FLEET_OAUTH_ISSUERS
+ * (a JSON array of issuers as `oauth.issuers` takes them) and MCP_FLEET_OAUTH_RESOURCE. The fleet checks the rest at
+ * start; its message is then prefixed with the variables (main.ts).
+ */
+function parseOAuth(env: NodeJS.ProcessEnv): OAuthOptions | undefined {
+  const accountClaim = env.MCP_FLEET_OAUTH_ACCOUNT_CLAIM?.trim() || 'sub';
+  if (!CLAIM_NAME.test(accountClaim)) throw new ConfigError('MCP_FLEET_OAUTH_ACCOUNT_CLAIM: expected a claim name (letters, digits, _ . : / -), e.g. sub');
+  const issuers: OAuthIssuerOptions[] = [];
+  const resource = env.MCP_FLEET_OAUTH_RESOURCE?.trim() ? parseUrl('MCP_FLEET_OAUTH_RESOURCE', env.MCP_FLEET_OAUTH_RESOURCE) : undefined;
+  const audiences = (env.MCP_FLEET_OAUTH_AUDIENCE ?? '')
+    .split(',')
+    .map((audience) => audience.trim())
+    .filter((audience) => audience !== '');
+  if (env.MCP_FLEET_OAUTH_ISSUER?.trim()) {
+    if (audiences.length === 0 && resource === undefined) {
+      throw new ConfigError('MCP_FLEET_OAUTH_AUDIENCE: set it with MCP_FLEET_OAUTH_ISSUER: the audience your identity provider writes in the tokens\' aud (comma-separated for several)');
+    }
+    issuers.push({ issuer: parseUrl('MCP_FLEET_OAUTH_ISSUER', env.MCP_FLEET_OAUTH_ISSUER), audiences, accountClaim });
+  } else if (audiences.length > 0) throw new ConfigError('MCP_FLEET_OAUTH_AUDIENCE: set MCP_FLEET_OAUTH_ISSUER too (or use MCP_FLEET_OAUTH_ISSUERS)');
+  if (env.MCP_FLEET_OAUTH_ISSUERS?.trim()) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(env.MCP_FLEET_OAUTH_ISSUERS);
+    } catch {
+      throw new ConfigError('MCP_FLEET_OAUTH_ISSUERS: expected a JSON array of issuers, e.g. [{"issuer":"https://idp.example.com/","audiences":["https://fleet.example.com/v1/mcp"]}]');
+    }
+    if (!Array.isArray(parsed) || parsed.length === 0) throw new ConfigError('MCP_FLEET_OAUTH_ISSUERS: expected a non-empty JSON array of issuers');
+    parsed.forEach((entry: unknown, i) => {
+      const at = `MCP_FLEET_OAUTH_ISSUERS: entry ${i + 1}`;
+      if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`${at} must be an object with issuer and audiences`);
+      const unknown = Object.keys(entry).filter((field) => !ISSUER_FIELDS.has(field));
+      if (unknown.length > 0) throw new ConfigError(`${at} has unknown fields (${unknown.map((field) => field.slice(0, 40)).join(', ')}); expected some of ${[...ISSUER_FIELDS].join(', ')}`);
+      const issuer = entry as Partial<OAuthIssuerOptions>;
+      if (typeof issuer.issuer !== 'string') throw new ConfigError(`${at} needs "issuer": the issuer identifier (a URL)`);
+      parseUrl(`${at} "issuer"`, issuer.issuer);
+      if (!Array.isArray(issuer.audiences) || !issuer.audiences.every((audience) => typeof audience === 'string' && audience !== '')) {
+        throw new ConfigError(`${at} needs "audiences": a list of the aud values to accept`);
+      }
+      issuers.push({ accountClaim, ...(issuer as OAuthIssuerOptions) });
+    });
+  }
+  if (issuers.length === 0) {
+    if (resource !== undefined) throw new ConfigError('MCP_FLEET_OAUTH_RESOURCE: set MCP_FLEET_OAUTH_ISSUER (or MCP_FLEET_OAUTH_ISSUERS) too');
+    return undefined;
+  }
+  return { issuers, ...(resource !== undefined && { resource }) };
+}
+
 /** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   const host = env.HOST || '127.0.0.1';
@@ -228,6 +292,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     previousEncryptionKeys: parseKeys('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS', env.MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS),
     metrics,
     metricsToken: parseMetricsToken(metrics, host, env.MCP_FLEET_METRICS_TOKEN),
+    oauth: parseOAuth(env),
     webhookRetryBaseMs: parseInteger('MCP_FLEET_WEBHOOK_RETRY_BASE_MS', env.MCP_FLEET_WEBHOOK_RETRY_BASE_MS, 5000, 1, 86_400_000),
   };
 }

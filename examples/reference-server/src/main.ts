@@ -5,7 +5,7 @@ import { serve } from '@hono/node-server';
 import type { IncomingMessage } from 'node:http';
 import { createFleet, SCOPES } from '@mcp-fleet/core';
 import { answerClientError, clientAddressBehindProxies } from '@mcp-fleet/core/node';
-import { createFleetApp } from '@mcp-fleet/hono';
+import { createFleetApp, createFleetWellKnownApp } from '@mcp-fleet/hono';
 import { type Context, Hono } from 'hono';
 import { ConfigError, readConfig, type ServerConfig } from './config.js';
 import { encryptionOptions } from './encryption.js';
@@ -24,6 +24,13 @@ function banner(origin: string, fleet: { prefix: string }, storeLabel: string, c
   lines.push(`  Liveness   ${origin}/healthz, ${origin}/readyz`);
   if (config.metrics) lines.push(`  Metrics    ${origin}/metrics${config.metricsToken === undefined ? '' : '   (bearer token: MCP_FLEET_METRICS_TOKEN)'}`);
   if (otlp) lines.push('  OTLP       traces and metrics to OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (config.oauth !== undefined) {
+    // Where agents find the identity provider: the resource's metadata (RFC 9728), at the public URL when one is set.
+    const base = config.oauth.resource === undefined ? api : config.oauth.resource.replace(/\/+$/, '');
+    const url = new URL(`${base}/mcp`);
+    lines.push(`  OAuth      ${url.origin}/.well-known/oauth-protected-resource${url.pathname}`);
+    lines.push(`             tokens of ${config.oauth.issuers.map((issuer) => issuer.issuer).join(', ')}`);
+  }
   if (!config.rateLimits) lines.push('', '  Rate limits are off (MCP_FLEET_RATE_LIMITS=off): for local development only.');
   lines.push('', `  Try it     curl -H "Authorization: Bearer $KEY" ${api}/servers`, '  More keys  npm run keys -- create <account> --tier pro   (docs/getting-started.md)');
   if (firstKey !== undefined) {
@@ -39,9 +46,10 @@ async function main(): Promise<void> {
   const { logger } = log;
   const keys = encryptionOptions(config);
   const { store, label } = await openStore(config.store);
+  const oauthVariables = 'MCP_FLEET_OAUTH_ISSUER, MCP_FLEET_OAUTH_AUDIENCE, MCP_FLEET_OAUTH_ISSUERS or MCP_FLEET_OAUTH_RESOURCE';
   // With a shared store (Redis), rate limits and the monitor's leases are kept there too, so they hold across every
   // process using it.
-  const fleet = createFleet({
+  const fleet = configured(oauthVariables, () => createFleet({
     store,
     // Secrets at rest (docs/security.md): MCP_FLEET_ENCRYPTION_KEY, or the key an SQLite store generated beside its file.
     ...keys,
@@ -61,8 +69,9 @@ async function main(): Promise<void> {
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs } }),
     ...(!config.rateLimits && { rateLimit: false }),
+    ...(config.oauth !== undefined && { oauth: config.oauth }),
     logger,
-  });
+  }));
 
   // Before the first request: OTLP traces and metrics when the OpenTelemetry variables ask for them.
   const otlp = otlpWanted(process.env);
@@ -118,6 +127,8 @@ async function main(): Promise<void> {
   const clientAddress = (c: Context) =>
     clientAddressBehindProxies(config.trustProxy, (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'));
   if (config.metrics) await serveMetrics(app, fleet, config.metricsToken);
+  // The OAuth Protected Resource Metadata at the root, outside the API prefix (nothing without MCP_FLEET_OAUTH_*).
+  app.route('/', createFleetWellKnownApp(fleet));
   app.route('/', createFleetApp(fleet, { clientAddress }));
   // A request must arrive whole within 30 s (headers 20 s), so slow clients cannot hold connections open.
   const serverOptions = { requestTimeout: 30_000, headersTimeout: 20_000 };
@@ -163,6 +174,16 @@ main().catch((error: unknown) => {
   else console.error('mcp-fleet: failed to start:', error);
   process.exit(2);
 });
+
+/** The fleet's refusal of the `oauth` option, as the variables it came from: the one thing here read from JSON the fleet judges. */
+function configured<T>(variables: string, make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    if (error instanceof TypeError && error.message.includes('oauth.')) throw new ConfigError(`${variables}: ${error.message.replace(/^mcp-fleet: /, '')}`);
+    throw error;
+  }
+}
 
 /**
  * The folder of stdio homes with the data, beside an SQLite store's file (`<folder>/stdio-homes`), when stdio users

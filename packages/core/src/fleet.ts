@@ -10,6 +10,8 @@ import { HealthMonitor } from './health/monitor.js';
 import { createDashboard } from './http/dashboard.js';
 import { createOpenApiHandler, type OpenApiDocument, openApiDocument } from './http/openapi.js';
 import { createHandler, type FleetHandler, type RequestLogEntry } from './http/handler.js';
+import { createWellKnownHandler, type WellKnownHandler } from './http/resource-metadata.js';
+import { OAuthResourceServer } from './auth/oauth.js';
 import { buildRoutes, operationLimits } from './http/routes.js';
 import { MemoryTokenCache } from './mcp/oauth.js';
 import { UpstreamCatalog } from './mcp-endpoint/catalog.js';
@@ -55,6 +57,13 @@ export interface Fleet<W extends WebhooksApi | undefined = WebhooksApi | undefin
   readonly events: EventSource;
   /** The HTTP API: a Web `Request` in, a `Response` out. Adapters call this. */
   readonly handle: FleetHandler;
+  /**
+   * The fleet's documents at the host's root, outside the mount: the OAuth Protected Resource Metadata (RFC 9728) of
+   * `/mcp`, `/servers/{id}/mcp` and the root form, with the `oauth` option. Answers `undefined` for any other request
+   * (and for every request without `oauth`): pass it on. The adapters' `createFleetWellKnownApp` (Hono) and
+   * `fleetWellKnownMiddleware` (Express) call this.
+   */
+  readonly wellKnown: WellKnownHandler;
   /**
    * The HTTP API as an OpenAPI 3.1 document (what `GET /openapi.json` serves), for generating clients or docs at build
    * time. `base`: `servers[0].url`. @default the prefix (`/v1`)
@@ -223,7 +232,9 @@ export function createFleet(options: FleetOptions = {}): Fleet {
           resolved.mcp,
         );
   const openapi = resolved.openapi ? createOpenApiHandler(routes, prefix) : undefined;
-  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: resolved.authenticate, limiter, onError, onRequest, now, dashboard, openapi, mcp });
+  const oauth = resolved.oauth === undefined ? undefined : new OAuthResourceServer(resolved.oauth, { fetch: outbound, now, warn: (message) => warn(logger, message) });
+  const wellKnown: WellKnownHandler = oauth === undefined ? () => undefined : createWellKnownHandler(oauth, prefix);
+  const handle = createHandler({ routes, keys, prefix, bodyLimit, authenticate: resolved.authenticate, limiter, onError, onRequest, now, dashboard, openapi, mcp, oauth });
 
   let closing: Promise<void> | undefined;
   const close = async () => {
@@ -251,7 +262,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
     return { sessions: mcp?.liveSessions ?? 0, stdioProcesses: supervisor.size, outboxPending: pending?.isOk() === true ? pending.value : undefined };
   };
   const document = (base = prefix || '/') => openApiDocument(routes, base);
-  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, openapi: document, stats, secrets, ready, close: () => (closing ??= close()) };
+  return { ...embedderApi(tracedOperations(operations, 'api')), prefix, keys, events, handle, wellKnown, openapi: document, stats, secrets, ready, close: () => (closing ??= close()) };
 }
 
 let warnedOnConsole = false;
@@ -277,6 +288,10 @@ function logContainment(logger: Logger | undefined, kind: ContainmentKind, descr
 
 function warnSharedUser(logger: Logger | undefined, message: string | undefined): void {
   if (message === undefined) return;
+  warn(logger, message);
+}
+
+function warn(logger: Logger | undefined, message: string): void {
   if (logger !== undefined) logger.warn({}, message);
   else console.warn(message);
 }

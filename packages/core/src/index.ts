@@ -3,7 +3,21 @@
 // adapters: `@mcp-fleet/core/node`; store authors: `@mcp-fleet/core/testing`. See docs/architecture.md.
 
 export { createFleet, type Fleet, type FleetStats } from './fleet.js';
-export type { FleetOptions, FleetRateLimitOptions, QuotasOptions, ToolCallsOptions } from './options.js';
+export type {
+  FleetOptions,
+  FleetRateLimitOptions,
+  OAuthClaims,
+  OAuthIntrospectionOptions,
+  OAuthIssuerOptions,
+  OAuthJwksOptions,
+  OAuthOptions,
+  OAuthPrincipalContext,
+  OAuthPrincipalMapper,
+  QuotasOptions,
+  ToolCallsOptions,
+} from './options.js';
+export { DEFAULT_OAUTH_ALGORITHMS, DEFAULT_OAUTH_SCOPES, defaultOAuthPrincipal } from './auth/oauth.js';
+export { PROTECTED_RESOURCE_WELL_KNOWN, type WellKnownContext, type WellKnownHandler } from './http/resource-metadata.js';
 export type { DashboardOptions } from './http/dashboard.js';
 export type { OpenApiDocument } from './http/openapi.js';
 export type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';

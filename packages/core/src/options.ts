@@ -1,6 +1,7 @@
 import type { McpEndpointOptions } from './mcp-endpoint/endpoint.js';
 import { readFileSync } from 'node:fs';
 import type { Authenticate, ErrorHook } from './http/handler.js';
+import type { Principal, Tier } from './auth/scopes.js';
 import { DEFAULT_BODY_LIMIT } from './http/body.js';
 import type { Prober } from './health/health-service.js';
 import type { HealthMonitorOptions } from './health/monitor.js';
@@ -17,6 +18,7 @@ import type { ToolCallRecording } from './toolcalls/tool-service.js';
 import { type ListingsOptions, type ResolvedListings, resolveListings } from './toolcalls/listings.js';
 import type { Logger } from './util/logger.js';
 import { checkOption, integerIn, positiveInteger, positiveNumber } from './util/options.js';
+import { type ResolvedOAuth, resolveOAuth } from './auth/oauth.js';
 import type { WebhooksOptions } from './webhooks/service.js';
 import { MAX_WEBHOOKS_PER_ACCOUNT } from './webhooks/subscriptions.js';
 
@@ -174,9 +176,116 @@ export interface FleetOptions {
    * servers as one Streamable HTTP MCP server. `false` turns it off (those paths answer 404). @default {}
    */
   mcp?: McpEndpointOptions | false;
+  /**
+   * Accepts OAuth 2.1 access tokens from your identity provider beside API keys, on the MCP endpoint and the HTTP API
+   * (docs/oauth.md): the fleet is a resource server (it verifies tokens, it issues none), and serves the Protected
+   * Resource Metadata (RFC 9728) agents discover it by (`fleet.wellKnown`, and the adapters' helpers). A request with
+   * a valid API key is never challenged. @default none (API keys only)
+   */
+  oauth?: OAuthOptions;
   /** Clock, for tests. @default Date.now */
   now?: () => number;
 }
+
+/** The `oauth` option: the identity providers whose access tokens the fleet accepts (docs/oauth.md). */
+export interface OAuthOptions {
+  /** The authorization servers whose tokens are accepted: 1 to 20, each with a distinct `issuer`. */
+  issuers: readonly OAuthIssuerOptions[];
+  /**
+   * The public URL of the fleet's mount point as agents reach it, prefix included (`https://fleet.example.com/v1`;
+   * mounted at `/api` by the host app: `https://fleet.example.com/api/v1`). The MCP endpoint's resource is this +
+   * `/mcp` (and + `/servers/{id}/mcp`); a token whose `aud` names that resource (or this URL, or its origin) is
+   * accepted beside `audiences`. Set it behind a proxy that terminates TLS.
+   * @default made from each request's URL (Host and protocol) for the metadata documents and challenges only: a Host
+   * header is the client's to write, so it never widens the audiences accepted
+   */
+  resource?: string;
+  /**
+   * The scopes the Protected Resource Metadata lists (`scopes_supported`) and a 401 on the MCP endpoint asks for
+   * (`scope="…"`). @default ['tool_calls:read', 'tool_calls:write'] (what `tools/list` and `tools/call` need)
+   */
+  scopesSupported?: readonly string[];
+  /**
+   * Maps a verified token's claims to the principal it acts for (account, tier, scopes, allowlists), or `null` to
+   * refuse it (401). Downstream, the principal is treated as an API key's is. @default `defaultOAuthPrincipal`: the
+   * issuer's `accountClaim` (`sub`) as the account, the `scope` (or `scp`) claim's fleet scopes, the issuer's `tier`
+   */
+  principal?: OAuthPrincipalMapper;
+  /** Tolerated clock skew on `exp`, `nbf` and `iat`, in seconds. @default 30 */
+  clockToleranceSeconds?: number;
+  /** How the issuers' key sets (JWKS) are fetched and kept. */
+  jwks?: OAuthJwksOptions;
+}
+
+/** One authorization server whose access tokens the fleet accepts. */
+export interface OAuthIssuerOptions {
+  /** The issuer identifier, exactly as the tokens' `iss` claim and the server's metadata write it (`https://idp.example.com/`). */
+  issuer: string;
+  /**
+   * The `aud` values accepted (any one of them in the token's `aud`): the API identifier or audience you configured at
+   * the identity provider. May be empty when `oauth.resource` is set: then only the canonical resource URLs pass.
+   */
+  audiences: readonly string[];
+  /**
+   * Where the issuer's signing keys are. @default discovered from the issuer's metadata:
+   * `/.well-known/oauth-authorization-server` (RFC 8414), then `/.well-known/openid-configuration`
+   */
+  jwksUri?: string;
+  /**
+   * The JWS algorithms accepted. `none` is never accepted; an HMAC algorithm (`HS256`…) only when listed here.
+   * @default ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
+   */
+  algorithms?: readonly string[];
+  /** Checks opaque (non-JWT) tokens with this issuer's RFC 7662 introspection endpoint. @default none: only JWTs */
+  introspection?: OAuthIntrospectionOptions;
+  /** The claim holding the account id (1–64 of letters, digits, `_`, `.`, `-`), for the default `principal`. @default 'sub' */
+  accountClaim?: string;
+  /** The tier of this issuer's principals, for the default `principal`. @default 'free' */
+  tier?: Tier;
+}
+
+/** An RFC 7662 token introspection endpoint, called with HTTP Basic client authentication (`client_secret_basic`). */
+export interface OAuthIntrospectionOptions {
+  endpoint: string;
+  clientId: string;
+  clientSecret: string;
+  /** How long an active answer is kept, in ms (never past the token's `exp`). @default 60000 */
+  cacheMs?: number;
+}
+
+/** How the issuers' JWKS are fetched (through the outgoing guard: `allowPrivateNetworks`, `maxUpstreamBytes`). */
+export interface OAuthJwksOptions {
+  /** A fetch of a key set or a metadata document that takes longer fails, in ms. @default 5000 */
+  timeoutMs?: number;
+  /** A key set is fetched again after this long, in ms. @default 600000 */
+  cacheMaxAgeMs?: number;
+  /**
+   * The least time between two fetches of one issuer's key set, in ms: a token with an unknown `kid` fetches it again
+   * at most this often, so a flood of made-up `kid`s cannot make the fleet hammer the identity provider. @default 30000
+   */
+  cooldownMs?: number;
+}
+
+/** The verified claims of an access token (a JWT's payload, or an introspection answer). */
+export interface OAuthClaims {
+  iss?: string;
+  sub?: string;
+  aud?: string | string[];
+  exp?: number;
+  scope?: string;
+  [claim: string]: unknown;
+}
+
+/** What `oauth.principal` is told beside the claims. */
+export interface OAuthPrincipalContext {
+  /** The issuer that vouched for the token, as configured. */
+  issuer: OAuthIssuerOptions;
+  /** `jwt`: a signed access token; `introspection`: an opaque one the issuer said is active. */
+  kind: 'jwt' | 'introspection';
+}
+
+/** Maps a verified token's claims to the principal it acts for; `null` refuses it (401). */
+export type OAuthPrincipalMapper = (claims: OAuthClaims, context: OAuthPrincipalContext) => Principal | null | Promise<Principal | null>;
 
 export interface QuotasOptions {
   /** Servers per account. @default 1000 */
@@ -243,6 +352,8 @@ export interface ResolvedOptions {
   /** `undefined`: the MCP endpoint is off. Its own options are checked by `McpEndpoint`. */
   mcp: McpEndpointOptions | undefined;
   quotas: Required<QuotasOptions>;
+  /** `undefined`: API keys only. */
+  oauth: ResolvedOAuth | undefined;
 }
 
 export interface ResolvedStdio {
@@ -312,6 +423,7 @@ export function resolveOptions(options: FleetOptions): ResolvedOptions {
     rateLimit: options.rateLimit === false ? undefined : (options.rateLimit ?? {}),
     webhooks: options.webhooks === false ? undefined : (options.webhooks ?? {}),
     mcp: options.mcp === false ? undefined : (options.mcp ?? {}),
+    oauth: options.oauth === undefined ? undefined : resolveOAuth(options.oauth),
     quotas: {
       serversPerAccount: checkOption('quotas.serversPerAccount', options.quotas?.serversPerAccount ?? DEFAULT_SERVERS_PER_ACCOUNT, positiveInteger),
       webhooksPerAccount: checkOption('quotas.webhooksPerAccount', options.quotas?.webhooksPerAccount ?? MAX_WEBHOOKS_PER_ACCOUNT, positiveInteger),

@@ -37,6 +37,29 @@ export function fleetMiddleware(fleet: Fleet, options: FleetExpressOptions = {})
   };
 }
 
+export interface FleetWellKnownOptions {
+  /**
+   * Where the fleet's middleware is mounted (`/api` for `app.use('/api', fleetMiddleware(fleet))`), unless the
+   * `oauth.resource` option names it. @default '' (the root)
+   */
+  mount?: string;
+}
+
+/**
+ * Express middleware serving the fleet's documents at the host's root, outside the mount: the OAuth Protected
+ * Resource Metadata (`/.well-known/oauth-protected-resource/v1/mcp`…) agents discover the fleet's identity provider
+ * by. `app.use(fleetWellKnownMiddleware(fleet))`, at the root. Other requests pass through to `next()`; without the
+ * fleet's `oauth` option it serves nothing.
+ */
+export function fleetWellKnownMiddleware(fleet: Fleet, options: FleetWellKnownOptions = {}): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !req.originalUrl.startsWith('/.well-known/')) return next();
+    const answer = fleet.wellKnown(toWebRequest(req, res, { target: req.originalUrl }), options);
+    if (answer === undefined) return next();
+    writeWebResponse(res, answer).then(undefined, next);
+  };
+}
+
 export interface VerifyWebhookOptions extends WebhookReceiverOptions {}
 
 declare module 'express-serve-static-core' {

@@ -98,6 +98,26 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
   return app;
 }
 
+export interface FleetWellKnownOptions {
+  /**
+   * Where the fleet's app is mounted (`/api` for `app.route('/api', createFleetApp(fleet))`), unless the `oauth.resource`
+   * option names it. @default '' (the root)
+   */
+  mount?: string;
+}
+
+/**
+ * A Hono app serving the fleet's documents at the host's root, outside the mount: the OAuth Protected Resource
+ * Metadata (`/.well-known/oauth-protected-resource/v1/mcp`…) agents discover the fleet's identity provider by. Mount
+ * it at the root: `app.route('/', createFleetWellKnownApp(fleet))`. Other requests go on to the host app's later
+ * routes; without the fleet's `oauth` option it serves nothing.
+ */
+export function createFleetWellKnownApp(fleet: Fleet, options: FleetWellKnownOptions = {}): Hono {
+  const app = new Hono();
+  app.on(['GET', 'HEAD'], '/.well-known/*', (c, next) => fleet.wellKnown(c.req.raw, options) ?? next());
+  return app;
+}
+
 export interface VerifyWebhookOptions extends WebhookReceiverOptions {}
 
 /**

@@ -1,5 +1,6 @@
 import { err, ok, type Result, ResultAsync } from 'neverthrow';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
+import type { OAuthOutcome, OAuthResourceServer } from '../auth/oauth.js';
 import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type Decided, type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
@@ -10,6 +11,7 @@ import { traced } from '../trace/traced.js';
 import type { DashboardHandler } from './dashboard.js';
 import type { OpenApiHandler } from './openapi.js';
 import { mountPath } from './mount-path.js';
+import { canonicalAudiences, challengeOf, insufficientScopeChallenge, mountUrlOf, resourceUrlOf } from './resource-metadata.js';
 import { readJsonBody } from './body.js';
 import { errorResponse, type Meta, requestIdOf, successResponse } from './envelope.js';
 import { matchRoute, type Operation, type OperationInput, type Outcome, type Route, type RouteMatch } from './routes.js';
@@ -73,13 +75,19 @@ export interface HandlerDeps {
   openapi?: OpenApiHandler | undefined;
   /** Serves `/mcp` and `/servers/{id}/mcp` (docs/mcp-endpoint.md); `undefined`: those paths are unknown. */
   mcp?: McpEndpoint | undefined;
+  /** Verifies OAuth access tokens a key check did not accept (the `oauth` option); `undefined`: API keys only. */
+  oauth?: OAuthResourceServer | undefined;
 }
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
-const unauthorized = () => new FleetError('UNAUTHORIZED', { headers: { 'www-authenticate': 'Bearer' } });
+const unauthorized = (challenge = 'Bearer') =>
+  new FleetError('UNAUTHORIZED', {
+    headers: { 'www-authenticate': challenge },
+    ...(challenge === 'Bearer' ? {} : { message: 'A valid API key or OAuth access token is required: send "Authorization: Bearer <token>".' }),
+  });
 const routeNotFound = (path: string) =>
   new FleetError('NOT_FOUND', { message: 'No such route.', details: { path: path.slice(0, 512) } });
 
@@ -104,6 +112,8 @@ class Exchange implements McpDoorExchange {
   early: EarlyAsk | undefined;
   /** The adapter writes the answer itself (`RequestContext.writesAnswer`). */
   readonly light: boolean;
+  /** The principal came from an OAuth access token: a missing scope is then a step-up challenge (403 `insufficient_scope`). */
+  viaOAuth = false;
 
   constructor(
     readonly request: Request,
@@ -133,7 +143,7 @@ class Exchange implements McpDoorExchange {
 
 /**
  * The whole HTTP contract in one framework-free function over the Web `Request`/`Response`.
- * Order: request id → route path → keyless `OPTIONS` (204) and `/.well-known/…` (404), uncounted → authentication
+ * Order: request id → route path → `/.well-known/…` (404) and keyless `OPTIONS` (204), uncounted → authentication
  * (401; a failed key counts against the address's 401 budget, 429 past it) → rate limits (429) → route (404/405) →
  * scope (403) → body (413/415/400) → operation. Nothing before authentication reads the body or reveals anything about the account.
  * `/mcp` and `/servers/{id}/mcp` leave after authentication for the MCP endpoint's door (mcp-endpoint/http-door.ts).
@@ -191,9 +201,12 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       if (keyless !== undefined) return keyless;
       const identified = identify(x, routed);
       // Over the fleet's own memory the key is read at once: nothing to wait for.
-      const principal = identified instanceof Promise ? await identified : identified;
-      if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal);
-      if (principal === null) return await unidentified(x, routed);
+      let principal = identified instanceof Promise ? await identified : identified;
+      // Not a key: an OAuth access token, when the fleet takes them (a valid key is never challenged).
+      const oauthOutcome = principal === null && deps.oauth !== undefined && !routed.keyless ? await viaOAuth(x, deps.oauth, routed, path) : undefined;
+      if (oauthOutcome !== undefined && 'principal' in oauthOutcome) principal = oauthOutcome.principal;
+      if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal, oauthOutcome);
+      if (principal === null) return await unidentified(x, routed, path);
       seen.account = principal.account;
       if (mcpDoor !== undefined && routed.mcp !== undefined) {
         seen.route = mcpRouteOf(routed.mcp);
@@ -209,7 +222,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
       const { operation, params } = routed.match;
       seen.route = operation.path;
-      if (!hasScope(principal, operation.scope)) return x.fail(forbidden(operation));
+      if (!hasScope(principal, operation.scope)) return x.fail(forbidden(operation, x.viaOAuth));
       const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
       const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true) : NO_BODY;
       if (body.isErr()) return x.fail(body.error);
@@ -235,15 +248,17 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   }
 
   /**
-   * Keyless answers. Without an Authorization header nothing is guessed: a CORS preflight or a discovery lookup
-   * (mcp-remote asks for `/mcp/.well-known/openid-configuration` at every start) is answered here, before any limiter,
-   * and no keyless request counts against the address's 401 budget, so a web page making its visitors' browsers send
-   * them cannot lock out the keys behind that address.
+   * Keyless answers. A discovery lookup (mcp-remote asks for `/mcp/.well-known/openid-configuration` at every start)
+   * is answered here, with or without a credential, before any limiter; so is a CORS preflight without an
+   * Authorization header, where nothing is guessed. No keyless request and no lookup counts against the address's 401
+   * budget, so twenty agents starting behind one NAT, or a web page making its visitors' browsers send them, cannot
+   * lock out the keys behind that address.
    */
   function keylessAnswer(x: Exchange, routed: Routed, path: string): Response | undefined {
-    if (!routed.keyless || routed.segments.isErr()) return undefined;
+    if (routed.segments.isErr()) return undefined;
+    // With or without a credential: a client sends the token it holds (an expired one too) with its lookups.
     if (routed.segments.value.includes('.well-known')) return x.fail(routeNotFound(path));
-    if (x.request.method !== 'OPTIONS') return undefined;
+    if (!routed.keyless || x.request.method !== 'OPTIONS') return undefined;
     const { match } = routed;
     const allow = routed.mcp !== undefined ? MCP_METHODS : match?.kind === 'method-not-allowed' ? match.allow.join(', ') : undefined;
     if (allow === undefined) return x.fail(routeNotFound(path));
@@ -273,13 +288,30 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * custom `authenticate`, any refusal: the credential may be anywhere); past the budget, 429 for the address. A
    * request without any credential guessed nothing.
    */
-  async function unidentified(x: Exchange, routed: Routed): Promise<Response> {
+  async function unidentified(x: Exchange, routed: Routed, path: string): Promise<Response> {
     if (limiter !== undefined && (!routed.keyless || deps.authenticate !== undefined)) {
       const counted = await limiter.countFailure(x.context.clientAddress);
       if (counted.isErr()) return x.fail(counted.error);
       if (counted.value !== null && !counted.value.allowed) return x.limited(counted.value) as Response;
     }
+    // With OAuth on, the MCP endpoint's 401 says where its Protected Resource Metadata is (RFC 9728), for agents to sign in.
+    if (deps.oauth !== undefined && routed.mcp !== undefined) {
+      const resource = resourceUrlOf(mountUrlOf(deps.oauth, new URL(x.request.url), path), path);
+      return x.fail(unauthorized(challengeOf(deps.oauth, resource)));
+    }
     return x.fail(unauthorized());
+  }
+
+  /** The OAuth outcome of the request's bearer token; the token is read from the `Authorization` header only, never the query. */
+  async function viaOAuth(x: Exchange, oauth: OAuthResourceServer, routed: Routed, path: string): Promise<OAuthOutcome | undefined> {
+    const token = bearerSecret(x.request);
+    if (token === undefined || !oauth.checks(token)) return undefined;
+    const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined));
+    if ('principal' in outcome) {
+      if (!isPrincipal(outcome.principal)) throw new Error('mcp-fleet: the oauth.principal function returned an invalid principal');
+      x.viaOAuth = true;
+    }
+    return outcome;
   }
 
   /**
@@ -339,8 +371,10 @@ function describeAnswer(message: HttpRequestMessage, response: unknown): void {
   if (status >= 500) message.outcome = 'error';
 }
 
-function publishAuth(requestId: string, custom: boolean, principal: Principal | null): void {
-  const message: AuthMessage = { request_id: requestId, method: custom ? 'custom' : 'api_key', outcome: principal === null ? 'refused' : 'ok' };
+function publishAuth(requestId: string, custom: boolean, principal: Principal | null, oauth: OAuthOutcome | undefined): void {
+  const message: AuthMessage = { request_id: requestId, method: oauth !== undefined ? 'oauth' : custom ? 'custom' : 'api_key', outcome: principal === null ? 'refused' : 'ok' };
+  if (oauth?.issuer !== undefined) message.issuer = oauth.issuer;
+  if (oauth !== undefined && 'refused' in oauth) message.reason = oauth.refused;
   if (principal !== null) {
     message.account = principal.account;
     if (principal.keyId !== undefined) message.key_id = principal.keyId;
@@ -348,9 +382,15 @@ function publishAuth(requestId: string, custom: boolean, principal: Principal | 
   authChannel.publish(message);
 }
 
-/** Scope: the 403 of a key without the operation's scope. */
-const forbidden = (operation: Operation) =>
-  new FleetError('FORBIDDEN', { message: `This API key lacks the "${operation.scope}" scope.`, details: { required_scope: operation.scope } });
+/** Scope: the 403 of a key without the operation's scope; of an OAuth token, with the step-up challenge. */
+const forbidden = (operation: Operation, viaOAuth: boolean) =>
+  viaOAuth
+    ? new FleetError('FORBIDDEN', {
+        message: `This access token lacks the "${operation.scope}" scope.`,
+        details: { required_scope: operation.scope },
+        headers: { 'www-authenticate': insufficientScopeChallenge(operation.scope) },
+      })
+    : new FleetError('FORBIDDEN', { message: `This API key lacks the "${operation.scope}" scope.`, details: { required_scope: operation.scope } });
 
 /** The 404 of a path no route has, or the 405 of a method its route does not take. */
 function unmatched(request: Request, path: string, match: RouteMatch | undefined): FleetError {

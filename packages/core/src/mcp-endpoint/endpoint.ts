@@ -12,6 +12,7 @@ import {
 import type { ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
+import type { Scope } from '../auth/scopes.js';
 import type { Batch, RateLimitDecision } from '../ratelimit/limiter.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
@@ -19,7 +20,7 @@ import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
-import { createEndpointServer, type EndpointScope, type EndpointServerDeps, tracedHeaders, visibleTools } from './server.js';
+import { createEndpointServer, type EndpointScope, type EndpointServerDeps, missingScope, tracedHeaders, visibleTools } from './server.js';
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
@@ -28,6 +29,12 @@ export interface McpExchange extends EndpointScope {
    * decision: admitted whole or refused whole. `null`: limits off or failing open.
    */
   admit: (batch: Batch) => ResultAsync<RateLimitDecision | null, FleetError>;
+  /**
+   * The answer to a request whose methods need a scope the principal lacks, before any is served: the HTTP 403 of
+   * step-up authorization (OAuth principals). `undefined`: such a request is served, each message refused on its own
+   * with a JSON-RPC error (API keys, which cannot gain a scope).
+   */
+  stepUp?: ((scope: Scope) => Response) | undefined;
 }
 
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
@@ -321,6 +328,10 @@ export class McpEndpoint {
     if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`);
     if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
     if (unreadable !== undefined) return unreadable;
+    if (exchange.stepUp !== undefined && parsedBody !== undefined) {
+      const lacking = missingScope(exchange.principal, requestsIn(parsedBody).map((message) => message.method));
+      if (lacking !== undefined) return exchange.stepUp(lacking);
+    }
 
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);

@@ -68,7 +68,28 @@ export function scopeOf(ctx: ServerContext): EndpointScope {
 const invalidParams = (message: string) => new ProtocolError(ProtocolErrorCode.InvalidParams, message);
 const unknownTool = (name: string) => invalidParams(`Unknown tool: ${name.slice(0, 256)}`);
 
-function requireScope(principal: Principal, scope: Scope): void {
+/** The scope each method served needs: one table, which the handlers and the HTTP door's step-up check read. */
+export const METHOD_SCOPES = {
+  'tools/list': 'tool_calls:read',
+  'tools/call': 'tool_calls:write',
+  'prompts/list': 'tool_calls:read',
+  'prompts/get': 'tool_calls:read',
+  'resources/list': 'tool_calls:read',
+  'resources/templates/list': 'tool_calls:read',
+  'resources/read': 'tool_calls:read',
+} as const satisfies Record<string, Scope>;
+
+/** The first scope among `methods` that the principal lacks, if any. */
+export function missingScope(principal: Principal, methods: readonly string[]): Scope | undefined {
+  for (const method of methods) {
+    const scope = (METHOD_SCOPES as Record<string, Scope | undefined>)[method];
+    if (scope !== undefined && !hasScope(principal, scope)) return scope;
+  }
+  return undefined;
+}
+
+function requireScope(principal: Principal, method: keyof typeof METHOD_SCOPES): void {
+  const scope = METHOD_SCOPES[method];
   if (!hasScope(principal, scope)) {
     throw new ProtocolError(FORBIDDEN_CODE, `This API key lacks the "${scope}" scope.`, { required_scope: scope });
   }
@@ -314,7 +335,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'tools/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'tools/list');
     const tools: Tool[] = [];
     for (const { server: upstream, items } of await gather(catalog, scope, 'tools')) {
       for (const tool of items) {
@@ -328,7 +349,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'tools/call', async (request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:write');
+    requireScope(scope.principal, 'tools/call');
     const { name, arguments: args } = request.params;
     if (typeof name !== 'string' || name.length === 0) throw invalidParams('A tool name is required.');
     const target = await resolveName(catalog, scope, name);
@@ -375,7 +396,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'prompts/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'prompts/list');
     const prompts: Prompt[] = [];
     for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'prompts')) {
       for (const prompt of items) prompts.push(withServerMeta({ ...prompt, name: exposedName(scope, upstream, prompt.name) }, upstream));
@@ -385,7 +406,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'prompts/get', async (request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'prompts/get');
     const { name, arguments: args } = request.params;
     const target = await resolveName(catalog, scope, name);
     // Hidden and unknown answer alike, as for tools.
@@ -403,7 +424,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'resources/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'resources/list');
     const resources: Resource[] = [];
     for (const { server: upstream, items } of await servedResources(catalog, scope)) {
       for (const resource of items) resources.push(withServerMeta(resource, upstream));
@@ -414,7 +435,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
   // Templates are relayed like resources (a client reading a templated URI reads one the server listed).
   serve(server, 'resources/templates/list', async (_request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'resources/templates/list');
     const resourceTemplates: ResourceTemplate[] = [];
     for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'resourceTemplates')) {
       for (const template of items) resourceTemplates.push(withServerMeta(template, upstream));
@@ -424,7 +445,7 @@ export function createEndpointServer(deps: EndpointServerDeps): Server {
 
   serve(server, 'resources/read', async (request, ctx) => {
     const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tool_calls:read');
+    requireScope(scope.principal, 'resources/read');
     const { uri } = request.params;
     // The one server that lists the URI for this key reads it; URIs pass unchanged.
     const owner = (await servedResources(catalog, scope)).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;

@@ -178,9 +178,13 @@ export interface RateLimitMessage {
 /** One authentication of a request that carried a credential (or any request, with a custom `authenticate`). */
 export interface AuthMessage {
   request_id: string;
-  /** `api_key` (the built-in keys) or `custom` (the `authenticate` option). */
-  method: 'api_key' | 'custom';
+  /** `api_key` (the built-in keys), `custom` (the `authenticate` option) or `oauth` (a credential no key check accepted, checked as an OAuth access token). */
+  method: 'api_key' | 'custom' | 'oauth';
   outcome: 'ok' | 'refused';
+  /** `oauth`: the issuer that vouched for the token, or whose token was refused (never the token). */
+  issuer?: string;
+  /** `oauth`, refused: why (`expired`, `audience`, `unknown_key`, `keys_unavailable`…). */
+  reason?: string;
   account?: string;
   /** The API key's id (never its secret), when the built-in keys verified it. */
   key_id?: string;

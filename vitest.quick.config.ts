@@ -1,0 +1,67 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+
+const src = (path: string) => fileURLToPath(new URL(`./packages/${path}`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    // Tests run against the sources; the consumer test checks the built packages. Exact matches: a bare
+    // '@mcp-fleet/core' would also catch '@mcp-fleet/core/node' and point it inside index.ts.
+    alias: [
+      { find: /^@mcp-fleet\/core$/, replacement: src('core/src/index.ts') },
+      { find: /^@mcp-fleet\/core\/node$/, replacement: src('core/src/node/index.ts') },
+      { find: /^@mcp-fleet\/core\/webhooks$/, replacement: src('core/src/webhooks/index.ts') },
+      { find: /^@mcp-fleet\/core\/testing$/, replacement: src('core/src/testing/index.ts') },
+      { find: /^@mcp-fleet\/hono$/, replacement: src('hono/src/index.ts') },
+      { find: /^@mcp-fleet\/express$/, replacement: src('express/src/index.ts') },
+      { find: /^@mcp-fleet\/sqlite$/, replacement: src('sqlite/src/index.ts') },
+      { find: /^@mcp-fleet\/redis$/, replacement: src('redis/src/index.ts') },
+      { find: /^@mcp-fleet\/postgres$/, replacement: src('postgres/src/index.ts') },
+      { find: /^@mcp-fleet\/client$/, replacement: src('client/src/index.ts') },
+      { find: /^@mcp-fleet\/otel$/, replacement: src('otel/src/index.ts') },
+      { find: /^@mcp-fleet\/prometheus$/, replacement: src('prometheus/src/index.ts') },
+    ],
+  },
+  test: {
+    globalSetup: [],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'main', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
+      ...postgresProjects(),
+    ],
+  },
+});
+
+/**
+ * The HTTP suite a second time, every fleet that asks for no store of its own on PostgreSQL (test/support/adapters.ts
+ * `serveFleet`, a schema per fleet). Without DATABASE_URL it is left out, and says so; with it, an unreachable
+ * database fails it.
+ */
+function postgresProjects(): TestProjectInlineConfiguration[] {
+  if (!process.env.DATABASE_URL) {
+    // Vitest reads this file twice (the root, then its inline projects): say it once.
+    const said = globalThis as { httpPostgresSkipSaid?: boolean };
+    if (said.httpPostgresSkipSaid !== true) console.warn('http-postgres: skipped, DATABASE_URL is not set (e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx vitest run)');
+    said.httpPostgresSkipSaid = true;
+    return [];
+  }
+  return [
+    {
+      extends: true,
+      test: {
+        name: 'http-postgres',
+        include: ['test/http/**/*.test.ts'],
+        exclude: [
+          // Every fleet there brings its own store (memory, SQLite, Redis with failing commits): nothing would change.
+          'test/http/create-store-failures.test.ts',
+          // Its fleets are made with createFleet, not serveFleet, on the memory store: the same run twice.
+          'test/http/express-body-parsers.test.ts',
+          // Two fleets on one Redis by design; two processes on one PostgreSQL: test/reference-servers-postgres.test.ts.
+          'test/http/mcp-endpoint-processes.test.ts',
+        ],
+        env: { MCP_FLEET_TEST_STORE: 'postgres' },
+      },
+    },
+  ];
+}
