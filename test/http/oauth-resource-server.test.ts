@@ -91,6 +91,11 @@ async function startIdp(): Promise<Idp> {
 
 const AUDIENCE = 'https://fleet.example.test/v1/mcp';
 const NOW = () => Math.floor(Date.now() / 1000);
+/** Where a resource's Protected Resource Metadata is (RFC 9728 §3.1: the well-known path between origin and path). */
+const metadataOf = (resource: string) => {
+  const url = new URL(resource);
+  return `${url.origin}/.well-known/oauth-protected-resource${url.pathname}`;
+};
 
 let idp: Idp;
 let key1: SigningKey;
@@ -303,18 +308,18 @@ describe.each(['hono', 'express'] as const)('OAuth resource server through %s', 
     expect(await listTools(`${hosted.url}/servers/${id}/mcp`, a.key as string)).toEqual(['count', 'lookup', 'wait']);
   });
 
-  it('answers a missing scope with 403 insufficient_scope, on the MCP endpoint and the HTTP API', async () => {
+  it('answers a missing scope with 403 insufficient_scope naming what the token holds with what it lacks, and where the metadata is, on the MCP endpoint and the HTTP API', async () => {
     const reader = as(await token({ scope: 'servers:read' }));
     const mcp = await reader.post('/mcp', [{ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }], { headers: MCP_HEADERS });
     expectError(mcp, 403, 'FORBIDDEN', { required_scope: 'tool_calls:read' });
-    expect(mcp.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="tool_calls:read"');
+    expect(mcp.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="servers:read tool_calls:read", resource_metadata="${metadataOf(`${hosted.url}/mcp`)}"`);
     const caller = as(await token({ scope: 'tool_calls:read' }));
     const call = await caller.post('/mcp', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'alpha__lookup', arguments: {} } }, { headers: { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28' } });
     expectError(call, 403, 'FORBIDDEN', { required_scope: 'tool_calls:write' });
-    expect(call.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="tool_calls:write"');
+    expect(call.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="tool_calls:read tool_calls:write", resource_metadata="${metadataOf(`${hosted.url}/mcp`)}"`);
     const write = await reader.post('/servers', httpServer({ endpoint: upstream.url }));
     expectError(write, 403, 'FORBIDDEN', { required_scope: 'servers:write' });
-    expect(write.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="servers:write"');
+    expect(write.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="servers:read servers:write", resource_metadata="${metadataOf(hosted.url)}"`);
   });
 
   it('leaves API keys as they were: never challenged, and a wrong key on /mcp is told where the metadata is', async () => {

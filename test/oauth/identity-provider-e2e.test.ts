@@ -526,13 +526,10 @@ describe.each(ADAPTER_NAMES)('step-up authorization with the official SDK client
     }
   });
 
-  // BUG (oauth-rs, reported): the 403's challenge names only the missing scope (`scope="tool_calls:write"`) and no
-  // `resource_metadata`. The MCP authorization spec (2025-11-25, "Scope Challenge Handling") recommends naming the
-  // scopes already granted with the new one, "to prevent clients from losing previously granted permissions", and
-  // says the challenge carries `resource_metadata` like the 401's. The v1 SDK asks for exactly the challenge's scope:
-  // after stepping up, its token holds `tool_calls:write` alone and `tools/list` is refused. `it.fails` until fixed:
-  // when this test starts passing, make it `it`.
-  it.fails('BUG: re-authorized as the challenge says, the agent keeps what it had: it lists and calls', async () => {
+  // The challenge names the scopes the token holds with the one it lacks (MCP authorization 2025-11-25, "Scope
+  // Challenge Handling"), and where the metadata is: the v1 SDK asks for exactly the challenge's scope, so a challenge
+  // naming the missing scope alone would leave it with a token that can no longer list.
+  it('re-authorized as the challenge says, the agent keeps what it had: it lists and calls', async () => {
     const { agent, transport, client } = await readOnlyAgent();
     try {
       const raw = await callOutsideTheSdk(agent, transport);

@@ -1,11 +1,11 @@
 import { err, ok, type Result, ResultAsync } from 'neverthrow';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import type { OAuthOutcome, OAuthResourceServer } from '../auth/oauth.js';
-import { hasScope, type Principal, SCOPES, TIERS } from '../auth/scopes.js';
+import { hasScope, type Principal, type Scope, SCOPES, TIERS } from '../auth/scopes.js';
 import { FleetError, invalidRequest, toFleetError } from '../errors/fleet-error.js';
 import { type Decided, type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import type { McpEndpoint } from '../mcp-endpoint/endpoint.js';
-import { answerMcp, MCP_METHODS, type McpDoorDeps, type McpDoorExchange, mcpRouteOf, type McpTarget, mcpTargetOf } from '../mcp-endpoint/http-door.js';
+import { answerMcp, insufficientScope, MCP_METHODS, type McpDoorDeps, type McpDoorExchange, mcpRouteOf, type McpTarget, mcpTargetOf } from '../mcp-endpoint/http-door.js';
 import { type AuthMessage, authChannel, type HttpRequestMessage, httpRequestChannel, type OperationMessage, operationChannel } from '../trace/channels.js';
 import { traced } from '../trace/traced.js';
 import type { DashboardHandler } from './dashboard.js';
@@ -112,8 +112,8 @@ class Exchange implements McpDoorExchange {
   early: EarlyAsk | undefined;
   /** The adapter writes the answer itself (`RequestContext.writesAnswer`). */
   readonly light: boolean;
-  /** The principal came from an OAuth access token: a missing scope is then a step-up challenge (403 `insufficient_scope`). */
-  viaOAuth = false;
+  /** Set when the principal came from an OAuth access token: a missing scope is then a step-up challenge (403 `insufficient_scope`). */
+  stepUp: ((missing: Scope) => string) | undefined;
 
   constructor(
     readonly request: Request,
@@ -222,7 +222,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
       const { operation, params } = routed.match;
       seen.route = operation.path;
-      if (!hasScope(principal, operation.scope)) return x.fail(forbidden(operation, x.viaOAuth));
+      if (!hasScope(principal, operation.scope)) return x.fail(x.stepUp === undefined ? forbidden(operation) : insufficientScope(operation.scope, x.stepUp(operation.scope)));
       const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
       const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true) : NO_BODY;
       if (body.isErr()) return x.fail(body.error);
@@ -308,8 +308,11 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     if (token === undefined || !oauth.checks(token)) return undefined;
     const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined));
     if ('principal' in outcome) {
-      if (!isPrincipal(outcome.principal)) throw new Error('mcp-fleet: the oauth.principal function returned an invalid principal');
-      x.viaOAuth = true;
+      const { principal } = outcome;
+      if (!isPrincipal(principal)) throw new Error('mcp-fleet: the oauth.principal function returned an invalid principal');
+      const mountUrl = mountUrlOf(oauth, new URL(x.request.url), path);
+      const resource = routed.mcp !== undefined ? resourceUrlOf(mountUrl, path) : mountUrl;
+      x.stepUp = (missing) => insufficientScopeChallenge(resource, principal.scopes, missing);
     }
     return outcome;
   }
@@ -382,15 +385,9 @@ function publishAuth(requestId: string, custom: boolean, principal: Principal | 
   authChannel.publish(message);
 }
 
-/** Scope: the 403 of a key without the operation's scope; of an OAuth token, with the step-up challenge. */
-const forbidden = (operation: Operation, viaOAuth: boolean) =>
-  viaOAuth
-    ? new FleetError('FORBIDDEN', {
-        message: `This access token lacks the "${operation.scope}" scope.`,
-        details: { required_scope: operation.scope },
-        headers: { 'www-authenticate': insufficientScopeChallenge(operation.scope) },
-      })
-    : new FleetError('FORBIDDEN', { message: `This API key lacks the "${operation.scope}" scope.`, details: { required_scope: operation.scope } });
+/** Scope: the 403 of a key without the operation's scope (an OAuth token's is `insufficientScope`, with its step-up challenge). */
+const forbidden = (operation: Operation) =>
+  new FleetError('FORBIDDEN', { message: `This API key lacks the "${operation.scope}" scope.`, details: { required_scope: operation.scope } });
 
 /** The 404 of a path no route has, or the 405 of a method its route does not take. */
 function unmatched(request: Request, path: string, match: RouteMatch | undefined): FleetError {

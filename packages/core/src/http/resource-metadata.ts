@@ -60,8 +60,15 @@ export function challengeOf(oauth: OAuthResourceServer, resourceUrl: string): st
   return `Bearer resource_metadata="${metadataUrlOf(resourceUrl)}"${scope === '' ? '' : `, scope="${scope}"`}`;
 }
 
-/** `WWW-Authenticate` of a 403 for a scope the token lacks (step-up authorization). */
-export const insufficientScopeChallenge = (scope: string): string => `Bearer error="insufficient_scope", scope="${scope}"`;
+/**
+ * `WWW-Authenticate` of a 403 for a scope the token lacks (step-up authorization): the scopes it holds with the one it
+ * lacks, so that a client asking for exactly these keeps what it had, and where the resource's metadata is, as on the
+ * 401 (MCP authorization 2025-11-25, "Scope Challenge Handling").
+ */
+export function insufficientScopeChallenge(resourceUrl: string, held: readonly string[] | null, missing: string): string {
+  const scope = [...new Set([...(held ?? []), missing])].join(' ');
+  return `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadataUrlOf(resourceUrl)}"`;
+}
 
 /** The Protected Resource Metadata document (RFC 9728) of one resource. */
 export function protectedResourceMetadata(oauth: OAuthResourceServer, resource: string): Record<string, unknown> {

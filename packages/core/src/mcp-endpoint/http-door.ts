@@ -1,7 +1,6 @@
 import { ok } from 'neverthrow';
 import type { Principal } from '../auth/scopes.js';
 import { FleetError } from '../errors/fleet-error.js';
-import { insufficientScopeChallenge } from '../http/resource-metadata.js';
 import type { Scope } from '../auth/scopes.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import { toAsync, okWith } from '../util/result.js';
@@ -31,8 +30,11 @@ export interface McpDoorExchange {
   readonly requestId: string;
   /** The rate-limit headers of the binding limit: set by each decision, sent on every answer. */
   limitHeaders: Record<string, string>;
-  /** The principal came from an OAuth access token: a missing scope answers 403 `insufficient_scope` (step-up). */
-  readonly viaOAuth: boolean;
+  /**
+   * Set when the principal came from an OAuth access token: the `WWW-Authenticate` of the 403 `insufficient_scope`
+   * for a scope it lacks (step-up authorization).
+   */
+  readonly stepUp: ((missing: Scope) => string) | undefined;
   /** The fleet's error answer (an API envelope) for what fails before any MCP is spoken. */
   fail(error: FleetError): Response;
   /** Applies a limiter decision: its headers from now on, and the 429 when it refuses. */
@@ -70,7 +72,7 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
     {
       principal,
       serverId: target.serverId,
-      stepUp: x.viaOAuth ? (scope) => x.fail(insufficientScope(scope)) : undefined,
+      stepUp: x.stepUp === undefined ? undefined : (scope) => x.fail(insufficientScope(scope, x.stepUp!(scope))),
       admit: (batch) =>
         toAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
           okWith((decision) => {
@@ -100,11 +102,11 @@ function stamp(headers: Headers, x: McpDoorExchange): void {
 }
 
 /** The 403 of a method an access token lacks the scope of: the step-up challenge names the scope to ask for. */
-const insufficientScope = (scope: Scope) =>
+export const insufficientScope = (scope: Scope, challenge: string) =>
   new FleetError('FORBIDDEN', {
     message: `This access token lacks the "${scope}" scope.`,
     details: { required_scope: scope },
-    headers: { 'www-authenticate': insufficientScopeChallenge(scope) },
+    headers: { 'www-authenticate': challenge },
   });
 
 /** The 429 of a body of JSON-RPC messages the limiter refused: one JSON-RPC error naming the fleet's code. */
