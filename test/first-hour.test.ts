@@ -152,12 +152,16 @@ describe('errors that say what fixes them', () => {
       expect(tools.body.error).toMatchObject({ code: 'DESTINATION_NOT_ALLOWED', details: { hint: expect.stringContaining('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1') } });
       expect(tools.body.error.details.hint).toContain('allowPrivateNetworks');
     }
-    // The reference server's log: one JSON line per 502 on stdout (pino), its code, route and request, no stack.
-    const logged = server
-      .stdout()
-      .split('\n')
-      .filter((line) => line.includes('DESTINATION_NOT_ALLOWED'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The reference server's log: one JSON line per 502 on stdout (pino), its code, route and request, no stack. The
+    // line is written after the answer, so the last one may still be on its way to the pipe.
+    const lines = () =>
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('DESTINATION_NOT_ALLOWED'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    await expect.poll(() => lines().length, { timeout: 5000 }).toBe(5);
+    const logged = lines();
     expect(logged).toHaveLength(5);
     for (const line of logged) {
       expect(line).toMatchObject({ code: 'DESTINATION_NOT_ALLOWED', status: 502, method: 'GET', path: expect.stringMatching(/^\/servers\/srv_\w+\/tools$/), request_id: expect.stringMatching(/^req_\w+$/), msg: expect.stringMatching(/^The destination is not allowed/) });
