@@ -143,7 +143,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
   const adapter = new PostgresRecordAdapter(connection);
   const records = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
-  const index = new PostgresIndexStore(connection, options.now);
+  const index = new PostgresIndexStore(connection, options.now, records);
   const rateLimits = new PostgresRateLimitStore(connection);
   const sweep = async () => {
     const [row] = await connection.query<{ n: string }>('a sweep', `SELECT ${connection.s}.sweep(1000) AS n`);

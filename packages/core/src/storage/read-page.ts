@@ -40,7 +40,12 @@ type PageArgs = [
   set: string,
   query: PageQuery,
   keyOf: (id: string) => string,
-  options?: { order?: 'asc' | 'desc'; shared?: boolean },
+  options?: {
+    order?: 'asc' | 'desc';
+    shared?: boolean;
+    /** What `keyOf` puts before an id: with it, an index kept beside the records reads the page in one call (`IndexStore.readPage`). */
+    keyPrefix?: string;
+  },
 ];
 
 /**
@@ -49,6 +54,8 @@ type PageArgs = [
  */
 export function readPage<T>(...[index, records, set, query, keyOf, options = {}]: PageArgs): Ran<PageRead<T>, FleetError> {
   const range = rangeOf(query, options.order);
+  const { joint } = index;
+  if (joint !== undefined && options.keyPrefix !== undefined) return joint.readPage<T>(set, range, records.storedKey(options.keyPrefix));
   return chainMap(both(index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)), ([total, { ids, found }]) => ({ ids, found, total }));
 }
 
