@@ -96,4 +96,24 @@ describe.skipIf(skip)('a create over PostgreSQL', () => {
     await fleet.close();
     await store.close();
   });
+
+  it('with preparedStatements each statement is prepared once per connection, under a name, and the fleet works the same', async () => {
+    const pool = new pg.Pool({ connectionString: DATABASE_URL as string, max: 1 });
+    const schema = uniqueSchema('prepared');
+    schemas.push(schema);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0, preparedStatements: true });
+    const fleet = createFleet({ store, webhooks: false });
+    const created = (await fleet.servers.create('acme', http('named')))._unsafeUnwrap();
+    (await fleet.servers.create('acme', http('named-too')))._unsafeUnwrap();
+    expect((await fleet.servers.get('acme', created.id))._unsafeUnwrap().name).toBe('named');
+    expect((await fleet.servers.list('acme'))._unsafeUnwrap().pagination.total).toBe(2);
+    // The pool's one connection holds the statements it prepared: the commit among them, prepared once.
+    const { rows } = await pool.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+    const commits = rows.filter((row) => row.statement.includes('.commit_with_records('));
+    expect(commits).toHaveLength(1);
+    expect(commits[0]?.name).toMatch(/^mcp_fleet_[0-9a-f]{32}$/);
+    await fleet.close();
+    await store.close();
+    await pool.end();
+  });
 });
