@@ -10,7 +10,8 @@
 //   bare-express     Express: GET answers the same envelope (res.json)
 // Section 8 (bench/postgres.mjs), each with the schema (or Redis key prefix) given as the third argument:
 //   fleet-hono-pg        fleet-hono over @mcp-fleet/postgres, on a pg.Pool of BENCH_PG_POOL connections
-//   fleet-hono-pg-named  the same, every statement given a name (prepared once per connection): an experiment
+//   fleet-hono-pg-named  the same with the store's preparedStatements (every statement named, prepared once per
+//                        connection): an experiment
 //   fleet-hono-pg-async  the same on connections with synchronous_commit off (a commit does not wait for its WAL
 //                        flush): an experiment
 //   fleet-hono-redis     fleet-hono over @mcp-fleet/redis
@@ -27,7 +28,7 @@
 // servers through its API, bare-hono's names), so that every POST round creates into the same small fleet.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { Hono } from 'hono';
 import pg from 'pg';
@@ -64,23 +65,10 @@ let resetCreated = async () => {
 /** What `exit` closes after the fleet, in order. */
 const closers = [];
 
-/**
- * A pg.Pool of the section's size; with `named`, every statement carries a name derived from its text (prepared once
- * per connection); with `asyncCommit`, its connections run with synchronous_commit off.
- */
-function benchPool({ named = false, asyncCommit = false } = {}) {
+/** A pg.Pool of the section's size; with `asyncCommit`, its connections run with synchronous_commit off. */
+function benchPool({ asyncCommit = false } = {}) {
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: POOL, ...(asyncCommit && { options: '-c synchronous_commit=off' }) });
   pool.on('error', () => {});
-  if (named) {
-    const query = pool.query.bind(pool);
-    const names = new Map();
-    const nameOf = (text) => {
-      let name = names.get(text);
-      if (name === undefined) names.set(text, (name = `f${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
-      return name;
-    };
-    pool.query = (config, values) => (typeof config === 'object' && config !== null && typeof config.text === 'string' ? query({ ...config, name: nameOf(config.text) }, values) : query(config, values));
-  }
   closers.push(() => pool.end());
   return pool;
 }
@@ -103,7 +91,10 @@ async function sectionEightStore() {
   }
   if (!variant.startsWith('fleet-hono-pg')) return undefined;
   const { createPostgresStore } = await importPackage(build, 'postgres');
-  const store = await createPostgresStore({ pool: benchPool({ named: variant === 'fleet-hono-pg-named', asyncCommit: variant === 'fleet-hono-pg-async' }), schema: where });
+  // The named variant: the store's own option (a wrapper of pool.query named nothing: the store runs its statements
+  // on clients it takes from the pool).
+  const named = variant === 'fleet-hono-pg-named' && { preparedStatements: true };
+  const store = await createPostgresStore({ pool: benchPool({ asyncCommit: variant === 'fleet-hono-pg-async' }), schema: where, ...named });
   closers.unshift(() => store.close());
   return { store };
 }

@@ -129,7 +129,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const secretBox = new SecretBox(resolved.secrets);
   if (secretBox.current === undefined) warnPlaintext(logger);
   const started = secretBox.startCheck(() => checkStoreKeys(records, secretBox));
-  const index = new IndexCalls(store.index);
+  const index = new IndexCalls(store.index, store.records);
   const events = new EventBus((cause, type) => background('EVENT', `A listener of ${type} failed.`, type)(cause));
   const outbound = createGuardedFetch({ allowPrivateNetworks, maxResponseBytes: resolved.maxUpstreamBytes });
   const webhooks =

@@ -110,7 +110,7 @@ export {
 // The store (every port, as one object) and the ports with their memory implementations.
 export { createMemoryStore, type FleetStore, type MemoryStoreOptions } from './store.js';
 export type { LeaseStore } from './health/monitor.js';
-export type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './storage/index-store.js';
+export type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, RangeOptions, RecordWrite } from './storage/index-store.js';
 export { transactionParts, type TransactionParts } from './storage/index-store.js';
 export { parseStoreUrl, redact, type StoreUrl } from './util/redact.js';
 export { MemoryIndexStore, type MemoryIndexStoreOptions } from './storage/memory-index-store.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { parseStoreUrl, redact } from '@mcp-fleet/core';
 import { quoteIdentifier } from './schema.js';
@@ -78,6 +79,8 @@ export interface Limits {
   /** The store made the pool (it sets `statement_timeout` on its connections), or the embedder gave it. */
   owned: boolean;
   maxConnections: number;
+  /** Every statement named (prepared once per connection, then only bound and run): `preparedStatements`. */
+  prepared?: boolean;
 }
 
 /**
@@ -97,6 +100,8 @@ export class Connection {
   readonly s: string;
   /** Client-side deadline of each statement, in ms. */
   readonly timeoutMs: number;
+  /** Statement names by text (`preparedStatements`). */
+  private readonly names = new Map<string, string>();
 
   constructor(
     readonly pool: Pool,
@@ -183,7 +188,8 @@ export class Connection {
             void this.cancelRunning(processId);
           }, this.timeoutMs);
     try {
-      const result = await client.query<R>({ text, values, query_timeout: this.timeoutMs + CLIENT_GRACE_MS } as QueryConfig);
+      const name = this.limits.prepared === true ? this.nameOf(text) : undefined;
+      const result = await client.query<R>({ ...(name !== undefined && { name }), text, values, query_timeout: this.timeoutMs + CLIENT_GRACE_MS } as QueryConfig);
       return result.rows;
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;
@@ -200,6 +206,13 @@ export class Connection {
       client.removeListener('error', lost);
       client.release(broken ?? undefined);
     }
+  }
+
+  /** A statement's name, from its text (which carries the schema): the same text, the same name, on every connection. */
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (name === undefined) this.names.set(text, (name = `mcp_fleet_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`));
+    return name;
   }
 
   private async cancelRunning(processId: number): Promise<void> {

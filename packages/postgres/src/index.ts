@@ -43,6 +43,13 @@ export interface PostgresStoreOptions {
    * @default 5000
    */
   connectTimeoutMs?: number;
+  /**
+   * Name every statement, so that each connection parses and plans it once and then only binds and runs it. Off by
+   * default: PgBouncer in transaction mode follows named statements only from 1.21 on, with `max_prepared_statements`
+   * set (docs/deployment.md). Turn it on over a direct connection, or such a PgBouncer.
+   * @default false
+   */
+  preparedStatements?: boolean;
   /** Connections of the store's own pool. @default 10 */
   maxConnections?: number;
   /** Time between two sweeps of expired records and counters, in ms; `0` for none. @default 60000 */
@@ -122,7 +129,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   const poolError = (error: Error) => onError(new Error(`PostgreSQL ${where.host}:${where.port}/${where.database}: a pooled connection failed: ${scrub(error.message, where.secrets)}`));
   pool.on('error', poolError);
   const maxConnections = owned ? (options.maxConnections ?? 10) : Number((pool.options as { max?: number }).max ?? 10);
-  const limits = { statementTimeoutMs: timeoutMs, connectTimeoutMs, owned, maxConnections };
+  const limits = { statementTimeoutMs: timeoutMs, connectTimeoutMs, owned, maxConnections, prepared: options.preparedStatements === true };
   const connection = new Connection(pool, schema, where, limits, owned ? undefined : (processId) => cancelBackend(pool, connectTimeoutMs, processId));
   const address = `${where.host}:${where.port}`;
 
@@ -143,7 +150,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
   const adapter = new PostgresRecordAdapter(connection);
   const records = new Keyv({ store: adapter, namespace: '', throwOnErrors: true });
-  const index = new PostgresIndexStore(connection, options.now);
+  const index = new PostgresIndexStore(connection, options.now, records);
   const rateLimits = new PostgresRateLimitStore(connection);
   const sweep = async () => {
     const [row] = await connection.query<{ n: string }>('a sweep', `SELECT ${connection.s}.sweep(1000) AS n`);

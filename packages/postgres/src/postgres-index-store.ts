@@ -1,6 +1,8 @@
-import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from '@mcp-fleet/core';
+import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, RangeOptions, RecordWrite } from '@mcp-fleet/core';
 import { transactionParts } from '@mcp-fleet/core';
+import type Keyv from 'keyv';
 import type { Connection } from './connection.js';
+import { LIVE } from './postgres-record-adapter.js';
 
 /** A score as the commit function reads it: text, so that ±Infinity survive JSON. */
 function scoreText(score: number): string {
@@ -20,12 +22,25 @@ export class PostgresIndexStore implements IndexStore {
     private readonly connection: Connection,
     /** Clock of the `since` of claims; `undefined`: the database's, which every process shares. */
     private readonly now?: () => number,
+    /**
+     * The store's records Keyv (over the table `records`): `commitWithRecords` writes its records as it would, and
+     * `readPage` decodes them as it would. Absent: neither is offered.
+     */
+    readonly jointRecords?: Keyv,
   ) {}
 
   async commit(tx: IndexTransaction): Promise<CommitResult> {
+    return this.commitWithRecords(tx, []);
+  }
+
+  /**
+   * `commit(tx)` and, only if it goes through, `records` written in the same transaction: one call of
+   * `commit_with_records` (docs/postgres.md). Without records, one call of `commit_index`.
+   */
+  async commitWithRecords(tx: IndexTransaction, records: readonly RecordWrite[]): Promise<CommitResult> {
     // A limit of Infinity is none (`transactionParts` leaves it out).
     const { claims, releases, remove: removals, add: additions, limits, empty } = transactionParts(tx);
-    if (empty) return { ok: true };
+    if (empty && records.length === 0) return { ok: true };
     for (const { max } of limits) if (Number.isNaN(max)) throw new TypeError('a limit must be a number, not NaN');
     const body = {
       claims: claims.map(({ key, owner, replacing }) => ({ key, owner, replacing })),
@@ -35,8 +50,29 @@ export class PostgresIndexStore implements IndexStore {
       limits: limits.map(({ set, max }) => ({ set, max: max === -Infinity ? -1 : max })),
     };
     const since = this.now === undefined ? null : String(Math.trunc(this.now()));
-    const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${this.connection.s}.commit_index($1::jsonb, $2::bigint) AS answer`, [JSON.stringify(body), since], false);
-    const answer = row?.answer;
+    const { s } = this.connection;
+    let answer: Answer | undefined;
+    if (records.length === 0) {
+      const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${s}.commit_index($1::jsonb, $2::bigint) AS answer`, [JSON.stringify(body), since], false);
+      answer = row?.answer;
+    } else {
+      const keyv = this.jointRecords;
+      if (keyv === undefined) throw new Error('this PostgresIndexStore has no records to write');
+      // Each value as Keyv would store it (`keyv.set`): its serialised `{ value }`, no expiry.
+      const values = await Promise.all(records.map(async ({ value }) => text(await keyv.serializeData({ value, expires: undefined }))));
+      const [row] = await this.connection.query<{ answer: Answer }>(
+        'a commit',
+        `SELECT ${s}.commit_with_records($1::jsonb, $2::bigint, $3::text[], $4::text[]) AS answer`,
+        [JSON.stringify(body), since, records.map(({ key }) => key), values],
+        false,
+      );
+      answer = row?.answer;
+      // commit_with_records committed without waiting for the WAL flush (its locks are not held through an fsync):
+      // wait for it now. A commit that waits flushes every commit before it, and such waits share their flushes. A
+      // wait that fails (the database gone that instant) leaves the commit as it is, answered: every reader already
+      // sees it, and PostgreSQL's WAL writer flushes it within 3 × wal_writer_delay unless the database crashes.
+      if (answer?.ok === true) await this.connection.query('the commit\'s flush', 'SELECT txid_current()').catch(() => undefined);
+    }
     if (answer === undefined) throw new Error('commit_index gave no answer');
     if (answer.ok) return { ok: true };
     if ('full' in answer) {
@@ -47,6 +83,35 @@ export class PostgresIndexStore implements IndexStore {
     const claim = claims[answer.conflict - 1];
     if (claim === undefined) throw new Error('commit_index named a claim that was not in the transaction');
     return { ok: false, conflict: { key: claim.key, owner: answer.owner, since: Number(answer.since) } };
+  }
+
+  /**
+   * The set's size, a range of its members and the live record of each (`keyPrefix + member`), in one statement;
+   * each record decoded by the records' Keyv (its decode cache included).
+   */
+  async readPage<T>(set: string, { offset, limit, order = 'asc' }: RangeOptions, keyPrefix: string): Promise<JointPage<T>> {
+    const keyv = this.jointRecords;
+    if (keyv === undefined) throw new Error('this PostgresIndexStore has no records to read');
+    const { s } = this.connection;
+    const direction = order === 'desc' ? 'DESC' : 'ASC';
+    const rows = await this.connection.query<{ total: string | null; member: string | null; value: string | null }>(
+      'a page read',
+      `SELECT t.size AS total, p.member, r.value
+         FROM (SELECT (SELECT size FROM ${s}.sets WHERE name = $1) AS size) t
+         LEFT JOIN LATERAL (SELECT member, score FROM ${s}.set_members WHERE set_name = $1 ORDER BY score ${direction}, member ${direction} LIMIT $2 OFFSET $3) p ON true
+         LEFT JOIN ${s}.records r ON r.key = $4 || p.member AND ${LIVE}
+        ORDER BY p.score ${direction}, p.member ${direction}`,
+      [set, String(limit >= 1 ? bound(limit) : 0), String(bound(offset)), keyPrefix],
+    );
+    const total = Number(rows[0]?.total ?? 0);
+    const ids: string[] = [];
+    const found: (T | undefined)[] = [];
+    for (const row of rows) {
+      if (row.member === null) continue;
+      ids.push(row.member);
+      found.push(row.value === null ? undefined : await decoded<T>(keyv, row.value));
+    }
+    return { total, ids, found };
   }
 
   async claimOf(key: string): Promise<Claim | undefined> {
@@ -78,4 +143,17 @@ export class PostgresIndexStore implements IndexStore {
 /** A LIMIT or OFFSET: a non-negative integer PostgreSQL's bigint holds. */
 function bound(value: number): number {
   return Math.min(Math.max(0, Math.floor(value)), Number.MAX_SAFE_INTEGER);
+}
+
+function text(serialised: unknown): string {
+  if (typeof serialised !== 'string') throw new TypeError('the PostgreSQL record store keeps Keyv-serialised text; create its Keyv with the default serialize');
+  return serialised;
+}
+
+/** A stored text as the records' Keyv reads it (`keyv.get`): its `value`, `undefined` when Keyv finds it expired. */
+async function decoded<T>(keyv: Keyv, stored: string): Promise<T | undefined> {
+  const data = await keyv.deserializeData<T>(stored);
+  if (data === undefined || data === null) return undefined;
+  if (typeof data.expires === 'number' && Date.now() > data.expires) return undefined;
+  return data.value;
 }

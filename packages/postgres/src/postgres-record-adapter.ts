@@ -3,7 +3,7 @@ import type { KeyvEntry, KeyvStoreAdapter } from 'keyv';
 import type { Connection } from './connection.js';
 
 /** A row is live while it has no expiry or its expiry is ahead on the database's clock. */
-const LIVE = '(r.expires_at IS NULL OR r.expires_at > clock_timestamp())';
+export const LIVE = '(r.expires_at IS NULL OR r.expires_at > clock_timestamp())';
 /** Keyv's ttl (ms) as the row's expiry on the database's clock; NULL for none. */
 const EXPIRY = (param: string) => `CASE WHEN ${param} IS NULL THEN NULL ELSE clock_timestamp() + ${param} * interval '1 millisecond' END`;
 

@@ -55,7 +55,7 @@ describe('createPostgresStore without a database', () => {
     expect(text).toContain('CREATE SCHEMA IF NOT EXISTS "fleet_prod";');
     expect(text).toContain('CREATE TABLE IF NOT EXISTS "fleet_prod".migrations (');
     for (const name of ['records', 'claims', 'set_members', 'sets', 'counters']) expect(text).toContain(`CREATE TABLE "fleet_prod".${name} (`);
-    for (const name of ['commit_index', 'consume', 'sweep']) expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
+    for (const name of ['commit_index', 'consume', 'sweep', 'commit_with_records']) expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
     expect(text).toContain(`INSERT INTO "fleet_prod".migrations (version, name) VALUES (${SCHEMA_VERSION},`);
   });
 });
@@ -106,7 +106,7 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     expect((error as Error).message).toMatch(new RegExp(`at version 0, .* needs ${SCHEMA_VERSION}: run its migrations`));
   });
 
-  it('a schema at version 1 is brought to version 2 at start: consume then commits without waiting for the WAL flush', async () => {
+  it('a schema at version 1 is brought to this version at start: consume then commits without waiting for the WAL flush, and commit_with_records is there', async () => {
     const schema = schemaFor('upgrade');
     const [first] = migrations(schema);
     await sql(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());${first?.sql}; INSERT INTO "${schema}".migrations (version, name) VALUES (1, 'v1')`);
@@ -126,7 +126,8 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     };
     expect(await setting()).toBe('on');
     const store = await createPostgresStore({ connectionString, schema });
-    expect(await sql(`SELECT max(version)::int AS v FROM "${schema}".migrations`)).toEqual([{ v: 2 }]);
+    expect(await sql(`SELECT max(version)::int AS v FROM "${schema}".migrations`)).toEqual([{ v: SCHEMA_VERSION }]);
+    expect(await sql(`SELECT to_regproc($1) IS NOT NULL AS there`, [`"${schema}".commit_with_records`])).toEqual([{ there: true }]);
     expect(await setting()).toBe('off');
     // Only consume's own transaction: the session's setting and every other statement keep theirs.
     expect(await sql(`SELECT current_setting('synchronous_commit') AS value`)).toEqual([{ value: 'on' }]);

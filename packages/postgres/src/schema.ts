@@ -231,17 +231,47 @@ END
 $fn$;`;
 }
 
+function version3(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `
+-- One index commit that also writes records, in one call: commit_index(tx, claimed_at) as it is (its locks, checks and
+-- writes), then, only if it went through, each record (record_keys[i], record_values[i]: Keyv's serialised text, no
+-- expiry) in the same transaction. A refused commit writes no record. Returns commit_index's answer. A server's create
+-- is one call of it: the name claim, the quota, the listings, the outbox's publication and the record land together.
+-- The record rows are locked after the advisory locks, in key order; their keys are new ids, which nobody waits on.
+-- Its transaction commits without waiting for the WAL flush, so its locks (the account's listings and quota) are not
+-- held through an fsync; the store then waits for the flush with a statement of its own (txid_current(): a commit
+-- that does wait, and flushes every commit before it) before it answers, so a create is on disk before it is answered.
+CREATE FUNCTION ${s}.commit_with_records(tx jsonb, claimed_at bigint, record_keys text[], record_values text[]) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  answer jsonb;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  answer := ${s}.commit_index(tx, claimed_at);
+  IF (answer->>'ok')::boolean THEN
+    INSERT INTO ${s}.records AS r (key, value, expires_at)
+    SELECT DISTINCT ON (e.key) e.key, e.value, NULL FROM unnest(record_keys, record_values) WITH ORDINALITY e(key, value, i) ORDER BY e.key, e.i DESC
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL;
+  END IF;
+  RETURN answer;
+END
+$fn$;
+`;
+}
+
 /** Every migration, oldest first, for `schema`. The table `migrations` itself is made by `migrate()`. */
 export function migrations(schema: string): Migration[] {
   checkSchemaName(schema);
   return [
     { version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) },
     { version: 2, name: 'consume commits without waiting for the WAL flush', sql: `\n${consumeFunction(schema, 'CREATE OR REPLACE', true)}\n` },
+    { version: 3, name: 'commit_with_records: an index commit and its records in one call', sql: version3(schema) },
   ];
 }
 
 /** The version this code brings the schema to. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with

@@ -107,7 +107,8 @@ const MAX_EXPIRY_MS = 10 * 366 * 86_400_000;
 const READ_ONLY = ['id', 'account', 'secret', 'created_at', 'last_used_at', 'revoked_at'];
 
 const SECRET_PREFIX = 'mcpf_';
-const keyRecord = (id: string) => `apikey:${id}`;
+const KEY_RECORD = 'apikey:';
+const keyRecord = (id: string) => `${KEY_RECORD}${id}`;
 const usedRecord = (id: string) => `apikey-used:${id}`;
 const hashRecord = (hash: string) => `apikey-hash:${hash}`;
 /** The index claim that makes a secret one key's: taken in the commit that lists the key. */
@@ -247,7 +248,7 @@ export class ApiKeys {
   /** The account's keys, oldest first, revoked ones included; `page` 1 and `limit` 50 unless given. */
   list(account: string, query: Partial<PageQuery> = {}): ResultAsync<Page<ApiKey>, FleetError> {
     const page = withPageDefaults(query);
-    return toAsync(readPage<ApiKey>(this.index, this.records, accountSet(account), page, keyRecord)).andThen(({ ids, found, total }) =>
+    return toAsync(readPage<ApiKey>(this.index, this.records, accountSet(account), page, keyRecord, { keyPrefix: KEY_RECORD })).andThen(({ ids, found, total }) =>
       toAsync(this.records.getMany<string>(ids.map(usedRecord))).andThen(okWith((used) => {
         const data = found.flatMap((key, i) => (key === undefined || key.account !== account ? [] : [withDefaults(key, used[i])]));
         return { data, pagination: pagination(page, total - (found.length - data.length)) };

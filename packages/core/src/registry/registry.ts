@@ -1,6 +1,6 @@
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { FleetError, quotaExceeded, serverNotFound } from '../errors/fleet-error.js';
-import type { CommitResult, IndexTransaction } from '../storage/index-store.js';
+import type { CommitResult, IndexTransaction, RecordWrite } from '../storage/index-store.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
@@ -58,7 +58,8 @@ export interface RegistryDeps {
 export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 
 /** The record key of a server: made here only (`recordKey` keeps those read again and again). */
-const serverKey = (id: string) => `server:${id}`;
+const SERVER_KEY = 'server:';
+const serverKey = (id: string) => `${SERVER_KEY}${id}`;
 const recordKey = memoKeys(serverKey);
 /** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
 const nameKey = (account: string, name: string) => ['name:', encodeURIComponent(account), ':', name].join('');
@@ -297,6 +298,9 @@ export class ServerRegistry {
    * namespace (`namespaceClaims`). A full account is refused before anything is written or staged; the limit in the
    * commit holds the quota against creates racing in other processes. A refused or failed commit removes the record,
    * so nothing half-made remains. `ms`: the record's `created_at`, its score in the listings.
+   *
+   * Over an index kept beside the records (`IndexStore.commitWithRecords`) the record is written by the commit itself:
+   * one call, which writes nothing when refused, so neither the count before nor the undo after is needed.
    */
   private insert(record: ServerRecord, ms: number): Ran<ServerRecord, FleetError> {
     const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
@@ -311,15 +315,36 @@ export class ServerRegistry {
       add: [...sets.map((set) => ({ set, member: id, score: ms })), ...namespace.add],
       limits: [{ set: quota, max: maxPerAccount }, ...namespace.limits],
     };
+    if (index.joint !== undefined) {
+      const writes = [{ key: records.storedKey(key), value: record }];
+      return this.deps.changes.write(event, ({ publish, abandon }) => {
+        const claimed = this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish), 1, writes), record);
+        return chainMap(otherwise(claimed, (error) => chain(abandon(), () => err(error))), () => record);
+      });
+    }
     return chain(index.count(quota), (count) => {
       if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
       return this.deps.changes.write(event, ({ publish, abandon }) => {
         // Handed over, not copied: the record and its configuration were made here (the validator's output shares
         // nothing with the input).
-        const written = chain(records.set(key, record, undefined, true), () => this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish)));
+        const written = chain(records.set(key, record, undefined, true), () => this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish)), record));
         const undone = otherwise(written, (error) => chain(chain(records.delete(key), abandon), () => err(error)));
         return chainMap(undone, () => record);
       });
+    });
+  }
+
+  /**
+   * A create's commit that failed for want of the store (`STORAGE_UNAVAILABLE`: its connection cut, its answer lost)
+   * may still have landed: PostgreSQL may have committed before the cut. The name's claim says which, before anything
+   * is undone or answered: held by the record's id, the commit landed (the claim, the listings, the quota and the
+   * event's publication are one commit), and the create succeeded. Unreadable too, the first failure stands.
+   */
+  private landed(claimed: Ran<void, FleetError>, record: ServerRecord): Ran<void, FleetError> {
+    return otherwise(claimed, (error) => {
+      if (error.code !== 'STORAGE_UNAVAILABLE') return err(error);
+      const claim = otherwise(this.deps.index.claimOf(nameKey(record.account, record.config.name)), () => err(error));
+      return chain(claim, (held) => (held?.owner === record.id ? ok(undefined) : err(error)));
     });
   }
 
@@ -463,7 +488,7 @@ export class ServerRegistry {
       // that whoever holds one cannot change what the next request is given.
       return ok({ data: known.page.data.slice() as V[], pagination: { ...known.page.pagination } });
     }
-    const read = readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined });
+    const read = readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined, keyPrefix: SERVER_KEY });
     // Kept only when read at once, so that nothing changed between the counts and the read.
     const keep = counted && !(read instanceof ResultAsync);
     return chain(read, (page) => {
@@ -572,23 +597,26 @@ export class ServerRegistry {
    * the name's claim left by servers below it that are gone (`BELOW`, under `tx`'s limit), and a claim left stale by a
    * crash. A commit refused by the set of the servers below the name names one of them; members of it that no longer
    * stand there (a server gone, or renamed, whose last commit did not run) are taken out once and the commit tried
-   * again. A commit refused by the claim of a name above names the server that carries it.
+   * again. A commit refused by the claim of a name above names the server that carries it. With `writes` every
+   * attempt writes them in its own commit (`IndexStore.commitWithRecords`): a create's record, only if it lands.
    */
-  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1): Ran<void, FleetError> {
+  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1, writes?: readonly RecordWrite[]): Ran<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
     const { index, records } = this.deps;
-    const attempt = (replacing: string, above?: AboveTaken) =>
-      index.commit({
+    const attempt = (replacing: string, above?: AboveTaken) => {
+      const claiming = {
         ...tx,
         claims: [{ key, owner: record.id, replacing }, ...(tx.claims ?? []).map((claim) => (claim.key === above?.key ? { ...claim, replacing: above.holder } : claim))],
-      });
+      };
+      return writes === undefined || index.joint === undefined ? index.commit(claiming) : index.joint.commitWithRecords(claiming, writes);
+    };
     const settle = (outcome: ClaimOutcome, tookOver: boolean): Ran<void, FleetError> => {
       if (outcome === undefined) return ok(undefined);
       if (isPrefixTaken(outcome)) {
         return chain(this.prefixHolders(record, outcome.prefixSet), ({ holder, stale }) => {
           if (holder !== undefined || stale.length === 0 || repairs === 0) return err(nameClash(record, holder));
           const remove = stale.map((member) => ({ set: outcome.prefixSet, member }));
-          return chain(this.commitQuietly({ remove }), () => this.claimName(record, tx, repairs - 1));
+          return chain(this.commitQuietly({ remove }), () => this.claimName(record, tx, repairs - 1, writes));
         });
       }
       if (isAboveTaken(outcome)) {

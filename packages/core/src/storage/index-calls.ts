@@ -1,7 +1,7 @@
 import type { FleetError } from '../errors/fleet-error.js';
 import { storeCall } from '../trace/store-call.js';
 import { portCall, type Ran } from '../util/result.js';
-import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
+import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, RangeOptions, RecordWrite } from './index-store.js';
 
 /**
  * The IndexStore seen through results: a failing or unreachable store, whether it throws or rejects, is
@@ -9,7 +9,18 @@ import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } 
  * through a `ResultAsync`.
  */
 export class IndexCalls {
-  constructor(readonly store: IndexStore) {}
+  /** The store's joint calls (`IndexStore.jointRecords`), when it keeps the fleet's own records; else `undefined`. */
+  readonly joint: JointCalls | undefined;
+
+  constructor(
+    readonly store: IndexStore,
+    /** The fleet's records Keyv: the joint calls are used only when the store's `jointRecords` is this one. */
+    records?: unknown,
+  ) {
+    const { commitWithRecords, readPage } = store;
+    const joint = records !== undefined && store.jointRecords === records && typeof commitWithRecords === 'function' && typeof readPage === 'function';
+    this.joint = joint ? new JointCalls(store) : undefined;
+  }
 
   commit(tx: IndexTransaction): Ran<CommitResult, FleetError> {
     return portCall(() => storeCall('index', 'commit', () => this.store.commit(tx)));
@@ -30,6 +41,19 @@ export class IndexCalls {
   /** The store's count of applied commits (`IndexStore.appliedCommits`); `undefined` when it keeps none. */
   appliedCommits(): number | undefined {
     return this.store.appliedCommits?.();
+  }
+}
+
+/** An index's joint calls with the records (`IndexStore.commitWithRecords`, `readPage`), seen through results. */
+export class JointCalls {
+  constructor(private readonly store: IndexStore) {}
+
+  commitWithRecords(tx: IndexTransaction, records: readonly RecordWrite[]): Ran<CommitResult, FleetError> {
+    return portCall(() => storeCall('index', 'commitWithRecords', () => (this.store.commitWithRecords as NonNullable<IndexStore['commitWithRecords']>).call(this.store, tx, records)));
+  }
+
+  readPage<T>(set: string, range: RangeOptions, keyPrefix: string): Ran<JointPage<T>, FleetError> {
+    return portCall(() => storeCall('index', 'readPage', () => (this.store.readPage as NonNullable<IndexStore['readPage']>).call(this.store, set, range, keyPrefix) as JointPage<T> | Promise<JointPage<T>>));
   }
 }
 

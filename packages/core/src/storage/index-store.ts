@@ -27,6 +27,23 @@ export interface IndexStore {
    * processes leaves it out.
    */
   appliedCommits?(): number;
+  /**
+   * Optional, with `commitWithRecords` and `readPage`: for an index kept in the same database as the fleet's records
+   * (`@mcp-fleet/postgres`), the Keyv whose records those two write and read. The fleet calls them only when this is
+   * its own `records`, and otherwise (and over every store without them) writes the record and commits, or counts,
+   * ranges and reads, in calls of their own (docs/architecture.md, "One storage seam").
+   */
+  readonly jointRecords?: unknown;
+  /**
+   * `commit(transaction)`, writing `records` in the same atomic step only if it goes through: one call, one round
+   * trip. A refused commit has written nothing, records included.
+   */
+  commitWithRecords?(transaction: IndexTransaction, records: readonly RecordWrite[]): CommitResult | Promise<CommitResult>;
+  /**
+   * `count(set)`, `range(set, range)` and the record of each member (`keyPrefix + member` in `jointRecords`, decoded
+   * as its Keyv decodes it; `undefined` where absent or expired), read together: one call.
+   */
+  readPage?<T>(set: string, range: RangeOptions, keyPrefix: string): JointPage<T> | Promise<JointPage<T>>;
   /** Releases connections. Idempotent. */
   close?(): Promise<void>;
 }
@@ -46,6 +63,19 @@ export interface IndexTransaction {
    * the commit that names the limit.
    */
   limits?: readonly { set: string; max: number }[];
+}
+
+/** A record `commitWithRecords` writes: its key as the records' Keyv is given it (the fleet's `keyPrefix` included), no expiry. */
+export interface RecordWrite {
+  key: string;
+  value: unknown;
+}
+
+/** What `readPage` answers: the set's size, the members of the range in order, and their records side by side. */
+export interface JointPage<T> {
+  total: number;
+  ids: string[];
+  found: (T | undefined)[];
 }
 
 export interface Claim {

@@ -17,7 +17,11 @@ export interface PageRead<T> extends ListedRecords<T> {
   total: number;
 }
 
-/** The records of one range of a listing; `shared`: as `RecordStore.getMany` (read-only, kept by nobody). */
+/**
+ * The records of one range of a listing; `shared`: as `RecordStore.getMany` (read-only, kept by nobody). With
+ * `keyPrefix` (what `keyOf` puts before an id), an index kept beside the records reads them in one call
+ * (`IndexStore.readPage`).
+ */
 export function readRange<T>(
   index: IndexCalls,
   records: RecordStore,
@@ -25,7 +29,10 @@ export function readRange<T>(
   range: RangeOptions,
   keyOf: (id: string) => string,
   shared = false,
+  keyPrefix?: string,
 ): Ran<ListedRecords<T>, FleetError> {
+  const { joint } = index;
+  if (joint !== undefined && keyPrefix !== undefined) return chainMap(joint.readPage<T>(set, range, records.storedKey(keyPrefix)), ({ ids, found }) => ({ ids, found }));
   return chain(index.range(set, range), (ids) => {
     const keys = new Array<string>(ids.length);
     for (let i = 0; i < ids.length; i++) keys[i] = keyOf(ids[i] as string);
@@ -40,7 +47,12 @@ type PageArgs = [
   set: string,
   query: PageQuery,
   keyOf: (id: string) => string,
-  options?: { order?: 'asc' | 'desc'; shared?: boolean },
+  options?: {
+    order?: 'asc' | 'desc';
+    shared?: boolean;
+    /** What `keyOf` puts before an id: with it, an index kept beside the records reads the page in one call (`IndexStore.readPage`). */
+    keyPrefix?: string;
+  },
 ];
 
 /**
@@ -49,6 +61,8 @@ type PageArgs = [
  */
 export function readPage<T>(...[index, records, set, query, keyOf, options = {}]: PageArgs): Ran<PageRead<T>, FleetError> {
   const range = rangeOf(query, options.order);
+  const { joint } = index;
+  if (joint !== undefined && options.keyPrefix !== undefined) return joint.readPage<T>(set, range, records.storedKey(options.keyPrefix));
   return chainMap(both(index.count(set), readRange<T>(index, records, set, range, keyOf, options.shared === true)), ([total, { ids, found }]) => ({ ids, found, total }));
 }
 

@@ -171,6 +171,11 @@ export class RecordStore {
     return portCall(() => storeCall('records', 'getMany', () => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))))));
   }
 
+  /** `key` as this store hands it to the Keyv (its prefix put before it): what an index's joint calls are given. */
+  storedKey(key: string): string {
+    return this.keyPrefix + key;
+  }
+
   /**
    * Whether a `shared` read hands out the stored object itself: true over the fleet's own memory, where a stored
    * object is never changed (a write stores a new copy), so that anything derived from one object stays exact for as

@@ -64,7 +64,8 @@ interface StoredToolCall extends ToolCallDetail {
   account: string;
 }
 
-const recordKey = (id: string) => `toolcall:${id}`;
+const RECORD_KEY = 'toolcall:';
+const recordKey = (id: string) => `${RECORD_KEY}${id}`;
 
 /** How recovery tells that a failed call's record landed: its record exists. */
 export const toolCallCheck = (id: string) => ({ key: recordKey(id) });
@@ -221,7 +222,7 @@ export class ToolCallLog {
 
   /** Newest first; filters narrow to the listing of their combination. Records carry no payload here. */
   list(account: string, query: ListToolCallsQuery): ResultAsync<Page<ToolCallRecord>, FleetError> {
-    return toAsync(readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc' })).andThen(okWith(({ found, total }) => ({
+    return toAsync(readPage<StoredToolCall>(this.index, this.records, listingOf(account, query), query, recordKey, { order: 'desc', keyPrefix: RECORD_KEY })).andThen(okWith(({ found, total }) => ({
       data: found.filter((call): call is StoredToolCall => call !== undefined && call.account === account).map(strip),
       pagination: pagination(query, total),
     })));

@@ -47,7 +47,8 @@ export interface DeliveryRecord extends DeliveryView {
   account: string;
 }
 
-export const deliveryKey = (id: string) => `webhook-delivery:${id}`;
+const DELIVERY_KEY = 'webhook-delivery:';
+export const deliveryKey = (id: string) => `${DELIVERY_KEY}${id}`;
 export const deliveriesSet = (webhookId: string) => `webhook-deliveries:${webhookId}`;
 /** Deliveries waiting for an attempt: members `{due ms, zero-padded}:{dlv}`, scored by the due time. */
 export const DUE_SET = 'webhook-due';
@@ -108,7 +109,7 @@ export class DeliveryLog {
 
   list(webhookId: string, query: PageQuery): ResultAsync<Page<DeliveryView>, FleetError> {
     const set = deliveriesSet(webhookId);
-    return toAsync(readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc' })).andThen(({ ids, found, total }) => {
+    return toAsync(readPage<DeliveryRecord>(this.index, this.records, set, query, deliveryKey, { order: 'desc', keyPrefix: DELIVERY_KEY })).andThen(({ ids, found, total }) => {
       const data = found.filter((d): d is DeliveryRecord => d !== undefined).map(toDeliveryView);
       // Records past their retention are gone: drop their listing entries so totals stay true.
       const expired = ids.filter((_, i) => found[i] === undefined);

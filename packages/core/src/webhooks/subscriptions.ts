@@ -44,7 +44,8 @@ export function toWebhookView({ account: _a, secret: _s, ...view }: WebhookRecor
  */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 100;
 
-export const webhookKey = (id: string) => `webhook:${id}`;
+const WEBHOOK_KEY = 'webhook:';
+export const webhookKey = (id: string) => `${WEBHOOK_KEY}${id}`;
 const accountSet = (account: string) => `webhooks:${encodeURIComponent(account)}`;
 /** Every account's webhooks, for work over all of them (rotating their secrets). Account sets start `webhooks:`. */
 const ALL_WEBHOOKS = 'webhooks-all';
@@ -202,7 +203,7 @@ export class WebhookStore {
   }
 
   list(account: string, query: PageQuery): ResultAsync<Page<WebhookRecord>, FleetError> {
-    return toAsync(readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey)).andThen(okWith(({ found, total }) => {
+    return toAsync(readPage<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), query, webhookKey, { keyPrefix: WEBHOOK_KEY })).andThen(okWith(({ found, total }) => {
       const data = found.filter((w): w is WebhookRecord => w !== undefined && w.account === account);
       return { data, pagination: pagination(query, total - (found.length - data.length)) };
     }));
@@ -214,7 +215,7 @@ export class WebhookStore {
    * only its id kept; at once over the memory stores.
    */
   subscriberIds(account: string, type: WebhookEventType): Ran<string[], FleetError> {
-    return chainMap(readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey, true), ({ found }) => {
+    return chainMap(readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey, true, WEBHOOK_KEY), ({ found }) => {
       const subscribed: string[] = [];
       for (const w of found) if (subscribes(w, account, type)) subscribed.push(w.id);
       return subscribed;
