@@ -67,11 +67,6 @@ export class PostgresIndexStore implements IndexStore {
         false,
       );
       answer = row?.answer;
-      // commit_with_records committed without waiting for the WAL flush (its locks are not held through an fsync):
-      // wait for it now. A commit that waits flushes every commit before it, and such waits share their flushes. A
-      // wait that fails (the database gone that instant) leaves the commit as it is, answered: every reader already
-      // sees it, and PostgreSQL's WAL writer flushes it within 3 × wal_writer_delay unless the database crashes.
-      if (answer?.ok === true) await this.connection.query('the commit\'s flush', 'SELECT txid_current()').catch(() => undefined);
     }
     if (answer === undefined) throw new Error('commit_index gave no answer');
     if (answer.ok) return { ok: true };

@@ -239,15 +239,11 @@ function version3(schema: string): string {
 -- expiry) in the same transaction. A refused commit writes no record. Returns commit_index's answer. A server's create
 -- is one call of it: the name claim, the quota, the listings, the outbox's publication and the record land together.
 -- The record rows are locked after the advisory locks, in key order; their keys are new ids, which nobody waits on.
--- Its transaction commits without waiting for the WAL flush, so its locks (the account's listings and quota) are not
--- held through an fsync; the store then waits for the flush with a statement of its own (txid_current(): a commit
--- that does wait, and flushes every commit before it) before it answers, so a create is on disk before it is answered.
 CREATE FUNCTION ${s}.commit_with_records(tx jsonb, claimed_at bigint, record_keys text[], record_values text[]) RETURNS jsonb
 LANGUAGE plpgsql AS $fn$
 DECLARE
   answer jsonb;
 BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
   answer := ${s}.commit_index(tx, claimed_at);
   IF (answer->>'ok')::boolean THEN
     INSERT INTO ${s}.records AS r (key, value, expires_at)
