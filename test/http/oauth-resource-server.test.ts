@@ -1,17 +1,13 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { createFleet, defaultOAuthPrincipal, type Fleet, type FleetOptions } from '@mcp-fleet/core';
-import { fleetMiddleware, fleetWellKnownMiddleware } from '@mcp-fleet/express';
-import { createFleetApp, createFleetWellKnownApp } from '@mcp-fleet/hono';
-import express from 'express';
-import { Hono } from 'hono';
+import { createFleet, defaultOAuthPrincipal, type FleetOptions } from '@mcp-fleet/core';
 import { exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayUpstream, startGatewayUpstream } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
 import { api, type ApiClient, expectError, httpServer, type Json } from '../support/http-client.js';
+import { type AdapterName, type OAuthServed, serveOAuthFleet } from '../support/oauth-fleet.js';
 
 // Issue 30 (CONTRACT "OAuth for the MCP endpoint"): the MCP endpoint and the HTTP API accept the access tokens of the
 // embedder's identity provider beside API keys. The provider here is a small loopback server of the test's own: issuer
@@ -138,44 +134,10 @@ async function token(input: TokenInput = {}): Promise<string> {
   return jwt.sign(key.pair.privateKey);
 }
 
-interface Hosted {
-  fleet: Fleet;
-  origin: string;
-  /** The API's base URL: origin, mount, prefix. */
-  url: string;
-  close(): Promise<void>;
-}
+type Hosted = OAuthServed;
 
 /** The fleet served by one adapter with the well-known helper at the host's root, as docs/oauth.md shows. */
-async function host(adapter: 'hono' | 'express', options: FleetOptions, mount = ''): Promise<Hosted> {
-  const fleet = createFleet({ rateLimit: false, allowPrivateNetworks: true, logger, ...options });
-  let server: Server;
-  if (adapter === 'hono') {
-    const app = new Hono();
-    app.route('/', createFleetWellKnownApp(fleet, { mount }));
-    app.route(mount === '' ? '/' : mount, createFleetApp(fleet));
-    server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer }) as Server;
-    await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
-  } else {
-    const app = express();
-    app.use(fleetWellKnownMiddleware(fleet, { mount }));
-    if (mount === '') app.use(fleetMiddleware(fleet));
-    else app.use(mount, fleetMiddleware(fleet));
-    server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  }
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    fleet,
-    origin,
-    url: `${origin}${mount}${fleet.prefix}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await fleet.close();
-    },
-  };
-}
+const host = (adapter: AdapterName, options: FleetOptions, mount = ''): Promise<Hosted> => serveOAuthFleet(adapter, { logger, ...options }, { mount });
 
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };

@@ -20,15 +20,18 @@ export interface OAuthServed {
   fleet: Fleet;
   /** `http://127.0.0.1:{port}`. */
   origin: string;
-  /** The API's base URL, `{origin}/v1`: what `oauth.resource` names. */
+  /** The API's base URL, `{origin}{mount}/v1`: what `oauth.resource` names. */
   url: string;
-  /** The MCP endpoint, `{origin}/v1/mcp`. */
+  /** The MCP endpoint, `{url}/mcp`. */
   mcpUrl: string;
   close(): Promise<void>;
 }
 
-/** Serves `createFleet(options(url))` with `adapter`; `url` is the API's public base URL (`{origin}/v1`). */
-export async function serveOAuthFleet(adapter: AdapterName, options: (url: string) => FleetOptions): Promise<OAuthServed> {
+/**
+ * Serves `createFleet(options(url))` (or `options`) with `adapter`, below `mount` (the host app's path, `''` for its
+ * root); `url` is the API's public base URL (`{origin}{mount}/v1`).
+ */
+export async function serveOAuthFleet(adapter: AdapterName, options: FleetOptions | ((url: string) => FleetOptions), { mount = '' }: { mount?: string } = {}): Promise<OAuthServed> {
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   let server: Server;
   let fetchHandler: ((request: Request) => Response | Promise<Response>) | undefined;
@@ -40,17 +43,18 @@ export async function serveOAuthFleet(adapter: AdapterName, options: (url: strin
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   }
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const url = `${origin}/v1`;
-  const fleet = createFleet({ rateLimit: false, allowPrivateNetworks: true, onError: () => {}, ...options(url) });
+  const fleet = createFleet({ rateLimit: false, allowPrivateNetworks: true, onError: () => {}, ...(typeof options === 'function' ? options(`${origin}${mount}/v1`) : options) });
+  const url = `${origin}${mount}${fleet.prefix}`;
   if (adapter === 'hono') {
     const app = new Hono();
-    app.route('/', createFleetWellKnownApp(fleet));
-    app.route('/', createFleetApp(checkedFleet(fleet)));
+    app.route('/', createFleetWellKnownApp(fleet, { mount }));
+    app.route(mount === '' ? '/' : mount, createFleetApp(checkedFleet(fleet)));
     fetchHandler = app.fetch;
   } else {
     const app = express();
-    app.use(fleetWellKnownMiddleware(fleet));
-    app.use(fleetMiddleware(checkedFleet(fleet)));
+    app.use(fleetWellKnownMiddleware(fleet, { mount }));
+    if (mount === '') app.use(fleetMiddleware(checkedFleet(fleet)));
+    else app.use(mount, fleetMiddleware(checkedFleet(fleet)));
     handler = app;
   }
   return {
