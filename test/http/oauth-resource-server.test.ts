@@ -405,6 +405,31 @@ describe.each(['hono', 'express'] as const)('OAuth with a public resource URL, m
 });
 
 describe.each(['hono', 'express'] as const)('OAuth behind the outgoing guard, through %s', (adapter) => {
+  it("sends no opaque token to the provider's introspection once the address has spent its budget of failed credentials", async () => {
+    const hosted = await host(adapter, {
+      rateLimit: { unauthenticated: 3 },
+      oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE], introspection: { endpoint: `${idp.origin}/main/introspect`, clientId: 'fleet', clientSecret: 'fleet-secret' } }] },
+    });
+    try {
+      const before = idp.introspectionAuth.length;
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) statuses.push((await api(hosted, `guess-${i}-${Math.random().toString(36).slice(2)}`).get('/servers')).status);
+      // Three guesses are asked about and refused; the fourth finds the budget spent and is not.
+      expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429]);
+      expect(idp.introspectionAuth.length - before).toBe(3);
+      // An opaque token the fleet has not cached is not asked about either, for the rest of the window (one the
+      // provider knows too: the fleet cannot tell it from a guess without asking). A JWT is checked here, without the
+      // provider, and passes: a valid key or JWT is never refused for its address.
+      const known = `opaque-known-${Math.random().toString(36).slice(2)}`;
+      idp.opaque.set(known, { active: true, iss: idp.main, sub: 'introspected', scope: 'servers:read', exp: NOW() + 600, aud: AUDIENCE });
+      expect((await api(hosted, known).get('/servers')).status).toBe(429);
+      expect(idp.introspectionAuth.length - before).toBe(3);
+      expect((await api(hosted, await token()).get('/servers')).status).toBe(200);
+    } finally {
+      await hosted.close();
+    }
+  });
+
   it('refuses every token of a loopback identity provider unless allowPrivateNetworks lets the fleet reach it, and says so', async () => {
     const hosted = await host(adapter, { allowPrivateNetworks: false, oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE] }] } });
     try {

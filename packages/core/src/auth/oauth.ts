@@ -23,6 +23,8 @@ export type OAuthRefusal =
   | 'keys_unavailable'
   | 'inactive'
   | 'introspection_unavailable'
+  /** An opaque token from a client address that has spent its budget of failed credentials: not introspected. */
+  | 'address_limited'
   | 'no_principal';
 
 export type OAuthOutcome = { principal: Principal; issuer: string } | { refused: OAuthRefusal; issuer?: string };
@@ -56,6 +58,7 @@ let loading: Promise<Jose> | undefined;
  */
 const jose = (): Promise<Jose> => (loading ??= import('jose'));
 const MAX_TOKEN_LENGTH = 16_384;
+const ALWAYS = async () => true;
 
 /**
  * The default `oauth.principal`: the issuer's `accountClaim` (`sub`) as the account (refused unless it is 1–64 of
@@ -200,12 +203,14 @@ export class OAuthResourceServer {
 
   /**
    * The principal `token` acts for, or why it is refused. `canonical`: the resource URLs of the request's path that a
-   * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`).
+   * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`). `mayAsk`: asked before
+   * an opaque token that is not in the cache is sent to an introspection endpoint; `false` refuses it unasked
+   * (`address_limited`: the handler's client address has spent its budget of failed credentials).
    */
-  async verify(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
+  async verify(token: string, canonical: readonly string[], mayAsk: () => Promise<boolean> = ALWAYS): Promise<OAuthOutcome> {
     if (token.length > MAX_TOKEN_LENGTH) return { refused: 'malformed' };
     if (JWT_SHAPE.test(token)) return this.verifyJwt(token, canonical);
-    return this.introspect(token, canonical);
+    return this.introspect(token, canonical, mayAsk);
   }
 
   private async verifyJwt(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
@@ -241,7 +246,7 @@ export class OAuthResourceServer {
   }
 
   /** An opaque token: asked of each issuer with an introspection endpoint, in order; the first that knows it answers. */
-  private async introspect(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
+  private async introspect(token: string, canonical: readonly string[], mayAsk: () => Promise<boolean>): Promise<OAuthOutcome> {
     const candidates = this.options.issuers.filter((issuer) => issuer.options.introspection !== undefined);
     if (candidates.length === 0) return { refused: 'malformed' };
     const hash = createHash('sha256').update(token).digest('base64url');
@@ -249,6 +254,8 @@ export class OAuthResourceServer {
     const cached = this.introspected.get(hash);
     if (cached !== undefined && cached.until > now) return this.principalOf(cached.claims, cached.issuer, 'introspection');
     if (cached !== undefined) this.introspected.delete(hash);
+    // Each guess of an opaque token would cost the provider a request: none once the guesser may fail no more.
+    if (!(await mayAsk())) return { refused: 'address_limited' };
     let unavailable: ResolvedIssuer | undefined;
     for (const issuer of candidates) {
       const answer = await this.ask(issuer, token);
