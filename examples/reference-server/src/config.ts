@@ -245,7 +245,7 @@ function parseKeys(name: string, value: string | undefined): string[] {
   return value.split(',').map((key, i) => parseKey(`${name} (entry ${i + 1})`, key));
 }
 
-const ISSUER_FIELDS = new Set(['issuer', 'audiences', 'jwksUri', 'algorithms', 'introspection', 'accountClaim', 'tier']);
+const ISSUER_FIELDS = new Set(['issuer', 'audiences', 'jwksUri', 'algorithms', 'introspection', 'accountClaim', 'accountPrefix', 'tier']);
 const CLAIM_NAME = /^[\w.:/-]{1,100}$/;
 
 /** An http(s) URL; the message names the variable, and quotes no value (a URL may carry credentials). */

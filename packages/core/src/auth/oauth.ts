@@ -61,13 +61,15 @@ const MAX_TOKEN_LENGTH = 16_384;
 const ALWAYS = async () => true;
 
 /**
- * The default `oauth.principal`: the issuer's `accountClaim` (`sub`) as the account (refused unless it is 1–64 of
- * letters, digits, `_`, `.` and `-`), the fleet scopes named by the `scope` claim (space-separated) or `scp` (a list,
+ * The default `oauth.principal`: the issuer's `accountClaim` (`sub`) after its `accountPrefix` as the account
+ * (refused unless it is 1–64 of letters, digits, `_`, `.` and `-`), the fleet scopes named by the `scope` claim (space-separated) or `scp` (a list,
  * as Okta and Entra write it), the issuer's `tier`, and the token's `exp` as the principal's expiry. No allowlist.
  */
 export function defaultOAuthPrincipal(claims: OAuthClaims, context: OAuthPrincipalContext): Principal | null {
-  const account = claims[context.issuer.accountClaim ?? 'sub'];
-  if (typeof account !== 'string' || !ACCOUNT_PATTERN.test(account)) return null;
+  const claimed = claims[context.issuer.accountClaim ?? 'sub'];
+  if (typeof claimed !== 'string') return null;
+  const account = (context.issuer.accountPrefix ?? '') + claimed;
+  if (!ACCOUNT_PATTERN.test(account)) return null;
   return {
     account,
     tier: context.issuer.tier ?? 'free',
@@ -109,6 +111,9 @@ export function resolveOAuth(options: OAuthOptions): ResolvedOAuth {
       fail(`${at}.algorithms must list JWS algorithms; "none" is never accepted`);
     }
     if (issuer.accountClaim !== undefined && (typeof issuer.accountClaim !== 'string' || issuer.accountClaim.length === 0)) fail(`${at}.accountClaim must be a claim name`);
+    if (issuer.accountPrefix !== undefined && (typeof issuer.accountPrefix !== 'string' || !/^[\w.-]{1,32}$/.test(issuer.accountPrefix))) {
+      fail(`${at}.accountPrefix must be 1 to 32 letters, digits, _, . or -`);
+    }
     if (issuer.tier !== undefined && !(TIERS as readonly string[]).includes(issuer.tier)) fail(`${at}.tier must be one of ${TIERS.join(', ')}`);
     let introspectionCacheMs = 60_000;
     const { introspection } = issuer;
@@ -134,6 +139,18 @@ export function resolveOAuth(options: OAuthOptions): ResolvedOAuth {
     cacheMaxAgeMs: checkOption('oauth.jwks.cacheMaxAgeMs', options.jwks?.cacheMaxAgeMs ?? 600_000, positiveInteger),
     cooldownMs: checkOption('oauth.jwks.cooldownMs', options.jwks?.cooldownMs ?? 30_000, nonNegativeNumber),
   };
+}
+
+/** Two issuers whose default principals could name the same account for two different subjects, by index; `undefined`: none. */
+function sharedAccountSpace(issuers: readonly ResolvedIssuer[]): [number, number] | undefined {
+  const seen = new Map<string, number>();
+  for (const [i, { options }] of issuers.entries()) {
+    const space = `${options.accountPrefix ?? ''}\u0000${options.accountClaim ?? 'sub'}`;
+    const first = seen.get(space);
+    if (first !== undefined) return [first, i];
+    seen.set(space, i);
+  }
+  return undefined;
 }
 
 function httpUrl(value: unknown, name: string, fail: (message: string) => never): string {
@@ -184,6 +201,13 @@ export class OAuthResourceServer {
     private readonly deps: OAuthDeps,
   ) {
     for (const issuer of options.issuers) this.byIssuer.set(issuer.options.issuer, issuer);
+    const shared = options.principal === defaultOAuthPrincipal ? sharedAccountSpace(options.issuers) : undefined;
+    if (shared !== undefined) {
+      deps.warn(
+        `mcp-fleet: oauth.issuers[${shared[0]}] and oauth.issuers[${shared[1]}] take the account from the same claim without an accountPrefix: ` +
+          'a subject of one provider acts for the same account as that subject of the other. Unless they share one directory, set accountPrefix on each (or their own accountClaim, or oauth.principal) (docs/oauth.md)',
+      );
+    }
   }
 
   /** The authorization servers listed in the metadata documents. */
