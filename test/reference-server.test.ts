@@ -607,6 +607,73 @@ describe('outgoing connections of the reference server', () => {
     expect(exit.stderr).toContain('MCP_FLEET_HEALTH_INTERVAL_MS');
   });
 
+  it('MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS reaches the health rules: a probe slower than it is degraded', async () => {
+    const fixture = await startV1Server();
+    try {
+      const key = secret('rules');
+      const server = await startServer({
+        cwd: await tempDir(),
+        env: {
+          MCP_FLEET_STORE: 'memory://',
+          MCP_FLEET_API_KEYS: `acme:pro:${key}`,
+          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
+          MCP_FLEET_HEALTH_INTERVAL_MS: '0',
+          // Any real probe takes longer than a millisecond: each one is `slow_probe`.
+          MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '1',
+          MCP_FLEET_HEALTH_ANNOUNCE_AFTER: '1',
+        },
+      });
+      const created = await api(server.url, key, 'POST', '/servers', { name: 'local', type: 'http', endpoint: fixture.url });
+      const health = await api(server.url, key, 'GET', `/servers/${created.body.data.id}/health`);
+      expect(health.status).toBe(200);
+      expect(health.body.data).toMatchObject({ status: 'degraded', state_reason: 'slow_probe', error: null });
+      expectCleanStop(await server.stop());
+    } finally {
+      await fixture.close();
+    }
+  });
+
+  it('MCP_FLEET_BREAKER_FAILURES=1 opens the breaker at the first failed probe; 0 turns it off', async () => {
+    // A loopback port nothing listens on: every probe fails to connect.
+    const dead = createServer();
+    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(dead.address() as AddressInfo).port}/mcp`;
+    await new Promise((resolve) => dead.close(resolve));
+    const key = secret('breaker');
+    for (const [failures, expected] of [
+      ['1', { state: 'open', consecutive_failures: 1 }],
+      ['0', { state: 'closed', consecutive_failures: 0 }],
+    ] as const) {
+      const server = await startServer({
+        cwd: await tempDir(),
+        env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_API_KEYS: `acme:pro:${key}`, MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1', MCP_FLEET_HEALTH_INTERVAL_MS: '0', MCP_FLEET_BREAKER_FAILURES: failures },
+      });
+      const created = await api(server.url, key, 'POST', '/servers', { name: 'gone', type: 'http', endpoint });
+      const health = await api(server.url, key, 'GET', `/servers/${created.body.data.id}/health`);
+      expect(health.status).toBe(200);
+      expect(health.body.data).toMatchObject({ status: 'unhealthy', breaker: expected });
+      expectCleanStop(await server.stop());
+    }
+  });
+
+  it.each([
+    ['MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS', '0', 'expected an integer from 1 to 600000'],
+    ['MCP_FLEET_HEALTH_DEGRADED_ERROR_RATE', '1', 'expected a share from 0 to below 1'],
+    ['MCP_FLEET_HEALTH_DEGRADED_ERROR_RATE', '10%', 'expected a share from 0 to below 1'],
+    ['MCP_FLEET_HEALTH_ANNOUNCE_AFTER', 'two', 'expected an integer from 1 to 100'],
+    ['MCP_FLEET_BREAKER_BACKOFF_MS', '10', 'expected an integer from 1000 to 600000'],
+  ])('%s=%s exits 2 and says what it expects', async (name, value, message) => {
+    const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://', [name]: value } });
+    expect(exit.code).toBe(2);
+    expect(exit.stderr).toContain(`${name}: ${message}`);
+  });
+
+  it('MCP_FLEET_BREAKER_BACKOFF_MS with the breaker off exits 2 naming both variables', async () => {
+    const exit = await runToExit({ cwd: await tempDir(), env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_BREAKER_FAILURES: '0', MCP_FLEET_BREAKER_BACKOFF_MS: '5000' } });
+    expect(exit.code).toBe(2);
+    expect(exit.stderr).toContain('MCP_FLEET_BREAKER_BACKOFF_MS: the breaker is off (MCP_FLEET_BREAKER_FAILURES=0)');
+  });
+
   it('MCP_FLEET_ALLOW_PRIVATE_NETWORKS=1 lets a health probe reach a loopback MCP server; without it the guard refuses', async () => {
     const fixture = await startV1Server();
     try {

@@ -405,6 +405,31 @@ describe.each(['hono', 'express'] as const)('OAuth with a public resource URL, m
 });
 
 describe.each(['hono', 'express'] as const)('OAuth behind the outgoing guard, through %s', (adapter) => {
+  it("sends no opaque token to the provider's introspection once the address has spent its budget of failed credentials", async () => {
+    const hosted = await host(adapter, {
+      rateLimit: { unauthenticated: 3 },
+      oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE], introspection: { endpoint: `${idp.origin}/main/introspect`, clientId: 'fleet', clientSecret: 'fleet-secret' } }] },
+    });
+    try {
+      const before = idp.introspectionAuth.length;
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) statuses.push((await api(hosted, `guess-${i}-${Math.random().toString(36).slice(2)}`).get('/servers')).status);
+      // Three guesses are asked about and refused; the fourth finds the budget spent and is not.
+      expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429]);
+      expect(idp.introspectionAuth.length - before).toBe(3);
+      // An opaque token the fleet has not cached is not asked about either, for the rest of the window (one the
+      // provider knows too: the fleet cannot tell it from a guess without asking). A JWT is checked here, without the
+      // provider, and passes: a valid key or JWT is never refused for its address.
+      const known = `opaque-known-${Math.random().toString(36).slice(2)}`;
+      idp.opaque.set(known, { active: true, iss: idp.main, sub: 'introspected', scope: 'servers:read', exp: NOW() + 600, aud: AUDIENCE });
+      expect((await api(hosted, known).get('/servers')).status).toBe(429);
+      expect(idp.introspectionAuth.length - before).toBe(3);
+      expect((await api(hosted, await token()).get('/servers')).status).toBe(200);
+    } finally {
+      await hosted.close();
+    }
+  });
+
   it('refuses every token of a loopback identity provider unless allowPrivateNetworks lets the fleet reach it, and says so', async () => {
     const hosted = await host(adapter, { allowPrivateNetworks: false, oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE] }] } });
     try {
@@ -428,5 +453,34 @@ describe('the oauth option at start', () => {
     expect(make({ issuers: [{ issuer: 'https://idp.example/', audiences: ['a'], algorithms: ['none'] }] })).toThrow(/"none" is never accepted/);
     expect(make({ issuers: [{ issuer: 'https://idp.example/', audiences: ['a'], introspection: { endpoint: 'https://idp.example/i', clientId: 'c' } }] })).toThrow(/introspection\.clientSecret must be set/);
     expect(make({ issuers: [{ issuer: 'https://idp.example/', audiences: ['a'] }], resource: 'ftp://x' })).toThrow(/oauth\.resource must be an http\(s\) URL/);
+    expect(make({ issuers: [{ issuer: 'https://idp.example/', audiences: ['a'], accountPrefix: 'gh:' }] })).toThrow(/oauth\.issuers\[0\]\.accountPrefix must be 1 to 32 letters/);
+  });
+
+  it('warns when two issuers would map their subjects into one account space, naming accountPrefix', async () => {
+    const said = async (oauth: FleetOptions['oauth']) => {
+      const seen: string[] = [];
+      const fleet = createFleet({ oauth, logger: { info: () => {}, error: () => {}, warn: (_fields: unknown, message: string) => void seen.push(message) } });
+      await fleet.close();
+      return seen.filter((message) => message.includes('accountPrefix'));
+    };
+    const a = { issuer: 'https://a.example/', audiences: ['fleet'] };
+    const b = { issuer: 'https://b.example/', audiences: ['fleet'] };
+    const [warning] = await said({ issuers: [a, b] });
+    expect(warning).toContain('oauth.issuers[0] and oauth.issuers[1] take the account from the same claim without an accountPrefix');
+    expect(await said({ issuers: [a, { ...b, accountClaim: 'sub' }] })).toHaveLength(1);
+    expect(await said({ issuers: [{ ...a, accountPrefix: 'a-' }, { ...b, accountPrefix: 'b-' }] })).toEqual([]);
+    expect(await said({ issuers: [a, { ...b, accountClaim: 'org_id' }] })).toEqual([]);
+    expect(await said({ issuers: [a] })).toEqual([]);
+    // A principal function of the embedder's decides the accounts itself.
+    expect(await said({ issuers: [a, b], principal: defaultOAuthPrincipal })).toHaveLength(1);
+    expect(await said({ issuers: [a, b], principal: (claims, context) => defaultOAuthPrincipal(claims, context) })).toEqual([]);
+  });
+
+  it('the default principal puts the issuer\'s accountPrefix before the claim, within the 64 characters of an account', () => {
+    const context = (accountPrefix?: string) => ({ issuer: { issuer: 'https://gh.example/', audiences: ['fleet'], ...(accountPrefix !== undefined && { accountPrefix }) }, kind: 'jwt' as const });
+    expect(defaultOAuthPrincipal({ sub: '12345', scope: 'servers:read' }, context('gh-'))).toMatchObject({ account: 'gh-12345', scopes: ['servers:read'] });
+    expect(defaultOAuthPrincipal({ sub: '12345' }, context())).toMatchObject({ account: '12345' });
+    expect(defaultOAuthPrincipal({ sub: 'x'.repeat(62) }, context('gh-'))).toBeNull();
+    expect(defaultOAuthPrincipal({ sub: 'x'.repeat(61) }, context('gh-'))?.account).toHaveLength(64);
   });
 });

@@ -1,4 +1,4 @@
-import { type OAuthIssuerOptions, type OAuthOptions, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import { type HealthOptions, type OAuthIssuerOptions, type OAuthOptions, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
 
 /** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
 export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string } | { kind: 'postgres'; url: string; schema?: string };
@@ -29,6 +29,8 @@ export interface ServerConfig {
   rateLimits: boolean;
   /** Background health probes every this many ms; 0 turns them off. */
   healthIntervalMs: number;
+  /** The fleet's `health` option from `MCP_FLEET_HEALTH_*` and `MCP_FLEET_BREAKER_*` (docs/health.md); only what was set. */
+  health: HealthOptions;
   /** Reverse proxies in front of the server whose `X-Forwarded-For` is trusted (`MCP_FLEET_TRUST_PROXY`). */
   trustProxy: number;
   /** `MCP_FLEET_ENCRYPTION_KEY`: the key secrets at rest are encrypted under (base64 of 32 bytes). */
@@ -175,6 +177,42 @@ function parseInteger(name: string, value: string | undefined, fallback: number,
   return n;
 }
 
+/** A decimal from 0 to below 1 (`0.25`): digits and one point only, as parseInteger reads integers. */
+function parseShare(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= 0 && n < 1)) throw new ConfigError(`${name}: expected a share from 0 to below 1, like 0.1 (one request in ten)`);
+  return n;
+}
+
+/** An integer variable that is only passed on when set, so the fleet's own default holds otherwise. */
+function parseOptional(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  return value === undefined || value === '' ? undefined : parseInteger(name, value, 0, min, max);
+}
+
+/**
+ * The health rules and the circuit breaker (docs/health.md): `MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS`,
+ * `MCP_FLEET_HEALTH_DEGRADED_ERROR_RATE`, `MCP_FLEET_HEALTH_ANNOUNCE_AFTER`, `MCP_FLEET_BREAKER_FAILURES` (`0`: no
+ * breaker) and `MCP_FLEET_BREAKER_BACKOFF_MS`. Unset variables leave the fleet's defaults.
+ */
+function parseHealth(env: NodeJS.ProcessEnv): HealthOptions {
+  const degradedLatencyMs = parseOptional('MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS', env.MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS, 1, 600_000);
+  const degradedErrorRate = parseShare('MCP_FLEET_HEALTH_DEGRADED_ERROR_RATE', env.MCP_FLEET_HEALTH_DEGRADED_ERROR_RATE);
+  const announceAfter = parseOptional('MCP_FLEET_HEALTH_ANNOUNCE_AFTER', env.MCP_FLEET_HEALTH_ANNOUNCE_AFTER, 1, 100);
+  const failures = parseOptional('MCP_FLEET_BREAKER_FAILURES', env.MCP_FLEET_BREAKER_FAILURES, 0, 1000);
+  const backoffMs = parseOptional('MCP_FLEET_BREAKER_BACKOFF_MS', env.MCP_FLEET_BREAKER_BACKOFF_MS, 1000, 600_000);
+  if (failures === 0 && backoffMs !== undefined) {
+    throw new ConfigError('MCP_FLEET_BREAKER_BACKOFF_MS: the breaker is off (MCP_FLEET_BREAKER_FAILURES=0); unset one of the two');
+  }
+  const breaker = failures === 0 ? false : failures === undefined && backoffMs === undefined ? undefined : { ...(failures !== undefined && { failures }), ...(backoffMs !== undefined && { backoffMs }) };
+  return {
+    ...(degradedLatencyMs !== undefined && { degradedLatencyMs }),
+    ...(degradedErrorRate !== undefined && { degradedErrorRate }),
+    ...(announceAfter !== undefined && { announceAfter }),
+    ...(breaker !== undefined && { breaker }),
+  };
+}
+
 function parseHealthInterval(value: string | undefined): number {
   const ms = parseInteger('MCP_FLEET_HEALTH_INTERVAL_MS', value, 60_000, 0, 86_400_000);
   if (ms !== 0 && ms < 1000) throw new ConfigError('MCP_FLEET_HEALTH_INTERVAL_MS: expected 0 (off) or at least 1000');
@@ -207,7 +245,7 @@ function parseKeys(name: string, value: string | undefined): string[] {
   return value.split(',').map((key, i) => parseKey(`${name} (entry ${i + 1})`, key));
 }
 
-const ISSUER_FIELDS = new Set(['issuer', 'audiences', 'jwksUri', 'algorithms', 'introspection', 'accountClaim', 'tier']);
+const ISSUER_FIELDS = new Set(['issuer', 'audiences', 'jwksUri', 'algorithms', 'introspection', 'accountClaim', 'accountPrefix', 'tier']);
 const CLAIM_NAME = /^[\w.:/-]{1,100}$/;
 
 /** An http(s) URL; the message names the variable, and quotes no value (a URL may carry credentials). */
@@ -266,7 +304,7 @@ function parseOAuth(env: NodeJS.ProcessEnv): OAuthOptions | undefined {
   return { issuers, ...(resource !== undefined && { resource }) };
 }
 
-/** Reads the variables of docs/configuration.md "The reference server", and MCP_FLEET_HEALTH_INTERVAL_MS. */
+/** Reads the variables of docs/configuration.md "The reference server". */
 export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
   const host = env.HOST || '127.0.0.1';
   const metrics = parseFlag('MCP_FLEET_METRICS', env.MCP_FLEET_METRICS);
@@ -287,6 +325,7 @@ export function readConfig(env: NodeJS.ProcessEnv): ServerConfig {
     stdioHomes: env.MCP_FLEET_STDIO_HOMES?.trim() || undefined,
     stdioPath: env.MCP_FLEET_STDIO_PATH?.trim() || undefined,
     healthIntervalMs: parseHealthInterval(env.MCP_FLEET_HEALTH_INTERVAL_MS),
+    health: parseHealth(env),
     rateLimits: parseRateLimits(env.MCP_FLEET_RATE_LIMITS),
     encryptionKey: env.MCP_FLEET_ENCRYPTION_KEY?.trim() ? parseKey('MCP_FLEET_ENCRYPTION_KEY', env.MCP_FLEET_ENCRYPTION_KEY) : undefined,
     previousEncryptionKeys: parseKeys('MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS', env.MCP_FLEET_PREVIOUS_ENCRYPTION_KEYS),

@@ -68,6 +68,7 @@ async function main(): Promise<void> {
     // Deliveries wait in the store's outbox; on SIGTERM the worker stops and what is pending stays there.
     webhooks: { retry: { baseMs: config.webhookRetryBaseMs } },
     ...(config.healthIntervalMs > 0 && { monitor: { intervalMs: config.healthIntervalMs } }),
+    health: config.health,
     ...(!config.rateLimits && { rateLimit: false }),
     ...(config.oauth !== undefined && { oauth: config.oauth }),
     logger,

@@ -67,6 +67,7 @@ export { IMPORT_BODY_LIMIT, MAX_IMPORT_ENTRIES, type ImportInput, type ImportOpt
 export { EXPORT_FORMATS, exportClientConfig, type ClientConfig, type ExportClientConfigOptions, type ExportFormat } from './import/export.js';
 export type { Attempt, HealthBucket, HealthHistory, HealthRecord } from './health/health-log.js';
 export type { HealthMonitorOptions } from './health/monitor.js';
+export type { BreakerOptions, HealthOptions } from './health/states.js';
 export type { ProbeOutcome, Prober } from './health/health-service.js';
 
 export {

@@ -240,6 +240,12 @@ export interface OAuthIssuerOptions {
   introspection?: OAuthIntrospectionOptions;
   /** The claim holding the account id (1–64 of letters, digits, `_`, `.`, `-`), for the default `principal`. @default 'sub' */
   accountClaim?: string;
+  /**
+   * Put before the claim's value to make the account (`github-` + `12345`), for the default `principal`: so that the
+   * same subject at two identity providers is two accounts. 1–32 of letters, digits, `_`, `.`, `-`; the account it
+   * makes must still be at most 64. @default none: the claim's value is the account
+   */
+  accountPrefix?: string;
   /** The tier of this issuer's principals, for the default `principal`. @default 'free' */
   tier?: Tier;
 }

@@ -23,6 +23,8 @@ export type OAuthRefusal =
   | 'keys_unavailable'
   | 'inactive'
   | 'introspection_unavailable'
+  /** An opaque token from a client address that has spent its budget of failed credentials: not introspected. */
+  | 'address_limited'
   | 'no_principal';
 
 export type OAuthOutcome = { principal: Principal; issuer: string } | { refused: OAuthRefusal; issuer?: string };
@@ -56,15 +58,18 @@ let loading: Promise<Jose> | undefined;
  */
 const jose = (): Promise<Jose> => (loading ??= import('jose'));
 const MAX_TOKEN_LENGTH = 16_384;
+const ALWAYS = async () => true;
 
 /**
- * The default `oauth.principal`: the issuer's `accountClaim` (`sub`) as the account (refused unless it is 1–64 of
- * letters, digits, `_`, `.` and `-`), the fleet scopes named by the `scope` claim (space-separated) or `scp` (a list,
+ * The default `oauth.principal`: the issuer's `accountClaim` (`sub`) after its `accountPrefix` as the account
+ * (refused unless it is 1–64 of letters, digits, `_`, `.` and `-`), the fleet scopes named by the `scope` claim (space-separated) or `scp` (a list,
  * as Okta and Entra write it), the issuer's `tier`, and the token's `exp` as the principal's expiry. No allowlist.
  */
 export function defaultOAuthPrincipal(claims: OAuthClaims, context: OAuthPrincipalContext): Principal | null {
-  const account = claims[context.issuer.accountClaim ?? 'sub'];
-  if (typeof account !== 'string' || !ACCOUNT_PATTERN.test(account)) return null;
+  const claimed = claims[context.issuer.accountClaim ?? 'sub'];
+  if (typeof claimed !== 'string') return null;
+  const account = (context.issuer.accountPrefix ?? '') + claimed;
+  if (!ACCOUNT_PATTERN.test(account)) return null;
   return {
     account,
     tier: context.issuer.tier ?? 'free',
@@ -106,6 +111,9 @@ export function resolveOAuth(options: OAuthOptions): ResolvedOAuth {
       fail(`${at}.algorithms must list JWS algorithms; "none" is never accepted`);
     }
     if (issuer.accountClaim !== undefined && (typeof issuer.accountClaim !== 'string' || issuer.accountClaim.length === 0)) fail(`${at}.accountClaim must be a claim name`);
+    if (issuer.accountPrefix !== undefined && (typeof issuer.accountPrefix !== 'string' || !/^[\w.-]{1,32}$/.test(issuer.accountPrefix))) {
+      fail(`${at}.accountPrefix must be 1 to 32 letters, digits, _, . or -`);
+    }
     if (issuer.tier !== undefined && !(TIERS as readonly string[]).includes(issuer.tier)) fail(`${at}.tier must be one of ${TIERS.join(', ')}`);
     let introspectionCacheMs = 60_000;
     const { introspection } = issuer;
@@ -131,6 +139,18 @@ export function resolveOAuth(options: OAuthOptions): ResolvedOAuth {
     cacheMaxAgeMs: checkOption('oauth.jwks.cacheMaxAgeMs', options.jwks?.cacheMaxAgeMs ?? 600_000, positiveInteger),
     cooldownMs: checkOption('oauth.jwks.cooldownMs', options.jwks?.cooldownMs ?? 30_000, nonNegativeNumber),
   };
+}
+
+/** Two issuers whose default principals could name the same account for two different subjects, by index; `undefined`: none. */
+function sharedAccountSpace(issuers: readonly ResolvedIssuer[]): [number, number] | undefined {
+  const seen = new Map<string, number>();
+  for (const [i, { options }] of issuers.entries()) {
+    const space = `${options.accountPrefix ?? ''}\u0000${options.accountClaim ?? 'sub'}`;
+    const first = seen.get(space);
+    if (first !== undefined) return [first, i];
+    seen.set(space, i);
+  }
+  return undefined;
 }
 
 function httpUrl(value: unknown, name: string, fail: (message: string) => never): string {
@@ -181,6 +201,13 @@ export class OAuthResourceServer {
     private readonly deps: OAuthDeps,
   ) {
     for (const issuer of options.issuers) this.byIssuer.set(issuer.options.issuer, issuer);
+    const shared = options.principal === defaultOAuthPrincipal ? sharedAccountSpace(options.issuers) : undefined;
+    if (shared !== undefined) {
+      deps.warn(
+        `mcp-fleet: oauth.issuers[${shared[0]}] and oauth.issuers[${shared[1]}] take the account from the same claim without an accountPrefix: ` +
+          'a subject of one provider acts for the same account as that subject of the other. Unless they share one directory, set accountPrefix on each (or their own accountClaim, or oauth.principal) (docs/oauth.md)',
+      );
+    }
   }
 
   /** The authorization servers listed in the metadata documents. */
@@ -200,12 +227,14 @@ export class OAuthResourceServer {
 
   /**
    * The principal `token` acts for, or why it is refused. `canonical`: the resource URLs of the request's path that a
-   * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`).
+   * token's `aud` may name beside the issuer's `audiences` (empty without `oauth.resource`). `mayAsk`: asked before
+   * an opaque token that is not in the cache is sent to an introspection endpoint; `false` refuses it unasked
+   * (`address_limited`: the handler's client address has spent its budget of failed credentials).
    */
-  async verify(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
+  async verify(token: string, canonical: readonly string[], mayAsk: () => Promise<boolean> = ALWAYS): Promise<OAuthOutcome> {
     if (token.length > MAX_TOKEN_LENGTH) return { refused: 'malformed' };
     if (JWT_SHAPE.test(token)) return this.verifyJwt(token, canonical);
-    return this.introspect(token, canonical);
+    return this.introspect(token, canonical, mayAsk);
   }
 
   private async verifyJwt(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
@@ -241,7 +270,7 @@ export class OAuthResourceServer {
   }
 
   /** An opaque token: asked of each issuer with an introspection endpoint, in order; the first that knows it answers. */
-  private async introspect(token: string, canonical: readonly string[]): Promise<OAuthOutcome> {
+  private async introspect(token: string, canonical: readonly string[], mayAsk: () => Promise<boolean>): Promise<OAuthOutcome> {
     const candidates = this.options.issuers.filter((issuer) => issuer.options.introspection !== undefined);
     if (candidates.length === 0) return { refused: 'malformed' };
     const hash = createHash('sha256').update(token).digest('base64url');
@@ -249,6 +278,8 @@ export class OAuthResourceServer {
     const cached = this.introspected.get(hash);
     if (cached !== undefined && cached.until > now) return this.principalOf(cached.claims, cached.issuer, 'introspection');
     if (cached !== undefined) this.introspected.delete(hash);
+    // Each guess of an opaque token would cost the provider a request: none once the guesser may fail no more.
+    if (!(await mayAsk())) return { refused: 'address_limited' };
     let unavailable: ResolvedIssuer | undefined;
     for (const issuer of candidates) {
       const answer = await this.ask(issuer, token);

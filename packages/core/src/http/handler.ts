@@ -306,7 +306,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   async function viaOAuth(x: Exchange, oauth: OAuthResourceServer, routed: Routed, path: string): Promise<OAuthOutcome | undefined> {
     const token = bearerSecret(x.request);
     if (token === undefined || !oauth.checks(token)) return undefined;
-    const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined));
+    const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined), limiter === undefined ? undefined : () => hasFailuresLeft(limiter, x.context.clientAddress));
     if ('principal' in outcome) {
       const { principal } = outcome;
       if (!isPrincipal(principal)) throw new Error('mcp-fleet: the oauth.principal function returned an invalid principal');
@@ -315,6 +315,13 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       x.stepUp = (missing) => insufficientScopeChallenge(resource, principal.scopes, missing);
     }
     return outcome;
+  }
+
+  /** Whether the address may still fail (a store error: no, and `unidentified` answers it). */
+  async function hasFailuresLeft(limiter: RateLimiter, address: string | undefined): Promise<boolean> {
+    const asked = limiter.failureBudget(address);
+    const decision = asked instanceof ResultAsync ? await asked : asked;
+    return decision.isOk() && (decision.value === null || (decision.value.allowed && decision.value.remaining > 0));
   }
 
   /**

@@ -153,6 +153,16 @@ export class RateLimiter {
     return this.decide([this.addressCounter(address, window)], ADDRESS, window, 1);
   }
 
+  /**
+   * Whether the client address has failures left in its budget, asked without spending any (a cost of 0): what a
+   * failed credential would cost must not be paid to a third party (an identity provider's introspection endpoint)
+   * once the address may fail no more. `null`: the store failed and the limiter fails open.
+   */
+  failureBudget(address: string | undefined): Decided {
+    const window = this.window();
+    return this.decide([this.addressCounter(address, window)], ADDRESS, window, 0);
+  }
+
   /** The response headers of a decision. */
   static headers(decision: RateLimitDecision | null, nowMs: number): Record<string, string> {
     if (decision === null) return {};
