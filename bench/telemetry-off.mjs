@@ -18,6 +18,7 @@
 // the garbage collector's helpers included), which waiting for a core does not inflate. Before each batch a minor gc
 // (untimed) empties the young generation, and the young generation is small and fixed (the flags above), so a batch
 // pays for the scavenges its own allocation causes, not for its neighbour's.
+// A round's ratio is the median over its mirrored pairs of passes (stats.mjs, roundRatio, as section 2's parts).
 // The figure is the median of the per-round ratios `as is / absent` (above 1: the trace points cost), with the 95 %
 // interval of that median (`medianInterval`, order statistics) and the rounds' spread; the verdict reads the interval.
 // Beside it: how many guards a request reads (a counting copy, `countGuards`) and what a guard read costs.
@@ -27,11 +28,12 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transformSync } from 'esbuild';
 import { createBenchFleet, removeLoadServers } from './builds.mjs';
-import { figure, fmtRatio, median, medianInterval, pad, padLeft, runQueueWaitMs } from './stats.mjs';
+import { figure, fmtRatio, median, medianInterval, pad, padLeft, roundRatio, runQueueWaitMs } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_OFF_ROUNDS ?? 30);
 const WARMUP_ROUNDS = Number(process.env.BENCH_OFF_WARMUP_ROUNDS ?? 2);
-const PASSES = Number(process.env.BENCH_OFF_PASSES ?? 6);
+// Even: the passes pair up in mirror order (A B C, C B A).
+const PASSES = 2 * Math.max(1, Math.round(Number(process.env.BENCH_OFF_PASSES ?? 8) / 2));
 const SLICE_MS = Number(process.env.BENCH_OFF_SLICE_MS ?? 40);
 const LIMIT = 1.02;
 const SERVERS = Number(process.env.BENCH_SERVERS ?? 20);
@@ -289,22 +291,29 @@ async function measure(absent, copy, counting, upstream, started) {
     const us = (await batch(variants[0], op, probeN)) / probeN;
     const n = Math.max(20, Math.round((SLICE_MS * 1000) / us));
     const perRound = Object.fromEntries(variants.map((v) => [v.id, []]));
+    // Each round's batches, per variant in the order they ran, as `roundRatio` reads parts: (requests, CPU µs).
+    const batches = Object.fromEntries(variants.map((v) => [v.id, []]));
     const waitStart = runQueueWaitMs();
     const wallStart = performance.now();
     for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
       if (op === 'post') for (const v of variants) await v.reset();
-      const cpu = Object.fromEntries(variants.map((v) => [v.id, 0]));
+      const parts = Object.fromEntries(variants.map((v) => [v.id, []]));
       for (let pass = 0; pass < PASSES; pass++) {
         const order = variants.map((_, i) => variants[(i + pass + round) % variants.length]);
         if (pass % 2 === 1) order.reverse();
-        for (const v of order) cpu[v.id] += await batch(v, op, n);
+        for (const v of order) parts[v.id].push({ requests: n, elapsedMs: await batch(v, op, n) });
       }
       if (round < WARMUP_ROUNDS) continue;
-      for (const v of variants) perRound[v.id].push(cpu[v.id] / (PASSES * n));
+      for (const v of variants) {
+        perRound[v.id].push(parts[v.id].reduce((t, part) => t + part.elapsedMs, 0) / (PASSES * n));
+        batches[v.id].push(parts[v.id]);
+      }
     }
     const waited = (runQueueWaitMs() - waitStart) / (performance.now() - wallStart);
     if (op === 'post') for (const v of variants) await v.reset();
-    const ratio = (a, b) => perRound[a].map((x, i) => x / perRound[b][i]);
+    // A round's `a / b` CPU per request: the median over its mirrored pairs of passes (section 2's `roundRatio`, whose
+    // req/s ratio of b over a is this CPU ratio of a over b), so that one batch hit by a major gc does not move it.
+    const ratio = (a, b) => batches[a].map((parts, i) => roundRatio(batches[b][i], parts));
     const ab = ratio('as is', 'absent');
     const aa = ratio('as is', 'copy');
     const result = {
