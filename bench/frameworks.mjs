@@ -188,7 +188,7 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
   const cpuRatios = (a, b) => results[a].map((r, i) => results[b][i].cpuUsPerReq / r.cpuUsPerReq);
   const figures = [];
   for (const f of c.figures) {
-    const entry = { id: f.id, label: f.info ? f.label : `${f.section ?? 2} ${f.label}`, kind: 'ratio', target: f.target, info: f.info === true, builds: {} };
+    const entry = { id: f.id, section: f.section ?? 2, label: f.info ? f.label : `${f.section ?? 2} ${f.label}`, kind: 'ratio', target: f.target, info: f.info === true, builds: {} };
     // An information figure is this build's only.
     const figureBuilds = f.info ? ['this'] : builds;
     const perRound = Object.fromEntries(figureBuilds.map((b) => [b, ratios(`${f.ours}@${b}`, f.theirs(b))]));

@@ -4,13 +4,15 @@
 //
 // An A/B of the trace points present-but-off against absent, in one process, without sockets on the fleet's side:
 //   as is    this checkout's built @mcp-fleet/core (packages/core/dist), nothing subscribed;
-//   copy     the same files copied byte for byte to node_modules/.cache/mcp-fleet-bench/copy: the A/A control. Its figure says
-//            what the method resolves (where the code sits, which copy was loaded first), and must straddle 1.00×;
-//   absent   a copy in node_modules/.cache/mcp-fleet-bench/absent with the trace points taken out (`removeTracePoints`): every
-//            `…Channel.hasSubscribers` guard replaced by `false` and the branch it chose folded, every `storeCall("p",
-//            "m", () => E)` replaced by `(E)`, and `tracedOperations` and `traceRequests` made to hand back what they
-//            wrap. What is left is the fleet without trace points. Checked before measuring: every request answers
-//            the same status and body (but for `meta`) on all three.
+//   copy     the same files copied byte for byte to node_modules/.cache/mcp-fleet-bench/copy: the A/A control. Its
+//            figure says what the method resolves (where the code sits, which copy was loaded first), and must
+//            straddle 1.00×;
+//   absent   a copy in node_modules/.cache/mcp-fleet-bench/absent with the trace points taken out
+//            (`removeTracePoints`): every `…Channel.hasSubscribers` guard replaced by `false` and the branch it chose
+//            folded, every `storeCall("p", "m", () => E)` replaced by `(E)`, and `tracedOperations` and
+//            `traceRequests` made to hand back what they wrap. What is left is the fleet without trace points.
+//            Checked before measuring: every request answers the same status and body on all of them (ids, times
+//            and request ids blanked).
 // Each variant is a fleet as section 2's (limits on, 20 servers, one key), called through its fetch handler
 // (`fleet.handle(new Request(…))`, the answer read to its end), one request at a time. A round runs PASSES passes; a pass
 // runs a batch of each variant in an order rotated every pass and reversed every other pass, so that the variants of a
