@@ -38,6 +38,8 @@ const WARMUP_ROUNDS = Number(process.env.BENCH_OFF_WARMUP_ROUNDS ?? 2);
 const PASSES = 2 * Math.max(1, Math.round(Number(process.env.BENCH_OFF_PASSES ?? 8) / 2));
 const SLICE_MS = Number(process.env.BENCH_OFF_SLICE_MS ?? 40);
 const LIMIT = 1.02;
+// The positive control: the absent variant with 2 % of a request's CPU added (spun), to show the run can see 2 %.
+const CONTROL = process.env.BENCH_OFF_CONTROL !== '0';
 const SERVERS = Number(process.env.BENCH_SERVERS ?? 20);
 const HIGH = 1e9;
 
@@ -248,6 +250,19 @@ async function measure(absent, copy, counting, upstream, started) {
     await makeVariant('absent', await import(absent.url), upstream),
   ];
   const counter = await makeVariant('counting', await import(counting.url), upstream);
+  // `absent + 2 %`: the absent fleet, each request followed by a spin of 2 % of the as-is variant's CPU per request
+  // (set per workload below). Its ratio over `absent` should read about 1.02×: the run's power to see 2 %.
+  const spin = { us: 0 };
+  if (CONTROL) {
+    const base = variants[2];
+    const spun = (op) => async () => {
+      const answer = await base.ops[op]();
+      const until = performance.now() + spin.us / 1000;
+      while (performance.now() < until);
+      return answer;
+    };
+    variants.push({ ...base, id: 'absent + 2 %', ops: { get: spun('get'), post: spun('post'), toolcall: spun('toolcall') } });
+  }
   // Nothing subscribes: every channel of the fleet is without subscribers (importing @mcp-fleet/otel and
   // @mcp-fleet/prometheus subscribes nothing; their instrument()/metrics() do, and close() undoes it).
   await import('@mcp-fleet/otel');
@@ -292,6 +307,7 @@ async function measure(absent, copy, counting, upstream, started) {
     const probeN = 200;
     const us = (await batch(variants[0], op, probeN)) / probeN;
     const n = Math.max(20, Math.round((SLICE_MS * 1000) / us));
+    spin.us = 0.02 * us;
     const perRound = Object.fromEntries(variants.map((v) => [v.id, []]));
     // Each round's batches, per variant in the order they ran, as `roundRatio` reads parts: (requests, CPU µs).
     const batches = Object.fromEntries(variants.map((v) => [v.id, []]));
@@ -324,12 +340,13 @@ async function measure(absent, copy, counting, upstream, started) {
       cpuUs: Object.fromEntries(variants.map((v) => [v.id, median(perRound[v.id])])),
       ab: { ...figure(ab), interval: medianInterval(ab) },
       aa: { ...figure(aa), interval: medianInterval(aa) },
+      ...(CONTROL && { control: (({ ratios }) => ({ ...figure(ratios), interval: medianInterval(ratios) }))({ ratios: ratio('absent + 2 %', 'absent') }) }),
       reads,
       readsTotal,
       guardNs: guard,
       waited,
     };
-    result.verdict = offVerdict(result.ab.interval, result.aa.interval);
+    result.verdict = offVerdict(result.ab.interval, result.aa.interval, result.control?.interval);
     out.workloads[op] = result;
     printWorkload(result);
   }
@@ -341,10 +358,13 @@ async function measure(absent, copy, counting, upstream, started) {
 
 /**
  * The verdict on "≤ 2 %", from the 95 % interval of the median A/B ratio: shown when the whole interval is at most
- * 1.02×, refuted when the whole interval is above it, undecided otherwise. The A/A control's interval must contain
- * 1.00×; when it does not, the copies differ by where they sit, and the verdict says so.
+ * 1.02×, refuted when the whole interval is above it, undecided otherwise, and undecided too when the positive control
+ * (`positive`: 2 % added to the absent variant) was not told from 1.00×: a measurement that cannot see 2 % would
+ * "show" anything. The A/A control's interval must contain 1.00×; when it does not, the copies differ by where they
+ * sit, and the verdict says so.
  */
-export function offVerdict(ab, aa) {
+export function offVerdict(ab, aa, positive) {
+  if (positive !== undefined && positive.low <= 1) return `undecided (the positive control, 2 % added, was not told from nothing: ${fmtRatio(positive.low)}..${fmtRatio(positive.high)})`;
   const control = aa.low <= 1 && aa.high >= 1 ? '' : ` (but the A/A control's interval ${fmtRatio(aa.low)}..${fmtRatio(aa.high)} misses 1.00×: the copies differ by more than the trace points can be told from)`;
   if (ab.high <= LIMIT) return `≤ 2 %: shown (95 % interval of the median ≤ ${LIMIT}×)${control}`;
   if (ab.low > LIMIT) return `more than 2 %: shown (95 % interval of the median > ${LIMIT}×)${control}`;
@@ -358,6 +378,10 @@ function printWorkload(r) {
   const line = (label, f) => `  ${pad(label, 40)} ${fmtRatio(f.median)} (95 % interval ${fmtRatio(f.interval.low)}..${fmtRatio(f.interval.high)}; rounds ${fmtRatio(f.low)}..${fmtRatio(f.high)}, ±${f.spreadPct.toFixed(1)}%)`;
   console.log(line('as is / absent (the trace points, off)', r.ab));
   console.log(line('as is / copy (A/A control)', r.aa));
+  if (r.control !== undefined) {
+    const sees = r.control.interval.low > 1 ? 'the run sees 2 %' : 'the run cannot tell 2 % from nothing: its verdict cannot be ≤ 2 % shown';
+    console.log(`${line('absent + 2 % spun / absent (control)', r.control)}: ${sees}`);
+  }
   const guardUs = Object.entries(r.reads).reduce((t, [name, n]) => t + n * (name === 'storeChannel' || name === 'operationChannel' || name === 'httpRequestChannel' || name === 'mcpServerChannel' || name === 'mcpClientChannel' ? r.guardNs.tracing : r.guardNs.plain), 0) / 1000;
   console.log(
     `  guards read per request: ${r.readsTotal.toFixed(1)} (${Object.entries(r.reads).map(([k, n]) => `${k.replace('Channel', '')} ${n.toFixed(1)}`).join(', ')}); a read costs ${r.guardNs.tracing.toFixed(1)} ns (TracingChannel) / ${r.guardNs.plain.toFixed(1)} ns (Channel): ${(guardUs * 1000).toFixed(0)} ns a request, ${((100 * guardUs) / r.cpuUs['as is']).toFixed(2)}% of its CPU`,
