@@ -47,3 +47,17 @@ export function createBenchFleet(core, options) {
   const store = typeof core.createMemoryStore === 'function' ? { store: core.createMemoryStore() } : {};
   return core.createFleet({ ...store, ...options });
 }
+
+/**
+ * Deletes the servers the POST loads created in `bench-acct` (they name every server `load-…`), so that every round
+ * of a POST comparison creates into the same small fleet (section 2's `reset`, section 9d's).
+ */
+export async function removeLoadServers(fleet) {
+  const made = [];
+  for (let page = 1; ; page++) {
+    const listed = (await fleet.servers.list('bench-acct', { page, limit: 100 }))._unsafeUnwrap();
+    for (const server of listed.data) if (server.name.startsWith('load-')) made.push(server.id);
+    if (page >= listed.pagination.pages) break;
+  }
+  for (const id of made) (await fleet.servers.delete('bench-acct', id))._unsafeUnwrap();
+}

@@ -33,7 +33,7 @@ import { Session } from 'node:inspector/promises';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { z } from 'zod';
-import { createBenchFleet, importPackage } from './builds.mjs';
+import { createBenchFleet, importPackage, removeLoadServers } from './builds.mjs';
 import { byPackage, topFunctions } from './cpu-profile.mjs';
 import { runQueueWaitMs } from './stats.mjs';
 
@@ -53,14 +53,7 @@ let secret = '';
 let listen;
 /** What `reset` runs: removes what the POST load created (the load names every server it creates `load-…`). */
 let resetCreated = async () => {
-  if (fleet === undefined) return;
-  const made = [];
-  for (let page = 1; ; page++) {
-    const listed = (await fleet.servers.list('bench-acct', { page, limit: 100 }))._unsafeUnwrap();
-    for (const server of listed.data) if (server.name.startsWith('load-')) made.push(server.id);
-    if (page >= listed.pagination.pages) break;
-  }
-  for (const id of made) (await fleet.servers.delete('bench-acct', id))._unsafeUnwrap();
+  if (fleet !== undefined) await removeLoadServers(fleet);
 };
 /** What `exit` closes after the fleet, in order. */
 const closers = [];

@@ -4,8 +4,9 @@
 // measured in rounds; in a round every variant gets its time in parts, in mirror order (A B C C B A, the order rotated
 // and reversed from round to round), so that each variant's time in the round is centred on the same instant and a
 // machine that drifts within the round charges every variant alike. The first rounds are warm-up and dropped; a gc
-// runs in the load generator (shared by every variant) before every part, never in a server (frameworks-server.mjs). A figure is the median of the per-round ratios,
-// printed with the rounds' range and its spread around the median:
+// runs in the load generator (shared by every variant) before every part, never in a server (frameworks-server.mjs). A figure is the median of the per-round ratios
+// (a round's ratio: the median over its mirrored pairs of parts, stats.mjs roundRatio), printed with the rounds' range
+// and its spread around the median, and under it the same comparison in server CPU per request:
 //   GET /v1/servers via Hono     fleet-hono (limits on) / bare-hono answering the same JSON; fleet-hono / fleet-hono-off
 //                                is the limits ON/OFF figure
 //   GET /v1/servers via Express  fleet-express / bare-express answering the same JSON
@@ -16,7 +17,7 @@
 // Can run alone after a build: `node bench/frameworks.mjs`.
 import { BUILD_IDS, describeBuild } from './builds.mjs';
 import { cpuFor, forkChild, pinning } from './child.mjs';
-import { figure, fmtInt, fmtRatioFigure, max, median, min, pad, padLeft, printFigures } from './stats.mjs';
+import { figure, fmtInt, fmtRatioFigure, max, median, min, pad, padLeft, printFigures, roundRatio } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 10);
 const WARMUP_ROUNDS = Number(process.env.BENCH_HTTP_WARMUP_ROUNDS ?? 1);
@@ -153,7 +154,7 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
       reruns++;
       continue;
     }
-    c.variants.forEach((v, i) => results[v].push(combined[i]));
+    c.variants.forEach((v, i) => results[v].push({ ...combined[i], parts: parts[v] }));
   }
   console.log(`\n  ${c.label}`);
   if (reruns > 0) {
@@ -182,23 +183,29 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
       `  note: ${idle.join(', ')} used less than 90% of a core: the server was not the bottleneck (other work took the cores, or the client set the pace), so the req/s ratios below are not the servers' own; the CPU lines are the steadier reading`,
     );
   }
-  const ratios = (a, b, field = 'rps') => results[a].map((r, i) => r[field] / results[b][i][field]);
+  // A round's ratio: the median over its mirrored pairs of parts (stats.mjs, roundRatio).
+  const ratios = (a, b) => results[a].map((r, i) => roundRatio(r.parts, results[b][i].parts));
+  const cpuRatios = (a, b) => results[a].map((r, i) => results[b][i].cpuUsPerReq / r.cpuUsPerReq);
   const figures = [];
   for (const f of c.figures) {
-    const entry = { id: f.id, label: f.info ? f.label : `${f.section ?? 2} ${f.label}`, kind: 'ratio', target: f.target, info: f.info === true, builds: {} };
+    const entry = { id: f.id, section: f.section ?? 2, label: f.info ? f.label : `${f.section ?? 2} ${f.label}`, kind: 'ratio', target: f.target, info: f.info === true, builds: {} };
     // An information figure is this build's only.
     const figureBuilds = f.info ? ['this'] : builds;
     const perRound = Object.fromEntries(figureBuilds.map((b) => [b, ratios(`${f.ours}@${b}`, f.theirs(b))]));
     for (const b of figureBuilds) entry.builds[b] = figure(perRound[b]);
-    // The CPU view of the same comparison (theirs' CPU per request / ours), information.
-    entry.cpu = figure(results[`${f.ours}@this`].map((r, i) => results[f.theirs('this')][i].cpuUsPerReq / r.cpuUsPerReq));
+    // The CPU view of the same comparison (theirs' CPU per request / ours), printed under it (stats.mjs, printFigures).
+    const cpuPerRound = Object.fromEntries(figureBuilds.map((b) => [b, cpuRatios(`${f.ours}@${b}`, f.theirs(b))]));
+    entry.cpuBuilds = Object.fromEntries(figureBuilds.map((b) => [b, figure(cpuPerRound[b])]));
+    entry.cpu = entry.cpuBuilds.this;
     // this / base of the figure itself, round by round; against the same bare server it is the fleets' req/s ratio.
-    if (figureBuilds.includes('base')) entry.ab = { what: 'the figure, round by round', figure: figure(perRound.this.map((r, i) => r / perRound.base[i])) };
+    if (figureBuilds.includes('base')) {
+      entry.ab = { what: 'the figure, round by round', figure: figure(perRound.this.map((r, i) => r / perRound.base[i])) };
+      entry.cpuAb = figure(cpuPerRound.this.map((r, i) => r / cpuPerRound.base[i]));
+    }
     figures.push(entry);
   }
   printFigures(figures.filter((e) => !e.info), '  ');
   for (const e of figures.filter((x) => x.info)) console.log(`  ${pad(`(information) ${e.label}`, 66)} ${fmtRatioFigure(e.builds.this)}`);
-  for (const f of c.figures.filter((x) => !x.info)) console.log(`  ${pad(`(information) the same in server CPU per request: ${f.theirs('this').replace('@this', '')} / ${f.ours}`, 66)} ${fmtCpu(figures.find((e) => e.id === f.id).cpu)}`);
   return { figures, results, waited };
 }
 
@@ -234,8 +241,6 @@ const fmtWaited = (rs) => {
   const worst = max(rs.map((r) => r.waited));
   return Number.isNaN(worst) ? 'n/a' : `${(worst * 100).toFixed(0)}%`;
 };
-
-const fmtCpu = (f) => `${f.median.toFixed(2)}× (rounds ${f.low.toFixed(2)}×..${f.high.toFixed(2)}×, ±${f.spreadPct.toFixed(1)}%)`;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const result = await runFrameworksBench();

@@ -65,6 +65,12 @@ if (toolCalls !== undefined) printFigures(toolCalls.figures, '  ');
   if (spreads.length > 0) {
     const within = spreads.filter((p) => p <= 10).length;
     console.log(`  spreads: ${within} of ${spreads.length} within ±10 %, the widest ±${Math.max(...spreads).toFixed(1)}%${within < spreads.length ? ' (a figure with a wider spread cannot be quoted from this run)' : ''}`);
+    // Section 2's CPU view (bare / fleet server CPU per request), counted apart: the verdicts stay on req/s (bench/README.md).
+    const cpuSpreads = (http?.figures ?? []).flatMap((e) => [...Object.values(e.cpuBuilds ?? {}).map((f) => f.spreadPct), ...(e.cpuAb !== undefined ? [e.cpuAb.spreadPct] : [])]);
+    if (cpuSpreads.length > 0) {
+      const cpuWithin = cpuSpreads.filter((p) => p <= 10).length;
+      console.log(`  spreads of section 2's CPU view: ${cpuWithin} of ${cpuSpreads.length} within ±10 %, the widest ±${Math.max(...cpuSpreads).toFixed(1)}%`);
+    }
     if (toolCalls !== undefined) {
       const worst = Math.max(toolCalls.legacy.waited, toolCalls.modern.waited);
       if (!Number.isNaN(worst)) console.log(`  section 4: the bench process waited for a core ${(worst * 100).toFixed(1)}% of the time (other work on the machine; near 0 on a quiet one)`);
@@ -78,6 +84,13 @@ if (postgres !== undefined) {
     const within = spreads.filter((p) => p <= 10).length;
     console.log(`  spreads: ${within} of ${spreads.length} within ±10 %, the widest ±${Math.max(...spreads).toFixed(1)}%${within < spreads.length ? ' (a figure with a wider spread cannot be quoted from this run)' : ''}`);
     if (!Number.isNaN(postgres.http.waited)) console.log(`  section 8: the servers under test waited for a core up to ${(postgres.http.waited * 100).toFixed(1)}% of a round (other work on the machine; near 0 on a quiet one)`);
+  }
+}
+if (telemetry?.off !== undefined) {
+  console.log('\n  Target of issue 29: nothing subscribed costs ≤ 2 % (section 9d: trace points present / absent, CPU per request, one process)');
+  for (const r of Object.values(telemetry.off.workloads)) {
+    const f = r.ab;
+    console.log(`  ${pad(`9d ${r.title}`, 67)} ${fmtRatio(f.median).padStart(7)}  (95 % interval ${fmtRatio(f.interval.low)}..${fmtRatio(f.interval.high)}, ±${f.spreadPct.toFixed(1)}%; A/A ${fmtRatio(r.aa.median)} ${fmtRatio(r.aa.interval.low)}..${fmtRatio(r.aa.interval.high)}${r.control === undefined ? '' : `; +2 % control ${fmtRatio(r.control.median)} ${fmtRatio(r.control.interval.low)}..${fmtRatio(r.control.interval.high)}`}) ${r.verdict}`);
   }
 }
 console.log('\n  Other figures');
@@ -143,8 +156,14 @@ if (mcpEndpoint === undefined) {
   const t = mcpEndpoint.throughput;
   console.log(`  ${pad('7d CPU of the bench process per call, /v1/mcp / bare relay', 67)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (information)`);
 }
-if (telemetry !== undefined) {
+if (telemetry?.http !== undefined) {
   for (const f of telemetry.http.figures) line(`9a ${f.label}`, f.builds.this.median, `${rounds(f.builds.this)} ±${f.builds.this.spreadPct.toFixed(1)}% (information)`);
+  const cpu = telemetry.http.cpuUs;
+  const none = cpu['fleet-hono@this'];
+  const more = (key) => `${cpu[key] >= none ? '+' : '−'}${Math.abs(cpu[key] - none).toFixed(1)} µs`;
+  console.log(`  ${pad('9a server CPU per GET: nothing subscribed; OTel on, Prometheus on (more)', 67)} ${none.toFixed(1)} µs; ${more('fleet-hono-otel@this')}, ${more('fleet-hono-prom@this')} (information)`);
+}
+if (telemetry?.toolCalls !== undefined) {
   for (const [name, r] of [
     ['9b tools/call through /v1/mcp, 2026-07-28 upstream', telemetry.toolCalls.v2],
     ['9c tools/call through /v1/mcp, 2025-era upstream', telemetry.toolCalls.v1],

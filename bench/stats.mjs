@@ -106,6 +106,24 @@ export function figure(perRound) {
   return { median: m, low, high, spreadPct: m === 0 ? 0 : (100 * Math.max(high - m, m - low)) / Math.abs(m), rounds: perRound.length };
 }
 
+/**
+ * Section 2's ratio of one round between two variants, from their parts (each `{ requests, elapsedMs }`, in the order
+ * they ran): the parts taken two by two as the mirror order pairs them (A B C C B A: a variant's parts 1 and 2 are
+ * centred on the same instant as every other variant's), each pair's req/s ratio, and the median of those. With 4
+ * parts that is the mean of 2 pair ratios; with 8, the mean of the middle 2 of 4, so a burst of other work or a
+ * collection that spoils one pair of one variant does not move the round.
+ */
+export function roundRatio(oursParts, theirsParts) {
+  const pairRps = (parts) => {
+    const out = [];
+    for (let k = 0; k + 1 < parts.length; k += 2) out.push(((parts[k].requests + parts[k + 1].requests) * 1000) / (parts[k].elapsedMs + parts[k + 1].elapsedMs));
+    return out;
+  };
+  const ours = pairRps(oursParts);
+  const theirs = pairRps(theirsParts);
+  return median(ours.map((r, i) => r / theirs[i]));
+}
+
 /** `±6.2%` */
 export function fmtSpread(f) {
   return `±${f.spreadPct.toFixed(1)}%`;
@@ -157,8 +175,16 @@ export function printFigures(entries, indent = '  ') {
       const how = e.kind === 'added' ? { atMost: true, unit: ' ms' } : e.kind === 'ms' ? { atMost: true, unit: ' ms p50' } : {};
       const text = `${pad(label, 66)} ${pad(value, 44)} ${rangeVerdict(f, e.target, how)}`;
       lines.push(text);
+      // The same comparison in server CPU per request (theirs / ours): in section 2 with the verdict it would give; in
+      // section 8 as information, since the database's work is in neither server's CPU.
+      const cpu = e.cpuBuilds?.[b];
+      if (cpu !== undefined) {
+        const note = e.section === 2 ? `${rangeVerdict(cpu, e.target)} (CPU view)` : '(information: the database\'s work is not in it)';
+        lines.push(`${pad(`${' '.repeat(4)}the same in server CPU per request (CPU view)`, 66)} ${pad(fmtRatioFigure(cpu), 44)} ${note}`);
+      }
     }
     if (e.ab !== undefined) lines.push(`${pad(`${' '.repeat(4)}this / baseline build (${e.ab.what})`, 66)} ${fmtRatioFigure(e.ab.figure)}`);
+    if (e.cpuAb !== undefined) lines.push(`${pad(`${' '.repeat(4)}this / baseline build, CPU view`, 66)} ${fmtRatioFigure(e.cpuAb)}`);
   }
   for (const line of lines) console.log(`${indent}${line}`);
   return lines;
@@ -174,4 +200,26 @@ export function runQueueWaitMs() {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * The 95 % (or `confidence`) interval of the median of `values`, from order statistics (distribution-free): the k-th
+ * smallest and k-th largest values, k the largest rank with P(Binomial(n, ½) < k) ≤ (1 − confidence) / 2. With 20
+ * values it runs from the 6th to the 15th. `{ low, high }`; the whole range when there are too few values (n < 6).
+ */
+export function medianInterval(values, confidence = 0.95) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  const tail = (1 - confidence) / 2;
+  let k = 0;
+  let cumulative = 0;
+  let term = 0.5 ** n; // P(X = 0)
+  for (let i = 0; i < n; i++) {
+    cumulative += term;
+    if (cumulative > tail) break;
+    k = i + 1; // P(X ≤ i) ≤ tail: the (i+1)-th smallest value is a lower bound
+    term = (term * (n - i)) / (i + 1);
+  }
+  if (k === 0) return { low: sorted[0], high: sorted[n - 1] };
+  return { low: sorted[k - 1], high: sorted[n - k] };
 }

@@ -6,8 +6,11 @@
 //       bench/toolcall-server.mjs), this process's fleet: in each round CALLS calls with OTel subscribed and CALLS
 //       without, in mirrored order (on off, then off on); the figure is the median of the per-round differences of the
 //       rounds' median times (ms added by OTel), with the rounds' range.
-// "Nothing subscribed costs nothing" is section 2 and 4 against a build without the trace points' newer fields:
-// BENCH_BASELINE=<checkout> BENCH_ONLY=2,4 (bench/README.md). Can run alone after a build: `node --expose-gc bench/telemetry.mjs`.
+//   9d. Nothing subscribed: the trace points present against absent (a copy of the core with them taken out), in a
+//       process of its own through the fleet's fetch handler, CPU per request for GET, POST and a tool call, with the
+//       verdict on issue 29's ≤ 2 % (bench/telemetry-off.mjs). Run first.
+// BENCH_TELEMETRY_ONLY=off,get,toolcall picks the parts (all by default). Can run alone after a build:
+// `node --expose-gc bench/telemetry.mjs`.
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +26,14 @@ import { otelOn } from './telemetry-setup.mjs';
 const ROUNDS = Number(process.env.BENCH_TELEMETRY_ROUNDS ?? 10);
 const CALLS = Number(process.env.BENCH_TELEMETRY_CALLS ?? 60);
 const WARMUP = Number(process.env.BENCH_TELEMETRY_WARMUP ?? 100);
+const PARTS = process.env.BENCH_TELEMETRY_ONLY?.split(/[\s,]+/).filter(Boolean) ?? ['off', 'get', 'toolcall'];
+
+/** 9d in a process of its own: a small fixed young generation and an exposed gc (bench/telemetry-off.mjs says why). */
+async function offPart() {
+  const proc = forkChild('./telemetry-off.mjs', [], { execArgv: ['--expose-gc', '--min-semi-space-size=2', '--max-semi-space-size=2'], cpu: cpuFor('server') });
+  const { result } = await proc.next('result');
+  return result;
+}
 
 async function httpPart() {
   const load = forkChild('./http-load.mjs', [], { execArgv: ['--expose-gc'], cpu: cpuFor('load') });
@@ -122,11 +133,12 @@ async function toolCallPart() {
 export async function runTelemetryBench() {
   const started = Date.now();
   console.log('\n== 9. Telemetry: the fleet with nothing subscribed, with @mcp-fleet/otel, with @mcp-fleet/prometheus (alternating, same run)');
-  const http = await httpPart();
-  const toolCalls = await toolCallPart();
+  const off = PARTS.includes('off') ? await offPart() : undefined;
+  const http = PARTS.includes('get') ? await httpPart() : undefined;
+  const toolCalls = PARTS.includes('toolcall') ? await toolCallPart() : undefined;
   const seconds = (Date.now() - started) / 1000;
   console.log(`\n  section 9: ${seconds.toFixed(1)} s`);
-  return { http, toolCalls, seconds };
+  return { off, http, toolCalls, seconds };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
