@@ -18,13 +18,35 @@ const open = async (label: string, pool?: pg.Pool) => {
   return { schema, store: await createPostgresStore({ ...where, schema, sweepIntervalMs: 0 }) };
 };
 
+const http = (name: string) => ({ name, type: 'http' as const, endpoint: 'https://mcp.example.com/mcp' });
+const recordsOf = async (schema: string) => (await sql<{ key: string }>(`SELECT key FROM "${schema}".records WHERE key LIKE 'server:%' ORDER BY key`)).map((r) => r.key);
+
+afterAll(async () => {
+  if (!skip) await dropSchemas(...schemas);
+});
+
+/** The store with its index's joint commit made to commit and then lose its answer, `lose` times. */
+function losingAnswers(store: PostgresStore) {
+  const index = Object.create(store.index) as IndexStore & { lose: number };
+  index.lose = 0;
+  index.commitWithRecords = async (tx, records) => {
+    const result = await store.index.commitWithRecords(tx, records);
+    if (index.lose > 0) {
+      index.lose--;
+      throw new Error('PostgreSQL 127.0.0.1:5432/test: a commit failed: Connection terminated unexpectedly');
+    }
+    return result;
+  };
+  return { ...store, index };
+}
+
 describe.skipIf(skip)('a create over PostgreSQL', () => {
   it('is one statement that writes the record in its commit: a refused create (the name taken, the account full) leaves no record row', async () => {
     const sent: string[] = [];
     const pool = notingPool(sent);
     const { schema, store } = await open('create_one', pool);
     const fleet = createFleet({ store, webhooks: false, quotas: { serversPerAccount: 2 } });
-    // The fleet's start check of the stored keys reads a record once: done before counting (\`ready\` waits for it; a
+    // The fleet's start check of the stored keys reads a record once: done before counting (`ready` waits for it; a
     // read may wait for a connection the pool opens, while a later call takes the idle one).
     await fleet.ready();
     (await fleet.servers.list('acme'))._unsafeUnwrap();
