@@ -27,6 +27,19 @@ export function rawPool(url = DATABASE_URL as string): pg.Pool {
   return pool;
 }
 
+/** A pool (of 4) whose connections note the text of every statement they send in `sent`, for counting them. End it with `end()`. */
+export function notingPool(sent: string[]): pg.Pool {
+  const pool = new pg.Pool({ connectionString: DATABASE_URL as string, max: 4 });
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      sent.push(typeof config === 'string' ? config : (config as { text: string }).text);
+      return query(config, ...rest);
+    };
+  });
+  return pool;
+}
+
 /** Runs one statement on a connection of its own. */
 export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
   const client = new pg.Client({ connectionString: DATABASE_URL as string, connectionTimeoutMillis: 2000 });

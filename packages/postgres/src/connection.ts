@@ -51,6 +51,27 @@ export function scrub(message: string, secrets: readonly string[]): string {
   return redact(message, secrets);
 }
 
+/** A row is live while it has no expiry or its expiry is ahead on the database's clock. */
+export const LIVE = '(r.expires_at IS NULL OR r.expires_at > clock_timestamp())';
+
+/** The read of one live record's stored text, its key the parameter `key` (`$1`). */
+export function readOneSql(s: string, key: string): string {
+  return `SELECT r.value FROM ${s}.records r WHERE r.key = ${key} AND ${LIVE}`;
+}
+
+/** The call of `consume`, its four arguments the parameters from `$first` on. */
+function consumeCall(s: string, first: number): string {
+  return `${s}.consume($${first}::text[], $${first + 1}::bigint[], $${first + 2}::bigint[], $${first + 3}::bigint)`;
+}
+
+/** `consume`'s arguments: the counters' keys, limits and costs (bigint text), and the window's end in Unix ms. */
+export type ConsumeArgs = [keys: string[], limits: string[], costs: string[], expiresMs: string];
+
+interface Turn {
+  read?: { key: string; resolve: (value: string | undefined) => void; reject: (error: unknown) => void };
+  decision?: { args: ConsumeArgs; resolve: (answer: string[]) => void; reject: (error: unknown) => void };
+}
+
 /** How much later than `statementTimeoutMs` the client stops waiting: the server's cancel comes first, so a statement the client gave up on is one the server stopped. */
 export const CLIENT_GRACE_MS = 1000;
 
@@ -102,6 +123,8 @@ export class Connection {
   readonly timeoutMs: number;
   /** Statement names by text (`preparedStatements`). */
   private readonly names = new Map<string, string>();
+  /** The record read and the rate-limit decision asked for in this turn, still to be sent (`readRecord`, `decide`). */
+  private turn: Turn | undefined;
 
   constructor(
     readonly pool: Pool,
@@ -206,6 +229,74 @@ export class Connection {
       client.removeListener('error', lost);
       client.release(broken ?? undefined);
     }
+  }
+
+  /**
+   * A live record's stored text by key, `undefined` for none. A read and a rate-limit decision asked for in the same
+   * turn of the event loop (the handler's key read and its admission, `admitEarly`) go out as one statement: one
+   * connection, one socket write, one backend's work instead of two (docs/postgres.md, "One statement per request
+   * step"). The pair is not sent again after a lost answer (the decision is not replayable); when it fails, the read
+   * is sent again alone, so that a failed decision fails only itself.
+   */
+  readRecord(key: string): Promise<string | undefined> {
+    const turn = this.thisTurn();
+    if (turn.read !== undefined) return this.readAlone(key);
+    return new Promise((resolve, reject) => (turn.read = { key, resolve, reject }));
+  }
+
+  /** One rate-limit decision (`consume(keys, limits, costs, expires_ms)`, its arguments as text), sent with a read of the same turn if one is asked for. */
+  decide(args: ConsumeArgs): Promise<string[]> {
+    const turn = this.thisTurn();
+    if (turn.decision !== undefined) return this.decideAlone(args);
+    return new Promise((resolve, reject) => (turn.decision = { args, resolve, reject }));
+  }
+
+  private thisTurn(): Turn {
+    let turn = this.turn;
+    if (turn === undefined) {
+      const current: Turn = (turn = this.turn = {});
+      queueMicrotask(() => {
+        this.turn = undefined;
+        this.send(current);
+      });
+    }
+    return turn;
+  }
+
+  private send({ read, decision }: Turn): void {
+    if (read !== undefined && decision !== undefined) {
+      const { s } = this;
+      this.query<{ answer: string[]; value: string | null }>(
+        'a key read and a rate-limit decision',
+        `SELECT ${consumeCall(s, 1)} AS answer, (${readOneSql(s, '$5')}) AS value`,
+        [...decision.args, read.key],
+        false,
+      ).then(
+        ([row]) => {
+          if (row === undefined) return decision.reject(new Error('consume gave no answer'));
+          read.resolve(row.value ?? undefined);
+          decision.resolve(row.answer);
+        },
+        (error: unknown) => {
+          decision.reject(error);
+          // The read on its own again: a decision that failed (a counter's lock held past the deadline, a lost answer,
+          // which a decision cannot be sent again for) fails only itself, as when they went apart (`failOpen`).
+          this.readAlone(read.key).then(read.resolve, read.reject);
+        },
+      );
+    } else if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
+    else if (decision !== undefined) this.decideAlone(decision.args).then(decision.resolve, decision.reject);
+  }
+
+  private async readAlone(key: string): Promise<string | undefined> {
+    const rows = await this.query<{ value: string }>('a record read', readOneSql(this.s, '$1'), [key]);
+    return rows[0]?.value;
+  }
+
+  private async decideAlone(args: ConsumeArgs): Promise<string[]> {
+    const [row] = await this.query<{ answer: string[] }>('a rate-limit decision', `SELECT ${consumeCall(this.s, 1)} AS answer`, args, false);
+    if (row === undefined) throw new Error('consume gave no answer');
+    return row.answer;
   }
 
   /** A statement's name, from its text (which carries the schema): the same text, the same name, on every connection. */

@@ -1,7 +1,7 @@
 import { createFleet, type IndexStore } from '@mcp-fleet/core';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DATABASE_URL, dropSchemas, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
+import { DATABASE_URL, dropSchemas, notingPool, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
 import { createPostgresStore, type PostgresStore } from './index.js';
 
 /**
@@ -18,18 +18,6 @@ const open = async (label: string, pool?: pg.Pool) => {
   return { schema, store: await createPostgresStore({ ...where, schema, sweepIntervalMs: 0 }) };
 };
 
-/** A pool whose connections note the text of every statement they send. */
-function notingPool(sent: string[]): pg.Pool {
-  const pool = new pg.Pool({ connectionString: DATABASE_URL as string, max: 4 });
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      sent.push(typeof config === 'string' ? config : (config as { text: string }).text);
-      return query(config, ...rest);
-    };
-  });
-  return pool;
-}
 const http = (name: string) => ({ name, type: 'http' as const, endpoint: 'https://mcp.example.com/mcp' });
 const recordsOf = async (schema: string) => (await sql<{ key: string }>(`SELECT key FROM "${schema}".records WHERE key LIKE 'server:%' ORDER BY key`)).map((r) => r.key);
 
@@ -58,7 +46,9 @@ describe.skipIf(skip)('a create over PostgreSQL', () => {
     const pool = notingPool(sent);
     const { schema, store } = await open('create_one', pool);
     const fleet = createFleet({ store, webhooks: false, quotas: { serversPerAccount: 2 } });
-    // The fleet's start check of the stored keys reads records once: done before counting.
+    // The fleet's start check of the stored keys reads a record once: done before counting (`ready` waits for it; a
+    // read may wait for a connection the pool opens, while a later call takes the idle one).
+    await fleet.ready();
     (await fleet.servers.list('acme'))._unsafeUnwrap();
     sent.length = 0;
     const first = (await fleet.servers.create('acme', http('one')))._unsafeUnwrap();

@@ -2,7 +2,7 @@ import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, Rang
 import { transactionParts } from '@mcp-fleet/core';
 import type Keyv from 'keyv';
 import type { Connection } from './connection.js';
-import { LIVE } from './postgres-record-adapter.js';
+import { LIVE } from './connection.js';
 
 /** A score as the commit function reads it: text, so that ±Infinity survive JSON. */
 function scoreText(score: number): string {

@@ -19,14 +19,13 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
   async consume(counters: readonly RateLimitCounter[], expiresAt: number, cost = 1): Promise<ConsumeResult> {
     if (counters.length === 0) return { allowed: true, counts: [] };
-    const [row] = await this.connection.query<{ answer: string[] }>(
-      'a rate-limit decision',
-      `SELECT ${this.connection.s}.consume($1::text[], $2::bigint[], $3::bigint[], $4::bigint) AS answer`,
-      [counters.map((c) => c.key), counters.map((c) => integer(c.limit, 'limit')), counters.map((c) => integer(c.cost ?? cost, 'cost')), integer(Math.ceil(expiresAt), 'expiresAt')],
-      false,
-    );
-    const answer = row?.answer;
-    if (answer === undefined) throw new Error('consume gave no answer');
+    // Sent with a record read asked for in the same turn, if any (`Connection.decide`): the handler's key read.
+    const answer = await this.connection.decide([
+      counters.map((c) => c.key),
+      counters.map((c) => integer(c.limit, 'limit')),
+      counters.map((c) => integer(c.cost ?? cost, 'cost')),
+      integer(Math.ceil(expiresAt), 'expiresAt'),
+    ]);
     const [allowed, ...counts] = answer.map(Number);
     return { allowed: allowed === 1, counts };
   }

@@ -1,9 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { KeyvEntry, KeyvStoreAdapter } from 'keyv';
-import type { Connection } from './connection.js';
+import { type Connection, LIVE } from './connection.js';
 
-/** A row is live while it has no expiry or its expiry is ahead on the database's clock. */
-export const LIVE = '(r.expires_at IS NULL OR r.expires_at > clock_timestamp())';
 /** Keyv's ttl (ms) as the row's expiry on the database's clock; NULL for none. */
 const EXPIRY = (param: string) => `CASE WHEN ${param} IS NULL THEN NULL ELSE clock_timestamp() + ${param} * interval '1 millisecond' END`;
 
@@ -20,10 +18,9 @@ export class PostgresRecordAdapter extends EventEmitter implements KeyvStoreAdap
     super();
   }
 
+  /** One statement, or half of one: a rate-limit decision asked for in the same turn goes with it (`Connection.readRecord`). */
   async get<Value>(key: string): Promise<Value | undefined> {
-    const { s } = this.connection;
-    const rows = await this.connection.query<{ value: string }>('a record read', `SELECT r.value FROM ${s}.records r WHERE r.key = $1 AND ${LIVE}`, [key]);
-    return rows[0]?.value as Value | undefined;
+    return (await this.connection.readRecord(key)) as Value | undefined;
   }
 
   async getMany<Value>(keys: string[]): Promise<Array<Value | undefined>> {
