@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../support/adapters.js';
 import {
@@ -213,6 +214,51 @@ describe.each(ADAPTERS)('server validation ($name)', (adapter) => {
 
     it('an env value must be a string', async () => {
       await refused(stdioServer({ env: { A: 1 } }), 'env.A');
+    });
+  });
+
+  describe('the body as bytes', () => {
+    /**
+     * POSTs `pieces` over a raw connection with a `Content-Length`, each piece its own write after the one before
+     * has had time to arrive: the server's parser hands the body over in several chunks.
+     */
+    async function postInPieces(key: string, pieces: Buffer[]): Promise<{ status: number; body: { success: boolean; data?: { name: string }; error?: { details: unknown } } }> {
+      const url = new URL(`${suite.served.url}/servers`);
+      const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+      const socket = connect(Number(url.port), url.hostname);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+      const ended = new Promise((resolve) => socket.once('close', resolve));
+      socket.write(`POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\nconnection: close\r\n\r\n`);
+      for (const piece of pieces) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        socket.write(piece);
+      }
+      await ended;
+      const [head = '', text = ''] = answer.split('\r\n\r\n');
+      return { status: Number(head.split(' ')[1]), body: JSON.parse(text) };
+    }
+
+    it('a body that arrives in pieces, a character split between two, is read whole', async () => {
+      const client = await freshClient(suite.served);
+      const bytes = Buffer.from(JSON.stringify(httpServer({ name: 'café-ünïcode' })), 'utf8');
+      const split = bytes.indexOf(Buffer.from('é', 'utf8')) + 1; // between the two bytes of é
+      const answer = await postInPieces(client.key as string, [bytes.subarray(0, split), bytes.subarray(split, split + 7), bytes.subarray(split + 7)]);
+      expect(answer.status).toBe(201);
+      expect(answer.body.data?.name).toBe('café-ünïcode');
+    });
+
+    it('a body that is not UTF-8 is 400 on body, however it arrives, and creates nothing', async () => {
+      const client = await freshClient(suite.served);
+      const [before, after] = JSON.stringify(httpServer({ name: 'caf#' })).split('#') as [string, string];
+      const latin1 = Buffer.concat([Buffer.from(before), Buffer.from([0xe9]), Buffer.from(after)]);
+      for (const pieces of [[latin1], [latin1.subarray(0, 10), latin1.subarray(10)]]) {
+        const answer = await postInPieces(client.key as string, pieces);
+        expect(answer.status).toBe(400);
+        expect(answer.body.error?.details).toEqual({ field: 'body', issue: 'is not valid UTF-8' });
+      }
+      expect(await total(client)).toBe(0);
     });
   });
 

@@ -1,6 +1,7 @@
 import type { Fleet } from '@mcp-fleet/core';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookReceiverOptions } from '@mcp-fleet/core/webhooks';
-import { mountPath } from '@mcp-fleet/core/node';
+import { mountPath, readWholeBody } from '@mcp-fleet/core/node';
+import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { baseRoutePath } from 'hono/route';
 
@@ -91,9 +92,13 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
     const path = mountPath(depth === 1 ? raw : `/${raw.split('/').slice(depth).join('/')}`, fleet.prefix);
     if (path === undefined) return next();
     const incoming = nodeIncoming(c);
-    // Node's HTTP/1.1 parser never delivers more body than the Content-Length: the core may read such a body whole.
-    const answer = fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: incoming?.httpVersionMajor === 1 });
-    return declaresNoBody(incoming) ? answer : answer.then((response) => closeIfBodyUnread(c, response));
+    // Node's HTTP/1.1 parser never delivers more body than the Content-Length: the core may read such a body whole,
+    // and reads it from the Node request itself (the Web request's `arrayBuffer()` would copy it into a new buffer).
+    const http1 = incoming?.httpVersionMajor === 1;
+    const noBody = declaresNoBody(incoming);
+    const readBody = http1 && !noBody ? () => readWholeBody(incoming as IncomingMessage) : undefined;
+    const answer = fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
+    return noBody ? answer : answer.then((response) => closeIfBodyUnread(c, response));
   });
   return app;
 }

@@ -23,7 +23,12 @@ function isJson(contentType: string): boolean {
  * read whole), 415 for another media type, 400 for no body or malformed JSON. The JSON parser's own message is never
  * returned: it quotes the body, which may hold secrets.
  */
-export async function readJsonBody(request: Request, limit: number, withinLength = false): Promise<Result<unknown, FleetError>> {
+export async function readJsonBody(
+  request: Request,
+  limit: number,
+  withinLength = false,
+  readBody?: () => Promise<Uint8Array> | undefined,
+): Promise<Result<unknown, FleetError>> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) return err(tooLarge(limit));
   const contentType = request.headers.get('content-type');
@@ -43,9 +48,10 @@ export async function readJsonBody(request: Request, limit: number, withinLength
   let bytes: Uint8Array | undefined;
   try {
     // When the server guarantees the body is no longer than its declared length (checked above against the limit),
-    // it is read whole: no stream to make and read chunk by chunk. Checked again after, whatever the server said.
+    // it is read whole: no stream to make and read chunk by chunk (and, when the adapter reads it from the Node
+    // request itself, no copy of it). Checked again after, whatever the server said.
     if (withinLength && declared !== null && /^\d+$/.test(declared)) {
-      bytes = new Uint8Array(await request.arrayBuffer());
+      bytes = (await readBody?.()) ?? new Uint8Array(await request.arrayBuffer());
       if (bytes.byteLength > limit) bytes = undefined;
     } else bytes = await readLimited(request, limit);
   } catch {

@@ -32,6 +32,12 @@ export interface RequestContext {
    */
   bodyWithinLength?: boolean;
   /**
+   * Reads such a body whole from the request underneath (`readWholeBody` of `@mcp-fleet/core/node` over the Node
+   * request), without the copy the Web `Request` makes; `undefined` from it: the `Request` reads the body after all.
+   * Asked only where `bodyWithinLength` lets a body be read whole. @default none: `request.arrayBuffer()`
+   */
+  readBody?: (() => Promise<Uint8Array> | undefined) | undefined;
+  /**
    * The adapter writes the answer with `writeWebResponse` (`@mcp-fleet/core/node`), which sends an envelope's text
    * and headers as they are: API answers are then made without building undici's `Response` and its body stream,
    * unless something reads more of them. @default false
@@ -224,7 +230,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       seen.route = operation.path;
       if (!hasScope(principal, operation.scope)) return x.fail(x.stepUp === undefined ? forbidden(operation) : insufficientScope(operation.scope, x.stepUp(operation.scope)));
       const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
-      const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true) : NO_BODY;
+      const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true, context.readBody) : NO_BODY;
       if (body.isErr()) return x.fail(body.error);
       const input: OperationInput = { principal, params, query: queryOf(request.url), body: body.value, request };
       const { charges } = operation;

@@ -8,3 +8,4 @@ export { clientAddressBehindProxies } from './client-address.js';
 export { answerClientError } from './client-error.js';
 export { toWebRequest, type ToWebRequestOptions } from './request.js';
 export { writeWebResponse } from './response.js';
+export { readWholeBody } from './whole-body.js';

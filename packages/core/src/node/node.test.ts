@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorResponse, successResponse } from '../http/envelope.js';
 import { readLimited } from '../util/read-limited.js';
-import { mountPath, toWebRequest, writeWebResponse } from './index.js';
+import { mountPath, readWholeBody, toWebRequest, writeWebResponse } from './index.js';
 
 type Serve = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -436,5 +436,61 @@ describe('writeWebResponse', () => {
       res.once('data', () => req.destroy());
     }).on('error', () => {});
     await eventually(() => cancelled);
+  });
+});
+
+describe('readWholeBody', () => {
+  /** Sends a POST head declaring `length` bytes, then `pieces` one write at a time; answers the raw socket. */
+  async function postRaw(port: number, length: number, pieces: Buffer[]) {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${length}\r\n\r\n`);
+    for (const piece of pieces) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      socket.write(piece);
+    }
+    return socket;
+  }
+
+  it('reads a body that arrives in pieces, whole', async () => {
+    const read: Uint8Array[] = [];
+    const { port } = await listen(async (req, res) => {
+      read.push((await readWholeBody(req)) as Uint8Array);
+      res.end('ok');
+    });
+    const pieces = [Buffer.from('{"a":'), Buffer.from('"é'), Buffer.from('"}')];
+    const socket = await postRaw(port, 10, pieces);
+    await eventually(() => read.length === 1);
+    socket.destroy();
+    expect(Buffer.from(read[0] as Uint8Array).toString('utf8')).toBe('{"a":"é"}');
+  });
+
+  it('leaves a body something already read from to the Request: undefined', async () => {
+    const answers: unknown[] = [];
+    const { port } = await listen(async (req, res) => {
+      await new Promise((resolve) => req.once('readable', resolve));
+      req.read();
+      answers.push(readWholeBody(req));
+      res.end('ok');
+    });
+    const socket = await postRaw(port, 2, [Buffer.from('{}')]);
+    await eventually(() => answers.length === 1);
+    socket.destroy();
+    expect(answers).toEqual([undefined]);
+  });
+
+  it('rejects when the connection ends before the body does', async () => {
+    const outcomes: string[] = [];
+    const { port } = await listen(async (req) => {
+      await readWholeBody(req)?.then(
+        () => outcomes.push('read'),
+        (error: Error) => outcomes.push(error.message),
+      );
+    });
+    const socket = await postRaw(port, 100, [Buffer.from('{"a":')]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    socket.destroy();
+    await eventually(() => outcomes.length === 1);
+    expect(outcomes).toEqual(['The request ended before its body did.']);
   });
 });
