@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
@@ -26,6 +27,12 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    // Vitest's default is one worker less than the cores: a single worker on the 2-core machines CI runs on, so the
+    // 179 files of both projects ran one after another while much of their time went to waiting (reference servers,
+    // Chromium, npm, PostgreSQL, upstream MCP servers in child processes). Every file keeps to its own ports, key
+    // prefixes and schemas (test/support/redis.ts, postgres.ts), so files may run side by side: one worker per core,
+    // and two on a 2-core machine. `--maxWorkers=1` runs them one at a time again. docs/performance.md, "The test run".
+    maxWorkers: Math.max(2, availableParallelism()),
     projects: [
       { extends: true, test: { name: 'main', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       ...postgresProjects(),
