@@ -219,6 +219,19 @@ describe('dispatch fetch: the outgoing path keeps its guarantees', () => {
   });
 
   describe('abort', () => {
+    /** An event stream that sends one event and stays open; `closed` says whether its connection has closed. */
+    const openStream = async () => {
+      let closed = false;
+      const upstream = await listen((request, response) => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write('data: {}\n\n');
+        request.socket.on('close', () => {
+          closed = true;
+        });
+      });
+      return { upstream, closed: () => closed };
+    };
+
     it('an aborted signal rejects at once with its reason, nothing sent', async () => {
       const upstream = await listen((_request, response) => response.end());
       const controller = new AbortController();
@@ -239,14 +252,7 @@ describe('dispatch fetch: the outgoing path keeps its guarantees', () => {
     });
 
     it('an abort while the stream is read fails the read, and the connection closes', async () => {
-      let closed = false;
-      const upstream = await listen((request, response) => {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write('data: {}\n\n');
-        request.socket.on('close', () => {
-          closed = true;
-        });
-      });
+      const { upstream, closed } = await openStream();
       const controller = new AbortController();
       const response = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, { method: 'GET', signal: controller.signal });
       const reader = response.body!.getReader();
@@ -257,21 +263,14 @@ describe('dispatch fetch: the outgoing path keeps its guarantees', () => {
         (caught: unknown) => caught,
       );
       expect((error as Error).name).toBe('AbortError');
-      await expect.poll(() => closed).toBe(true);
+      await expect.poll(closed).toBe(true);
     });
 
     it('cancelling the body ends the request (the SDK closing a stream it no longer reads)', async () => {
-      let closed = false;
-      const upstream = await listen((request, response) => {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write('data: {}\n\n');
-        request.socket.on('close', () => {
-          closed = true;
-        });
-      });
+      const { upstream, closed } = await openStream();
       const response = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, { method: 'GET' });
       await response.body!.cancel();
-      await expect.poll(() => closed).toBe(true);
+      await expect.poll(closed).toBe(true);
     });
   });
 });
