@@ -35,6 +35,7 @@ export function createMcpProber(deps: McpProberDeps): Prober {
             server.config,
             {
               fetch: deps.fetch,
+              mcpFetch: deps.fetch.direct,
               dispatcher: deps.fetch.dispatcher,
               maxMessageBytes: deps.fetch.maxResponseBytes,
               tokens: deps.tokens,

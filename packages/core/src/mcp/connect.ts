@@ -30,6 +30,12 @@ export type StdioTransportFactory = (config: StdioServerConfig, options: { signa
 export interface McpClientDeps {
   /** fetch for Streamable HTTP, OAuth discovery and token requests (the guarded fetch of `net/`). Redirects are never followed whatever it does. @default globalThis.fetch */
   fetch?: FetchLike;
+  /**
+   * fetch for the Streamable HTTP transport's own requests (its POSTs, the GET stream, the DELETE): the guarded
+   * fetch's `direct`, over undici's dispatcher without fetch's per-request objects. Redirects are never followed
+   * whatever it does. @default fetch
+   */
+  mcpFetch?: FetchLike;
   /** The undici dispatcher WebSocket handshakes go through (the guarded Agent of `net/`). @default undici's global dispatcher */
   dispatcher?: Dispatcher;
   /** Where oauth2 tokens are kept between probes and calls; share one per fleet. @default a new MemoryTokenCache per call, so nothing is reused */
@@ -135,8 +141,9 @@ export function openTransport(
         options.signal,
       );
     }
+    const mcpFetch = deps.mcpFetch === undefined ? fetch : withoutRedirects(deps.mcpFetch);
     transport = new StreamableHTTPClientTransport(url, {
-      fetch: source === undefined ? fetch : withScopeStepUp(fetch, source),
+      fetch: source === undefined ? mcpFetch : withScopeStepUp(mcpFetch, source),
       requestInit,
       ...(authProvider === undefined ? {} : { authProvider }),
       // The SDK's step-up needs an authorization-code provider; withScopeStepUp does it once per request for client

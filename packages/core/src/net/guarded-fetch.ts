@@ -1,8 +1,10 @@
 import { type Agent, type Dispatcher, Request as UndiciRequest, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
-import { FleetError } from '../errors/fleet-error.js';
+import type { FleetError } from '../errors/fleet-error.js';
 import { checkOption, positiveInteger } from '../util/options.js';
 import { badPortRefusal, hasBadPort } from './bad-ports.js';
+import { createDispatchFetch } from './dispatch-fetch.js';
 import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './guarded-agent.js';
+import { cutOff, declaredTooLarge, tooLarge } from './response-bound.js';
 
 /**
  * A `fetch` whose connections all pass the guard and which never follows a redirect. Its shape is the standard
@@ -14,6 +16,12 @@ export interface GuardedFetch {
   readonly dispatcher: Agent;
   /** The bound of every read from an upstream (`maxUpstreamBytes`): WebSocket messages are held to it too. */
   readonly maxResponseBytes: number;
+  /**
+   * The same guarded, bounded fetch straight over the dispatcher (`createDispatchFetch`), for the MCP client's
+   * Streamable HTTP requests: plain requests without undici fetch's per-request objects; anything else it hands to
+   * this fetch.
+   */
+  readonly direct: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 }
 
 export interface GuardedFetchOptions extends GuardedAgentOptions {
@@ -32,12 +40,6 @@ export interface GuardedFetchOptions extends GuardedAgentOptions {
 }
 
 export const DEFAULT_MAX_UPSTREAM_BYTES = 4 * 1024 * 1024;
-
-const tooLarge = (limit: number) =>
-  new FleetError('UPSTREAM_RESPONSE_TOO_LARGE', { message: `The upstream's answer is larger than ${limit} bytes (maxUpstreamBytes).`, details: { limit_bytes: limit } });
-
-/** How a body cut off at the limit fails to be read: as undici fails a body it cut off, the reason as the cause. */
-const cutOff = (limit: number) => new TypeError('terminated', { cause: tooLarge(limit) });
 
 /**
  * An undici interceptor that counts the bytes of each response body as they come off the connection and cuts the
@@ -92,8 +94,7 @@ function boundedBodies(limit: number): Dispatcher.DispatcherComposeInterceptor {
  */
 function bounded(response: Response, limit: number): Response {
   if (response.body === null) return response;
-  const length = response.headers.get('content-length');
-  if (length !== null && Number(length) > limit) {
+  if (declaredTooLarge(response.headers.get('content-length'), limit) !== undefined) {
     void response.body.cancel().catch(() => {});
     const failing = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(cutOff(limit)) });
     return new Response(failing, { status: response.status, statusText: response.statusText, headers: response.headers });
@@ -157,12 +158,16 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
   // The agent itself stays free of the bound (it may be shared, and WebSocket reads are bounded message by message).
   const dispatcher = agent.compose(boundedBodies(maxResponseBytes));
 
-  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    // The port alone is judged at once (the SDK hands its URL object: not parsed again); only a bad one waits.
-    const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
-    const refused = hasBadPort(url) ? await badPortRefusal(agent, url) : undefined;
+  /** The port alone is judged at once (the SDK hands its URL object: not parsed again); only a bad one waits. */
+  const portRefusal = async (url: URL): Promise<void> => {
+    const refused = await badPortRefusal(agent, url);
     // As undici's own failures reject: `TypeError('fetch failed')` with the cause.
     if (refused !== undefined) throw new TypeError('fetch failed', { cause: refused });
+  };
+
+  const guardedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = input instanceof URL ? input : new URL(typeof input === 'string' ? input : input.url);
+    if (hasBadPort(url)) await portRefusal(url);
     const response = await undiciFetch(toUndiciInput(input), {
       ...(init as UndiciRequestInit | undefined),
       dispatcher,
@@ -171,5 +176,11 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
     // undici's Response is the same Fetch-standard class as the global one, from a newer copy of undici.
     return bounded(response as unknown as Response, maxResponseBytes);
   };
-  return Object.assign(guardedFetch, { dispatcher: agent, maxResponseBytes });
+  const dispatched = createDispatchFetch(dispatcher, guardedFetch, maxResponseBytes);
+  const direct = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = typeof input === 'string' ? new URL(input) : input;
+    if (!(url instanceof URL) || !hasBadPort(url)) return dispatched(url, init);
+    return portRefusal(url).then(() => dispatched(url, init));
+  };
+  return Object.assign(guardedFetch, { dispatcher: agent, maxResponseBytes, direct });
 }

@@ -254,15 +254,19 @@ export class ConnectionPool {
       noticesSince: 0,
       notices: 0,
     };
-    const fetch = this.deps.fetch ?? globalThis.fetch;
     // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
-    const watching: FetchLike = async (url, init) => {
-      const response = await fetch(url, init);
-      if (response.status === 429 || response.status === 503) entry.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
-      return response;
-    };
+    const watching =
+      (fetch: FetchLike): FetchLike =>
+      async (url, init) => {
+        const response = await fetch(url, init);
+        if (response.status === 429 || response.status === 503) entry.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+        return response;
+      };
+    const fetch = this.deps.fetch ?? globalThis.fetch;
+    const mcpFetch = this.deps.mcpFetch;
+    const watched = { fetch: watching(fetch), ...(mcpFetch === undefined ? {} : { mcpFetch: watching(mcpFetch) }) };
     const timer = setTimeout(() => lifetime.abort(), timeoutMs);
-    entry.ready = connectClient(server.config, this.clientDeps(server, watching), { signal: lifetime.signal, timeoutMs, serverId: server.id, ...(era === undefined ? {} : { era }) }).then(
+    entry.ready = connectClient(server.config, this.clientDeps(server, watched), { signal: lifetime.signal, timeoutMs, serverId: server.id, ...(era === undefined ? {} : { era }) }).then(
       (connected) => {
         clearTimeout(timer);
         entry.connected = connected;
@@ -310,10 +314,10 @@ export class ConnectionPool {
     return entry;
   }
 
-  private clientDeps(server: ServerRecord, fetch: FetchLike): McpClientDeps {
+  private clientDeps(server: ServerRecord, watched: Pick<McpClientDeps, 'fetch' | 'mcpFetch'>): McpClientDeps {
     const { stdioTransportFor, ...deps } = this.deps;
     const stdioTransport = stdioTransportFor?.(server);
-    return { ...deps, fetch, ...(stdioTransport === undefined ? {} : { stdioTransport }) };
+    return { ...deps, ...watched, ...(stdioTransport === undefined ? {} : { stdioTransport }) };
   }
 
   private startHeartbeat(entry: Entry, server: ServerRecord, connected: ConnectedClient): void {

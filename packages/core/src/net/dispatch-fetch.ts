@@ -1,0 +1,183 @@
+import type { Dispatcher } from 'undici';
+import { FleetError } from '../errors/fleet-error.js';
+import { declaredTooLarge } from './response-bound.js';
+
+/** The standard `fetch`, which `createDispatchFetch` hands every request it does not serve itself. */
+export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** What undici's fetch sends as `User-Agent` when there is none: the same bytes reach the upstream either way. */
+const USER_AGENT = 'undici';
+
+/** Statuses whose answer has no body (the Fetch standard's "null body status"): the `Response` is built with none. */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/** `application/json`, with or without parameters: an answer the MCP client reads whole at once. */
+function isJson(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Whether `fetch` would send this request as it is: a URL, a method, plain headers, a text body, a signal. */
+function isPlain(input: string | URL | Request, init: RequestInit | undefined): input is string | URL {
+  if (typeof input !== 'string' && !(input instanceof URL)) return false;
+  if (init === undefined) return true;
+  const { body, headers } = init;
+  if (body !== undefined && body !== null && typeof body !== 'string') return false;
+  return headers === undefined || headers instanceof Headers || (typeof headers === 'object' && !Array.isArray(headers));
+}
+
+/** The request's headers as undici's flat `[name, value, …]`, with the `User-Agent` fetch would add. */
+function flatHeaders(headers: RequestInit['headers']): string[] {
+  const flat: string[] = [];
+  let agent = false;
+  const add = (name: string, value: string) => {
+    if (!agent && name.toLowerCase() === 'user-agent') agent = true;
+    flat.push(name, value);
+  };
+  if (headers instanceof Headers) headers.forEach((value, name) => add(name, value));
+  else if (headers !== undefined) for (const [name, value] of Object.entries(headers as Record<string, string>)) add(name, value);
+  if (!agent) flat.push('user-agent', USER_AGENT);
+  return flat;
+}
+
+/** How undici's fetch rejects on a failure before the answer: `TypeError('fetch failed')` with the cause. */
+const fetchFailed = (cause: unknown) => new TypeError('fetch failed', { cause });
+
+/** How undici's fetch fails a body cut off midway: `TypeError('terminated')` with the cause. */
+const terminated = (cause: unknown) => new TypeError('terminated', { cause });
+
+const abortReason = (signal: AbortSignal): unknown => signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+
+/**
+ * A `fetch` straight over an undici dispatcher, for the requests of the MCP client's Streamable HTTP transport
+ * (docs/performance.md, "upstream-client"): no `Request`, no request body stream, no fetch controller per request.
+ * undici's own `fetch` builds all of those, and they cost the fleet's client about as much CPU again as the rest of
+ * a tool call's exchange. It answers a standard `Response`, as `fetch` would:
+ *
+ * - a plain request only (a string or `URL`, headers as `Headers` or a record, a text body or none); anything else
+ *   goes to `fallback`, the standard fetch on the same dispatcher;
+ * - an `application/json` answer is read whole before the `Response` is given (the client reads it whole at once),
+ *   any other is streamed as it arrives (the chunks the reader has not taken yet are held for it, never more than
+ *   the bound below);
+ * - no redirect is followed (a 3xx is the answer itself), no compression is asked for, and an answer compressed
+ *   anyway fails as a protocol error: nothing decodes it;
+ * - failures reject as undici's fetch rejects (`TypeError('fetch failed')` with the cause before the answer,
+ *   `TypeError('terminated')` on its body) and an abort with the signal's reason, so `classifyUndiciError` reads
+ *   them alike;
+ * - the answer's bound: a `Content-Length` over `maxResponseBytes` fails at once; the bytes of any other are counted
+ *   by the dispatcher's own bound (`createGuardedFetch`), which cuts the answer off past it.
+ */
+export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, maxResponseBytes: number): Fetch {
+  return (input, init) => {
+    if (!isPlain(input, init)) return fallback(input, init);
+    const url = typeof input === 'string' ? new URL(input) : input;
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return fallback(input, init);
+    const signal = init?.signal ?? undefined;
+    if (signal?.aborted === true) return Promise.reject(abortReason(signal));
+    return new Promise<Response>((resolve, reject) => {
+      let controller: Dispatcher.DispatchController | undefined;
+      let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+      let whole: { status: number; statusText: string; headers: Headers; chunks: Buffer[] } | undefined;
+      let answered = false;
+      let headed = false;
+      let cancelled = false;
+      let aborted: unknown;
+      const onAbort = () => {
+        aborted = abortReason(signal as AbortSignal);
+        controller?.abort(aborted as Error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const done = () => signal?.removeEventListener('abort', onAbort);
+      const answer = (response: Response) => {
+        answered = true;
+        resolve(response);
+      };
+
+      dispatcher.dispatch(
+        {
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: init?.method ?? 'GET',
+          headers: flatHeaders(init?.headers),
+          body: (init?.body as string | null | undefined) ?? null,
+        },
+        {
+          onRequestStart: (started) => {
+            controller = started;
+            if (aborted !== undefined) started.abort(aborted as Error);
+          },
+          onResponseStart: (started, status, raw, message) => {
+            const statusText = message ?? '';
+            headed = true;
+            const headers = new Headers();
+            for (const name in raw) {
+              const value = raw[name];
+              if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+              else if (value !== undefined) headers.append(name, value);
+            }
+            const encoding = firstValue(raw['content-encoding'])?.trim().toLowerCase();
+            if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+              started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server compressed its answer (content-encoding: ${encoding}) though no compression was asked for.` }));
+              return;
+            }
+            const tooLarge = declaredTooLarge(firstValue(raw['content-length']) ?? null, maxResponseBytes);
+            if (tooLarge !== undefined) {
+              started.abort(tooLarge);
+              return;
+            }
+            if (status < 200 || status > 599) {
+              started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server answered with HTTP status ${status}, which is no final answer.` }));
+              return;
+            }
+            if (NULL_BODY.has(status) || init?.method === 'HEAD' || isJson(firstValue(raw['content-type']))) {
+              whole = { status, statusText, headers, chunks: [] };
+              return;
+            }
+            const body = new ReadableStream<Uint8Array>({
+              start: (opened) => {
+                stream = opened;
+              },
+              cancel: (reason) => {
+                cancelled = true;
+                done();
+                started.abort(reason instanceof Error ? reason : new Error('The body was cancelled.'));
+              },
+            });
+            answer(new Response(body, { status, statusText, headers }));
+          },
+          onResponseData: (started, chunk) => {
+            if (whole !== undefined) {
+              whole.chunks.push(chunk);
+              return;
+            }
+            if (stream === undefined || cancelled) return;
+            // Queued without pausing the connection: the dispatcher's bound cuts any answer off past maxResponseBytes,
+            // so what waits here for the reader never exceeds it.
+            stream.enqueue(chunk);
+          },
+          onResponseEnd: () => {
+            done();
+            if (whole !== undefined) {
+              const { status, statusText, headers, chunks } = whole;
+              const body = NULL_BODY.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+              answer(new Response(body ?? null, { status, statusText, headers }));
+            } else stream?.close();
+          },
+          onResponseError: (_started, error) => {
+            done();
+            // After the answer's head, a failure is the body's, as fetch fails a body it cut off midway.
+            const reason = aborted ?? (headed ? terminated(error) : fetchFailed(error));
+            if (!answered) reject(reason);
+            // A body the reader cancelled is not failed again.
+            else if (!cancelled) stream?.error(reason);
+          },
+        },
+      );
+    });
+  };
+}
