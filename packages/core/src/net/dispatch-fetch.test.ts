@@ -1,4 +1,5 @@
 import type { LookupAddress } from 'node:dns';
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -106,6 +107,25 @@ describe('dispatch fetch: the answer is the one fetch gives', () => {
     let rest = '';
     for (let next = await reader.read(); !next.done; next = await reader.read()) rest += next.value;
     expect(rest).toContain('{"last":true}');
+  });
+
+  it('leaves no listener on a signal shared by many requests (the 2025 transport passes one to every POST)', async () => {
+    const upstream = await listen((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+    });
+    const fetch = guarded({ allowPrivateNetworks: true }).direct;
+    const shared = new AbortController();
+    // undici's fetch left one abort listener per request on such a signal until a garbage collection
+    // (MaxListenersExceededWarning after ten calls in a row); every one must be gone when its answer is.
+    for (let i = 0; i < 50; i++) await (await fetch(upstream.url, { method: 'POST', body: '{}', signal: shared.signal })).json();
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    const streamed = await listen((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end('data: {}\n\n');
+    });
+    for (let i = 0; i < 20; i++) await (await fetch(streamed.url, { method: 'GET', signal: shared.signal })).text();
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
   });
 
   it('answers a 202 and a 204 without a body, and an error status with its text', async () => {
