@@ -72,7 +72,7 @@ interface SdkServerParts {
 }
 
 /** The parts of the SDK's `Server` the lean road needs, or `undefined` (another SDK version): then the SDK's road. */
-function partsOf(server: Server): SdkServerParts | undefined {
+export function partsOf(server: Server): SdkServerParts | undefined {
   const inner = server as unknown as {
     _negotiatedWireCodec?: () => Partial<SdkServerParts['codec']> | undefined;
     _outboundServerInfo?: () => unknown;
