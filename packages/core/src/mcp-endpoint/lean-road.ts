@@ -1,4 +1,5 @@
 import { ProtocolError, ProtocolErrorCode, type Server, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
+import { isPlainObject } from '../validation/zod-issues.js';
 import { answer, type EndpointHandlers, type EndpointScope, type Served } from './server.js';
 import type { ToolsAnswers } from './tools-answers.js';
 
@@ -21,7 +22,7 @@ export interface HotRequest {
   params?: Record<string, unknown>;
 }
 
-const isPlain = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlain = isPlainObject;
 const only = (object: Record<string, unknown>, keys: readonly string[]) => Object.keys(object).every((key) => keys.includes(key));
 
 /**
@@ -171,14 +172,6 @@ export async function serveLean(
 
 /** Resolves when either signal aborts. */
 function gone(a: AbortSignal, b: AbortSignal): Promise<void> {
-  if (a.aborted || b.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      a.removeEventListener('abort', done);
-      b.removeEventListener('abort', done);
-      resolve();
-    };
-    a.addEventListener('abort', done, { once: true });
-    b.addEventListener('abort', done, { once: true });
-  });
+  const either = AbortSignal.any([a, b]);
+  return either.aborted ? Promise.resolve() : new Promise((resolve) => either.addEventListener('abort', () => resolve(), { once: true }));
 }
