@@ -3,6 +3,10 @@
 // upstreams (bench/toolcall-server.mjs) in another, the client here. Prints the fleet's CPU per call
 // (process.cpuUsage) and the top self-time entries of its profile (bench/cpu-profile.mjs).
 //   node bench/mcp-profile.mjs [v1|v2] [calls]       (after `npm run build`; v1: the 2025-era upstream)
+//   BENCH_MCP_LEAN=0 node bench/mcp-profile.mjs …     the same with the lean road off (`mcp: { leanRoad: false }`)
+//   node bench/mcp-profile.mjs ab [v1|v2] [rounds]    in-process A/B without a profile: two fleets in one child, the
+//     lean road on and off, blocks of 100 calls in turn; prints the fleet process's CPU per call of each (medians of
+//     the rounds, with their range), a figure that holds on a loaded machine where latency does not.
 // The profile is written to BENCH_PROFILE_DIR (default: a new directory under the OS's temp dir); never commit it.
 import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -12,8 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { topFunctions } from './cpu-profile.mjs';
 
-const era = process.argv[2] ?? 'v1';
-const calls = Number(process.argv[3] ?? 2000);
+const ab = process.argv[2] === 'ab';
+const era = (ab ? process.argv[3] : process.argv[2]) ?? 'v1';
+const calls = Number((ab ? process.argv[4] : process.argv[3]) ?? (ab ? 20 : 2000));
 const dir = process.env.BENCH_PROFILE_DIR ?? mkdtempSync(path.join(tmpdir(), 'mcp-profile-'));
 
 if (process.argv[2] === 'fleet') {
@@ -24,35 +29,74 @@ if (process.argv[2] === 'fleet') {
   const { createFleetApp } = await import('@mcp-fleet/hono');
   const upstreams = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => upstreams.once('message', resolve));
-  const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, onError: (error) => console.error('[profile fleet]', error.code) });
-  const { secret } = (await fleet.keys.create({ account: 'profile', tier: 'pro' }))._unsafeUnwrap();
-  for (const [name, endpoint] of [['bench-v1', urls.v1], ['bench-v2', urls.v2]]) (await fleet.servers.create('profile', { name, type: 'http', endpoint }))._unsafeUnwrap();
-  const server = serve({ fetch: createFleetApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
-  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  const start = async (leanRoad) => {
+    const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, mcp: { leanRoad }, onError: (error) => console.error('[profile fleet]', error.code) });
+    const { secret } = (await fleet.keys.create({ account: 'profile', tier: 'pro' }))._unsafeUnwrap();
+    for (const [name, endpoint] of [['bench-v1', urls.v1], ['bench-v2', urls.v2]]) (await fleet.servers.create('profile', { name, type: 'http', endpoint }))._unsafeUnwrap();
+    const server = serve({ fetch: createFleetApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
+    await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+    return { fleet, server, endpoint: `http://127.0.0.1:${server.address().port}/v1/mcp`, secret };
+  };
+  const fleets = process.argv[3] === 'ab' ? [await start(true), await start(false)] : [await start(process.env.BENCH_MCP_LEAN !== '0')];
   process.on('message', async (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
     if (message === 'exit') {
       upstreams.send({ type: 'exit' });
-      server.close();
-      await fleet.close();
+      for (const { server, fleet } of fleets) {
+        server.close();
+        await fleet.close();
+      }
       process.exit(0);
     }
   });
-  process.send({ endpoint: `http://127.0.0.1:${server.address().port}/v1/mcp`, secret });
+  process.send(fleets.map(({ endpoint, secret }) => ({ endpoint, secret })));
 } else {
-  const child = fork(fileURLToPath(import.meta.url), ['fleet'], { execArgv: ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  const { endpoint, secret } = await new Promise((resolve) => child.once('message', resolve));
-  const client = new Client({ name: 'bench-mcp-profile', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
-  const call = async () => {
-    const result = await client.callTool({ name: `bench-${era}__ping`, arguments: {} });
-    if (result.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
-  };
+  const child = fork(fileURLToPath(import.meta.url), ab ? ['fleet', 'ab'] : ['fleet'], {
+    execArgv: ab ? [] : ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const served = await new Promise((resolve) => child.once('message', resolve));
+  const callers = await Promise.all(
+    served.map(async ({ endpoint, secret }) => {
+      const client = new Client({ name: 'bench-mcp-profile', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+      const call = async () => {
+        const result = await client.callTool({ name: `bench-${era}__ping`, arguments: {} });
+        if (result.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
+      };
+      return { client, call };
+    }),
+  );
   const cpu = async () => {
     child.send('cpu');
     const { cpu: used } = await new Promise((resolve) => child.once('message', resolve));
     return used.user + used.system;
   };
+  if (ab) {
+    const BLOCK = 100;
+    const perCall = [[], []];
+    for (const { call } of callers) for (let i = 0; i < 100; i++) await call();
+    for (let round = 0; round < calls; round++) {
+      // Alternate which goes first, so that neither always follows the other.
+      for (const which of round % 2 === 0 ? [0, 1] : [1, 0]) {
+        const before = await cpu();
+        for (let i = 0; i < BLOCK; i++) await callers[which].call();
+        perCall[which].push(((await cpu()) - before) / BLOCK);
+      }
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const ratios = perCall[0].map((lean, i) => lean / perCall[1][i]);
+    const fmt = (xs) => `${median(xs).toFixed(0)} µs (rounds ${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)})`;
+    console.log(`${era === 'v1' ? '2025-era' : '2026-07-28'} upstream, ${calls} rounds of ${BLOCK} calls each, the fleet process's CPU per call:`);
+    console.log(`  lean road on:  ${fmt(perCall[0])}`);
+    console.log(`  lean road off: ${fmt(perCall[1])}`);
+    console.log(`  on / off: ${median(ratios).toFixed(2)}× (rounds ${Math.min(...ratios).toFixed(2)}..${Math.max(...ratios).toFixed(2)})`);
+    for (const { client } of callers) await client.close();
+    child.send('exit');
+    await new Promise((resolve) => child.once('exit', resolve));
+    process.exit(0);
+  }
+  const [{ client, call }] = callers;
   for (let i = 0; i < 200; i++) await call();
   const before = await cpu();
   const started = performance.now();

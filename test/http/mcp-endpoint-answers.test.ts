@@ -9,10 +9,17 @@ import { api, createServer, expectSuccess, serveForSuite } from '../support/http
 // The lean road of /v1/mcp (issue 31, docs/performance.md "The MCP endpoint"): what it answers must stay what the
 // protocol and the account say, however the answer is made.
 
-/** `Bearer {account}`: every scope, every tool. */
+/** `Bearer {account}`: every scope, every tool; `Bearer {account}|{tool patterns}|{scopes}` (`*`: all) narrows them. */
 function authenticate(request: Request): Principal | null {
-  const account = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
-  return account === undefined ? null : { account, tier: 'pro', scopes: null, tools: null };
+  const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+  if (token === undefined) return null;
+  const [account = '', tools = '*', scopes = '*'] = token.split('|');
+  return {
+    account,
+    tier: 'pro',
+    scopes: scopes === '*' ? null : (scopes.split(',') as Principal['scopes'] & string[]),
+    tools: tools === '*' ? null : tools.split(','),
+  };
 }
 
 let seq = 0;
@@ -113,5 +120,158 @@ describe.each(ADAPTERS)('what /v1/mcp answers on its lean road ($name)', (adapte
     expectSuccess(await rest.delete(`/servers/${a.id}`), 200);
     expect((await names()).every((tool) => tool.startsWith('gamma__'))).toBe(true);
     await client.close();
+  });
+});
+
+/** The headers of an answer that say what it is (not which request or session it answers). */
+const answerHeaders = (res: Response) => ({ status: res.status, type: res.headers.get('content-type'), session: res.headers.get('mcp-session-id') !== null });
+
+describe.each(ADAPTERS)('the lean road answers as the SDK road does ($name)', (adapter) => {
+  const lean = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {} });
+  const sdk = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, mcp: { leanRoad: false } });
+
+  /** An initialized 2025 session on `fleet` as `token`; answers a POST of one message on it. */
+  type Post = (message: unknown, more?: { headers?: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
+  async function session(url: string, token: string): Promise<Post> {
+    const headers = {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+    };
+    const init = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'roads', version: '1.0.0' } } }),
+    });
+    await init.text();
+    const id = init.headers.get('mcp-session-id') as string;
+    const post: Post = (message, more = {}) =>
+      fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': id, ...more.headers }, body: JSON.stringify(message), ...(more.signal === undefined ? {} : { signal: more.signal }) });
+    expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
+    return post;
+  }
+
+  /** The same account on both fleets, with alpha and beta registered; a session per token on each. */
+  async function both(tokenOf: (account: string) => string = (name) => name) {
+    const name = account();
+    for (const fleet of [lean, sdk]) {
+      const rest = api(fleet.served, name);
+      await createServer(rest, { name: 'alpha', type: 'http', endpoint: alpha.url });
+      await createServer(rest, { name: 'beta', type: 'http', endpoint: beta.url });
+    }
+    return {
+      name,
+      lean: await session(`${lean.served.url}/mcp`, tokenOf(name)),
+      sdk: await session(`${sdk.served.url}/mcp`, tokenOf(name)),
+    };
+  }
+
+  const cases: [string, unknown][] = [
+    ['tools/list', { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
+    ['tools/list with params and _meta', { jsonrpc: '2.0', id: 'l', method: 'tools/list', params: { _meta: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } } }],
+    ['a call with structured content', { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'alpha__lookup', arguments: { key: 'k' } } }],
+    ['a call without arguments', { jsonrpc: '2.0', id: 'two', method: 'tools/call', params: { name: 'alpha__count' } }],
+    ['an isError result', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'beta__fail', arguments: {} } }],
+    ['arguments the tool refuses', { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'beta__echo', arguments: { text: 5 } } }],
+    ['an unknown tool', { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'alpha__nope', arguments: {} } }],
+    ['an unknown server prefix', { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'nobody__echo', arguments: {} } }],
+    ['an empty name', { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: '', arguments: {} } }],
+    ['no name (the SDK road refuses it)', { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { arguments: {} } }],
+    ['a cursor (the SDK road)', { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { cursor: 'x' } }],
+  ];
+
+  it.each(cases)('%s: same status, content type and JSON-RPC message', async (_label, message) => {
+    const roads = await both();
+    const [a, b] = await Promise.all([roads.lean(message), roads.sdk(message)]);
+    expect(answerHeaders(a)).toEqual(answerHeaders(b));
+    // Byte for byte, but for the ids of the servers (each fleet registered its own).
+    const [x, y] = await Promise.all([a.text(), b.text()].map(async (text) => (await text).replace(/srv_\w+/g, 'srv_')));
+    expect(x).toBe(y);
+  });
+
+  it('an allowlisted key and a key without tool_calls:write are answered alike on both roads, each view listed for itself', async () => {
+    for (const token of [(name: string) => `${name}|alpha__look*,beta__echo|*`, (name: string) => `${name}|*|tool_calls:read`]) {
+      const roads = await both(token);
+      for (const message of [
+        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'alpha__lookup', arguments: { key: 'k' } } },
+        { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'alpha__count', arguments: {} } },
+      ]) {
+        const [a, b] = await Promise.all([roads.lean(message), roads.sdk(message)]);
+        expect(answerHeaders(a)).toEqual(answerHeaders(b));
+        expect((await a.text()).replace(/srv_\w+/g, 'srv_')).toBe((await b.text()).replace(/srv_\w+/g, 'srv_'));
+      }
+    }
+    // Two keys of one account, different allowlists, listing in turn: each sees its own list every time.
+    const name = account();
+    await createServer(api(lean.served, name), { name: 'alpha', type: 'http', endpoint: alpha.url });
+    const narrow = await session(`${lean.served.url}/mcp`, `${name}|alpha__lookup|*`);
+    const wide = await session(`${lean.served.url}/mcp`, name);
+    const listed = async (post: Post) => ((await (await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).json()) as { result: { tools: { name: string }[] } }).result.tools.map((tool) => tool.name);
+    for (let i = 0; i < 2; i++) {
+      expect(await listed(narrow)).toEqual(['alpha__lookup']);
+      expect((await listed(wide)).length).toBe(3);
+    }
+  });
+
+  it('tools/list follows an upstream list_changed, on both roads', async () => {
+    const roads = await both();
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const before = ((await (await roads.lean(list)).json()) as { result: { tools: unknown[] } }).result.tools.length;
+    const tool = `added_${Math.random().toString(36).slice(2, 7)}`;
+    await alpha.addTool(tool);
+    for (const post of [roads.lean, roads.sdk]) {
+      await expect
+        .poll(async () => ((await (await post(list)).json()) as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name), { timeout: 5000 })
+        .toContain(`alpha__${tool}`);
+    }
+    expect(((await (await roads.lean(list)).json()) as { result: { tools: unknown[] } }).result.tools.length).toBe(before + 1);
+  });
+
+  it('notifications/cancelled on another POST cancels a call of either road at the upstream; the session goes on', async () => {
+    const roads = await both();
+    for (const post of [roads.lean, roads.sdk]) {
+      const before = alpha.cancelled();
+      const controller = new AbortController();
+      const waiting = post({ jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'alpha__wait', arguments: { ms: 20_000 } } }, { signal: controller.signal }).then(
+        (res) => res.text(),
+        () => 'aborted',
+      );
+      // The call reaches the upstream first.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const cancel = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 41, reason: 'test' } });
+      expect(cancel.status).toBe(202);
+      await expect.poll(() => alpha.cancelled(), { timeout: 5000 }).toBe(before + 1);
+      controller.abort();
+      expect(await waiting).not.toContain('"result"');
+      const after = await post({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'alpha__count', arguments: {} } });
+      expect(((await after.json()) as { result: { content: unknown } }).result.content).toEqual([{ type: 'text', text: 'counted' }]);
+    }
+  });
+
+  it('protocol checks come first on the lean road: unknown session 404, unsupported protocol version 400, Accept without SSE 406', async () => {
+    const roads = await both();
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'alpha__count', arguments: {} } };
+    for (const fleet of [lean, sdk]) {
+      const url = `${fleet.served.url}/mcp`;
+      const base = { authorization: `Bearer ${roads.name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const missing = await fetch(url, { method: 'POST', headers: { ...base, 'mcp-session-id': '00000000-0000-4000-8000-000000000000' }, body: JSON.stringify(call) });
+      expect(missing.status).toBe(404);
+      expect(((await missing.json()) as { error: { code: number } }).error.code).toBe(-32001);
+    }
+    for (const [header, status] of [
+      [{ 'mcp-protocol-version': '1999-01-01' }, 400],
+      [{ accept: 'application/json' }, 406],
+    ] as const) {
+      const answers = await Promise.all(
+        [roads.lean, roads.sdk].map(async (post) => {
+          const res = await post(call, { headers: header });
+          return { status: res.status, body: await res.json() };
+        }),
+      );
+      expect(answers[0]?.status).toBe(status);
+      expect(answers[0]).toEqual(answers[1]);
+    }
   });
 });

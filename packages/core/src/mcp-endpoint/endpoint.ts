@@ -20,7 +20,19 @@ import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
-import { createEndpointServer, type EndpointScope, type EndpointServerDeps, missingScope, tracedHeaders, visibleTools } from './server.js';
+import { hotHeaders, hotRequest, serveLean } from './lean-road.js';
+import {
+  createEndpointServer,
+  type EndpointHandlers,
+  endpointHandlers,
+  type EndpointScope,
+  type EndpointServerDeps,
+  missingScope,
+  tracedHeaders,
+  viewKey,
+  visibleTools,
+} from './server.js';
+import { ToolsAnswers } from './tools-answers.js';
 
 /** What the HTTP handler hands the endpoint: who acts, and the rate limiter's verdict on the messages of a request. */
 export interface McpExchange extends EndpointScope {
@@ -40,7 +52,7 @@ export interface McpExchange extends EndpointScope {
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
 export type Refuse = (decision: RateLimitDecision) => Response;
 
-export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog'> {
+export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog' | 'answers' | 'onToolsListed'> {
   catalog: UpstreamCatalog;
   records: RecordStore;
   /** Holds each account's set of session records, whose size is capped (`maxSessionRecordsPerAccount`). */
@@ -74,6 +86,12 @@ export interface McpEndpointOptions {
    * which a client starts a new session). @default 1000
    */
   maxSessionRecordsPerAccount?: number;
+  /**
+   * Serve a 2025 session's POST of one `tools/call` or `tools/list` (no progress asked) on the lean road: the same
+   * handlers, answered as JSON without the SDK's transport (docs/performance.md "mcp-lean"). `false`: every message
+   * goes through the SDK's transport. @default true
+   */
+  leanRoad?: boolean;
 }
 
 /**
@@ -106,6 +124,8 @@ interface LiveSession {
   lastUsed: number;
   /** When its record was last found in storage. */
   checkedAt: number;
+  /** Aborted when the session closes in this process: a lean call waiting on it ends its answer. */
+  closing: AbortController;
 }
 
 function positiveInteger(value: number | undefined, fallback: number, name: string): number {
@@ -129,9 +149,6 @@ interface ModernView {
   tools: string[] | undefined;
   lastUsed: number;
 }
-
-const viewKey = ({ principal, serverId }: EndpointScope) =>
-  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
@@ -265,6 +282,11 @@ export class McpEndpoint {
   private readonly maxRecords: number;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: (() => void)[] = [];
+  private readonly leanRoad: boolean;
+  /** The `tools/list` answers of the views that listed lately, shared by both eras and both roads. */
+  private readonly answers: ToolsAnswers;
+  /** The handlers of the 2025 sessions' servers and of the lean road: one set for all of them. */
+  private readonly handlers: EndpointHandlers;
 
   constructor(
     private readonly deps: McpEndpointDeps,
@@ -276,6 +298,11 @@ export class McpEndpoint {
     this.maxPerAccount = positiveInteger(options.maxSessionsPerAccount, 1000, 'maxSessionsPerAccount');
     this.maxTotal = positiveInteger(options.maxSessions, 10_000, 'maxSessions');
     this.maxRecords = positiveInteger(options.maxSessionRecordsPerAccount, 1000, 'maxSessionRecordsPerAccount');
+    this.leanRoad = options.leanRoad ?? true;
+    // As many bytes of answers as the listing cache holds of listings, over 4 accounts' shares.
+    this.answers = new ToolsAnswers(4 * deps.catalog.answerBytes);
+    const { catalog, operations, tools, version } = deps;
+    this.handlers = endpointHandlers({ catalog, operations, tools, version, answers: this.answers });
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
     // The union a session sees changes with the account's servers and with the upstreams' own lists: an upstream's
@@ -396,8 +423,9 @@ export class McpEndpoint {
   }
 
   private newServer(onToolsListed?: (names: string[]) => void): Server {
+    if (onToolsListed === undefined) return createEndpointServer(this.deps.version, this.handlers);
     const { catalog, operations, tools, version } = this.deps;
-    return createEndpointServer({ catalog, operations, tools, version, ...(onToolsListed === undefined ? {} : { onToolsListed }) });
+    return createEndpointServer(version, endpointHandlers({ catalog, operations, tools, version, answers: this.answers, onToolsListed }));
   }
 
   /**
@@ -434,6 +462,11 @@ export class McpEndpoint {
     if (session === undefined) return jsonRpcError(404, -32001, 'Session not found');
     session.scope = scope;
     session.lastUsed = Date.now();
+    const hot = this.leanRoad ? hotRequest(parsedBody) : undefined;
+    if (hot !== undefined && hotHeaders(request.headers)) {
+      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, request.signal);
+      if (lean !== undefined) return lean;
+    }
     const response = await session.transport.handleRequest(request, options);
     return answersWhole(parsedBody) ? wholeAnswer(response, request.signal) : response;
   }
@@ -553,8 +586,18 @@ export class McpEndpoint {
       onsessioninitialized: initialized,
       onsessionclosed: (closed) => this.end(record.account, closed),
     });
-    const session: LiveSession = { record, transport, server, scope, tools: undefined, lastUsed: Date.now(), checkedAt: Date.now() };
+    const session: LiveSession = {
+      record,
+      transport,
+      server,
+      scope,
+      tools: undefined,
+      lastUsed: Date.now(),
+      checkedAt: Date.now(),
+      closing: new AbortController(),
+    };
     transport.onclose = () => {
+      session.closing.abort();
       if (this.sessions.get(id) === session) this.sessions.delete(id);
     };
     await server.connect(transport);

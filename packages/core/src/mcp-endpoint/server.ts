@@ -17,6 +17,7 @@ import { MAX_PREFIX_LENGTH, NAMESPACE_SEPARATOR, namespacedTool, toolAllowed } f
 import { type McpContentMessage, type McpServerMessage, mcpContentChannel, mcpServerChannel } from '../trace/channels.js';
 import { traced } from '../trace/traced.js';
 import type { UpstreamCatalog } from './catalog.js';
+import type { ToolsAnswers } from './tools-answers.js';
 
 /** Who an exchange acts for, and which servers it sees: all of the account's, or one (`/servers/{id}/mcp`). */
 export interface EndpointScope {
@@ -50,7 +51,13 @@ export interface EndpointServerDeps {
   version: string;
   /** Told the visible tool names of each `tools/list` answer, sorted (what a listener last saw). */
   onToolsListed?: (names: string[]) => void;
+  /** The `tools/list` answers kept per view (`ToolsAnswers`). */
+  answers: ToolsAnswers;
 }
+
+/** A view: what decides which tools, prompts and resources an exchange sees (account, server, key allowlists). */
+export const viewKey = ({ principal, serverId }: EndpointScope) =>
+  JSON.stringify([principal.account, serverId ?? null, principal.tools ?? null, principal.prompts ?? null, principal.resources ?? null]);
 
 /** The `_meta` key naming the fleet server a tool, prompt or resource comes from. */
 export const SERVER_ID_META = 'io.mcp-fleet/server_id';
@@ -114,6 +121,9 @@ const withServerMeta = <T extends { _meta?: Record<string, unknown> | undefined 
 
 type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K extends 'resources' ? Resource : ResourceTemplate;
 
+/** The items of a server left out of an answer: one array, so that an answer's basis (`ToolsAnswers`) stays the same. */
+const NO_ITEMS: readonly never[] = Object.freeze([]);
+
 /** What an aggregate adds to an item at most: a `{prefix}__` of up to 64 characters and the `_meta` naming its server. */
 const PER_ITEM_BYTES = 160;
 
@@ -140,7 +150,7 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
   return servers.map((server, i) => {
     const listing = lists[i];
     const weight = listing === undefined ? 0 : listing.bytes + PER_ITEM_BYTES * listing.items.length;
-    if (listing === undefined || weight > room) return { server, items: [] as never };
+    if (listing === undefined || weight > room) return { server, items: NO_ITEMS as never };
     room -= weight;
     return { server, items: listing.items as never };
   });
@@ -252,37 +262,70 @@ export async function visibleTools(catalog: UpstreamCatalog, scope: EndpointScop
 }
 
 /**
- * A low-level SDK `Server` for the endpoint: raw request handlers, so upstream schemas pass untouched (no zod
- * registration, no `$ref` dereferencing, JSON Schema 2020-12 kept). The handlers read who acts from the exchange's
- * `authInfo`, so one instance serves a 2025 session whichever of the account's requests comes next.
+ * What a handler reads of the request it serves, whichever road brought it: the SDK's transport (a 2025 session or a
+ * 2026-07-28 request) or the endpoint's lean road (`lean-road.ts`), which calls the very same handlers.
  */
-type Handler<M extends RequestMethod> = (request: RequestTypeMap[M], ctx: ServerContext) => Promise<HandlerResultTypeMap[M]>;
-
-/** Registers a request handler; each request it serves is traced on `mcp-fleet:mcp.server` when anyone listens. */
-function serve<M extends RequestMethod>(server: Server, method: M, handler: Handler<M>): void {
-  server.setRequestHandler(method, (request, ctx) => (mcpServerChannel.hasSubscribers ? tracedRequest(method, request, ctx, handler) : handler(request, ctx)));
+export interface Served {
+  scope: EndpointScope;
+  /** The JSON-RPC id of the request. */
+  id: string | number;
+  /** The 2025 session it came on; `undefined` for 2026-07-28. */
+  sessionId: string | undefined;
+  _meta: Record<string, unknown> | undefined;
+  /** Aborted when the client cancels the request (`notifications/cancelled`) or its session closes. */
+  signal: AbortSignal;
+  /** Sends a notification about this request (its progress) on the road it came by. */
+  notify: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; total?: number; message?: string } }) => Promise<void>;
 }
 
-function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeMap[M], ctx: ServerContext, handler: Handler<M>): Promise<HandlerResultTypeMap[M]> {
-  const scope = ctx.http?.authInfo?.extra?.['mcpFleet'] as EndpointScope | undefined;
+/** A request handler of the endpoint: the one implementation of what a method answers, on either road. */
+export type Handler<M extends RequestMethod> = (request: RequestTypeMap[M], served: Served) => Promise<HandlerResultTypeMap[M]>;
+
+/** The methods the endpoint serves, each with its handler (`endpointHandlers`). */
+export type EndpointHandlers = { [M in keyof typeof METHOD_SCOPES]: Handler<M> };
+
+/** The `Served` of a request the SDK's `Server` dispatches. */
+function servedOf(ctx: ServerContext): Served {
+  return {
+    scope: scopeOf(ctx),
+    id: ctx.mcpReq.id,
+    sessionId: ctx.sessionId,
+    _meta: ctx.mcpReq._meta as Record<string, unknown> | undefined,
+    signal: ctx.mcpReq.signal,
+    notify: (notification) => ctx.mcpReq.notify(notification),
+  };
+}
+
+/** Serves one request with its handler; traced on `mcp-fleet:mcp.server` when anyone listens. Both roads call it. */
+export function answer<M extends RequestMethod>(method: M, request: RequestTypeMap[M], served: Served, handler: Handler<M>): Promise<HandlerResultTypeMap[M]> {
+  return mcpServerChannel.hasSubscribers ? tracedRequest(method, request, served, handler) : handler(request, served);
+}
+
+/** Registers a request handler on the SDK's `Server`. */
+function serve<M extends RequestMethod>(server: Server, method: M, handler: Handler<M>): void {
+  server.setRequestHandler(method, (request, ctx) => answer(method, request, servedOf(ctx), handler));
+}
+
+function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeMap[M], served: Served, handler: Handler<M>): Promise<HandlerResultTypeMap[M]> {
+  const { scope } = served;
   const message: McpServerMessage = {
     method,
-    jsonrpc_id: ctx.mcpReq.id,
+    jsonrpc_id: served.id,
     // A 2025 exchange is always a session here (docs/mcp-endpoint.md); 2026-07-28 has none.
-    era: ctx.sessionId === undefined ? '2026-07-28' : '2025',
+    era: served.sessionId === undefined ? '2026-07-28' : '2025',
     transport: 'streamable-http',
-    account: scope?.principal.account ?? '',
+    account: scope.principal.account,
   };
-  if (scope?.serverId !== undefined) message.server_id = scope.serverId;
-  if (ctx.sessionId !== undefined) message.session_id = ctx.sessionId;
-  const version = message.era === '2026-07-28' ? '2026-07-28' : scope?.traced?.protocolVersion;
+  if (scope.serverId !== undefined) message.server_id = scope.serverId;
+  if (served.sessionId !== undefined) message.session_id = served.sessionId;
+  const version = message.era === '2026-07-28' ? '2026-07-28' : scope.traced?.protocolVersion;
   if (version !== undefined) message.protocol_version = version;
-  const meta = ctx.mcpReq._meta as Record<string, unknown> | undefined;
+  const meta = served._meta;
   if (typeof meta?.['traceparent'] === 'string' && TRACEPARENT.test(meta['traceparent'])) {
     message.traceparent = meta['traceparent'];
     if (typeof meta['tracestate'] === 'string' && TRACESTATE.test(meta['tracestate'])) message.tracestate = meta['tracestate'];
   }
-  if (scope?.traced?.traceparent !== undefined) message.http_traceparent = scope.traced.traceparent;
+  if (scope.traced?.traceparent !== undefined) message.http_traceparent = scope.traced.traceparent;
   const name = method === 'tools/call' ? (request as { params?: { name?: unknown } }).params?.name : undefined;
   if (typeof name === 'string') message.tool_name = name;
   // Read once: a subscriber that arrives during the call gets none of it, rather than a result without arguments.
@@ -291,7 +334,7 @@ function tracedRequest<M extends RequestMethod>(method: M, request: RequestTypeM
     mcpServerChannel,
     message,
     () =>
-      handler(request, ctx).then(
+      handler(request, served).then(
         (result) => {
           if (content) publishContent(message, request, result);
           return result;
@@ -323,140 +366,150 @@ function describeServed(message: McpServerMessage, result: unknown): void {
   if ((result as { isError?: unknown } | null)?.isError === true) message.is_error = true;
 }
 
-export function createEndpointServer(deps: EndpointServerDeps): Server {
-  const { catalog } = deps;
+/**
+ * A low-level SDK `Server` for the endpoint: raw request handlers, so upstream schemas pass untouched (no zod
+ * registration, no `$ref` dereferencing, JSON Schema 2020-12 kept). The handlers read who acts from the exchange's
+ * `authInfo`, so one instance serves a 2025 session whichever of the account's requests comes next.
+ */
+export function createEndpointServer(version: string, handlers: EndpointHandlers): Server {
   const server = new Server(
-    { name: 'mcp-fleet', version: deps.version },
+    { name: 'mcp-fleet', version },
     {
       capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} },
       instructions: 'The tools, prompts and resources of the MCP servers registered in this mcp-fleet account, named {server}__{name}.',
     },
   );
-
-  serve(server, 'tools/list', async (_request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tools/list');
-    const tools: Tool[] = [];
-    for (const { server: upstream, items } of await gather(catalog, scope, 'tools')) {
-      for (const tool of items) {
-        if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
-        tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
-      }
-    }
-    deps.onToolsListed?.(tools.map((tool) => tool.name).sort());
-    return { tools };
-  });
-
-  serve(server, 'tools/call', async (request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'tools/call');
-    const { name, arguments: args } = request.params;
-    if (typeof name !== 'string' || name.length === 0) throw invalidParams('A tool name is required.');
-    const target = await resolveName(catalog, scope, name);
-    if (target === undefined) throw unknownTool(name);
-    const { server: upstream } = target;
-    // Hidden and unknown answer alike, so a key cannot learn which tools it is denied.
-    if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, target.name))) throw unknownTool(name);
-    // The last listing known answers most calls without a round trip; a tool missing from it is looked up afresh.
-    const has = (tools: readonly Tool[] | undefined) => tools?.some((tool) => tool.name === target.name) === true;
-    if (!has(catalog.known(upstream, 'tools'))) {
-      catalog.forgetList(upstream.id, 'tools');
-      const listed = await catalog.list(upstream, 'tools');
-      // Not listed in time (down, slow): the call goes, and its failure is the answer.
-      if (listed !== undefined && !has(listed.items)) throw unknownTool(name);
-    }
-
-    const progressToken = request.params._meta?.progressToken;
-    const onprogress =
-      progressToken === undefined
-        ? undefined
-        : (progress: { progress: number; total?: number; message?: string }) => {
-            void ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(() => {});
-          };
-    const outcome = await deps.operations.tools.invoke(
-      scope.principal.account,
-      upstream.id,
-      { name: target.name, ...(args === undefined ? {} : { arguments: args }) },
-      // `upstream` was read from the registry for this call (resolveName): the call does not read it again.
-      { via: 'mcp', tools: scope.principal.tools ?? null, signal: ctx.mcpReq.signal, server: upstream, ...(onprogress === undefined ? {} : { onprogress }) },
-    );
-    if (outcome.isErr()) {
-      const error = outcome.error;
-      if (error.code === 'FORBIDDEN' || error.code === 'SERVER_NOT_FOUND') throw unknownTool(name);
-      if (error.code === 'INVALID_REQUEST') throw invalidParams(`Invalid tools/call params: ${error.message}`);
-      // An open breaker is an upstream failure like the others: a tool result the agent can read, not a fault of ours.
-      if (error.code === 'UPSTREAM_UNAVAILABLE') return { isError: true, content: [{ type: 'text', text: `${error.code}: ${error.message}` }] } satisfies CallToolResult;
-      throw protocolErrorOf(error);
-    }
-    const { result, error } = outcome.value;
-    if (result !== null) return result;
-    const failure = error ?? { code: 'UPSTREAM_PROTOCOL_ERROR', message: 'The server did not answer.' };
-    return { isError: true, content: [{ type: 'text', text: `${failure.code}: ${failure.message}` }] } satisfies CallToolResult;
-  });
-
-  serve(server, 'prompts/list', async (_request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'prompts/list');
-    const prompts: Prompt[] = [];
-    for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'prompts')) {
-      for (const prompt of items) prompts.push(withServerMeta({ ...prompt, name: exposedName(scope, upstream, prompt.name) }, upstream));
-    }
-    return { prompts };
-  });
-
-  serve(server, 'prompts/get', async (request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'prompts/get');
-    const { name, arguments: args } = request.params;
-    const target = await resolveName(catalog, scope, name);
-    // Hidden and unknown answer alike, as for tools.
-    if (target === undefined || !(await allowance(catalog, scope.principal, target.server, 'prompts'))(target.name)) {
-      throw invalidParams(`Unknown prompt: ${name.slice(0, 256)}`);
-    }
-    try {
-      return await deps.tools.upstream(target.server, target.server.config.timeout, ({ client }) =>
-        client.getPrompt({ name: target.name, ...(args === undefined ? {} : { arguments: args }) }, { timeout: target.server.config.timeout }),
-      );
-    } catch (error) {
-      throw upstreamFailure(error);
-    }
-  });
-
-  serve(server, 'resources/list', async (_request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'resources/list');
-    const resources: Resource[] = [];
-    for (const { server: upstream, items } of await servedResources(catalog, scope)) {
-      for (const resource of items) resources.push(withServerMeta(resource, upstream));
-    }
-    return { resources };
-  });
-
-  // Templates are relayed like resources (a client reading a templated URI reads one the server listed).
-  serve(server, 'resources/templates/list', async (_request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'resources/templates/list');
-    const resourceTemplates: ResourceTemplate[] = [];
-    for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'resourceTemplates')) {
-      for (const template of items) resourceTemplates.push(withServerMeta(template, upstream));
-    }
-    return { resourceTemplates };
-  });
-
-  serve(server, 'resources/read', async (request, ctx) => {
-    const scope = scopeOf(ctx);
-    requireScope(scope.principal, 'resources/read');
-    const { uri } = request.params;
-    // The one server that lists the URI for this key reads it; URIs pass unchanged.
-    const owner = (await servedResources(catalog, scope)).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
-    // -32602 with the URI in `data` (SEP-2164), as the SDK's own servers answer.
-    if (owner === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 512)}`, { uri: uri.slice(0, 2048) });
-    try {
-      return await deps.tools.upstream(owner, owner.config.timeout, ({ client }) => client.readResource({ uri }, { timeout: owner.config.timeout }));
-    } catch (error) {
-      throw upstreamFailure(error);
-    }
-  });
-
+  for (const method of Object.keys(handlers) as (keyof EndpointHandlers)[]) serve(server, method, handlers[method] as Handler<typeof method>);
   return server;
+}
+
+/** What each method the endpoint serves answers: the one implementation both roads call. */
+export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
+  const { catalog } = deps;
+  return {
+    'tools/list': async (_request, { scope }) => {
+      requireScope(scope.principal, 'tools/list');
+      const gathered = await gather(catalog, scope, 'tools');
+      const basis = gathered.flatMap(({ server, items }) => [server.id, server.config.name, items]);
+      const view = viewKey(scope);
+      let listed = deps.answers.get(view, basis);
+      if (listed === undefined) {
+        const tools: Tool[] = [];
+        for (const { server: upstream, items } of gathered) {
+          for (const tool of items) {
+            if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
+            tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
+          }
+        }
+        listed = deps.answers.set(view, basis, tools);
+      }
+      deps.onToolsListed?.(listed.names);
+      return { tools: listed.tools };
+    },
+
+    'tools/call': async (request, { scope, signal, notify }) => {
+      requireScope(scope.principal, 'tools/call');
+      const { name, arguments: args } = request.params;
+      if (typeof name !== 'string' || name.length === 0) throw invalidParams('A tool name is required.');
+      const target = await resolveName(catalog, scope, name);
+      if (target === undefined) throw unknownTool(name);
+      const { server: upstream } = target;
+      // Hidden and unknown answer alike, so a key cannot learn which tools it is denied.
+      if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, target.name))) throw unknownTool(name);
+      // The last listing known answers most calls without a round trip; a tool missing from it is looked up afresh.
+      const has = (tools: readonly Tool[] | undefined) => tools?.some((tool) => tool.name === target.name) === true;
+      if (!has(catalog.known(upstream, 'tools'))) {
+        catalog.forgetList(upstream.id, 'tools');
+        const listed = await catalog.list(upstream, 'tools');
+        // Not listed in time (down, slow): the call goes, and its failure is the answer.
+        if (listed !== undefined && !has(listed.items)) throw unknownTool(name);
+      }
+
+      const progressToken = request.params._meta?.progressToken;
+      const onprogress =
+        progressToken === undefined
+          ? undefined
+          : (progress: { progress: number; total?: number; message?: string }) => {
+              void notify({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(() => {});
+            };
+      const outcome = await deps.operations.tools.invoke(
+        scope.principal.account,
+        upstream.id,
+        { name: target.name, ...(args === undefined ? {} : { arguments: args }) },
+        // `upstream` was read from the registry for this call (resolveName): the call does not read it again.
+        { via: 'mcp', tools: scope.principal.tools ?? null, signal, server: upstream, ...(onprogress === undefined ? {} : { onprogress }) },
+      );
+      if (outcome.isErr()) {
+        const error = outcome.error;
+        if (error.code === 'FORBIDDEN' || error.code === 'SERVER_NOT_FOUND') throw unknownTool(name);
+        if (error.code === 'INVALID_REQUEST') throw invalidParams(`Invalid tools/call params: ${error.message}`);
+        // An open breaker is an upstream failure like the others: a tool result the agent can read, not a fault of ours.
+        if (error.code === 'UPSTREAM_UNAVAILABLE') return { isError: true, content: [{ type: 'text', text: `${error.code}: ${error.message}` }] } satisfies CallToolResult;
+        throw protocolErrorOf(error);
+      }
+      const { result, error } = outcome.value;
+      if (result !== null) return result;
+      const failure = error ?? { code: 'UPSTREAM_PROTOCOL_ERROR', message: 'The server did not answer.' };
+      return { isError: true, content: [{ type: 'text', text: `${failure.code}: ${failure.message}` }] } satisfies CallToolResult;
+    },
+
+    'prompts/list': async (_request, { scope }) => {
+      requireScope(scope.principal, 'prompts/list');
+      const prompts: Prompt[] = [];
+      for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'prompts')) {
+        for (const prompt of items) prompts.push(withServerMeta({ ...prompt, name: exposedName(scope, upstream, prompt.name) }, upstream));
+      }
+      return { prompts };
+    },
+
+    'prompts/get': async (request, { scope }) => {
+      requireScope(scope.principal, 'prompts/get');
+      const { name, arguments: args } = request.params;
+      const target = await resolveName(catalog, scope, name);
+      // Hidden and unknown answer alike, as for tools.
+      if (target === undefined || !(await allowance(catalog, scope.principal, target.server, 'prompts'))(target.name)) {
+        throw invalidParams(`Unknown prompt: ${name.slice(0, 256)}`);
+      }
+      try {
+        return await deps.tools.upstream(target.server, target.server.config.timeout, ({ client }) =>
+          client.getPrompt({ name: target.name, ...(args === undefined ? {} : { arguments: args }) }, { timeout: target.server.config.timeout }),
+        );
+      } catch (error) {
+        throw upstreamFailure(error);
+      }
+    },
+
+    'resources/list': async (_request, { scope }) => {
+      requireScope(scope.principal, 'resources/list');
+      const resources: Resource[] = [];
+      for (const { server: upstream, items } of await servedResources(catalog, scope)) {
+        for (const resource of items) resources.push(withServerMeta(resource, upstream));
+      }
+      return { resources };
+    },
+
+    // Templates are relayed like resources (a client reading a templated URI reads one the server listed).
+    'resources/templates/list': async (_request, { scope }) => {
+      requireScope(scope.principal, 'resources/templates/list');
+      const resourceTemplates: ResourceTemplate[] = [];
+      for (const { server: upstream, items } of await gatherAllowed(catalog, scope, 'resourceTemplates')) {
+        for (const template of items) resourceTemplates.push(withServerMeta(template, upstream));
+      }
+      return { resourceTemplates };
+    },
+
+    'resources/read': async (request, { scope }) => {
+      requireScope(scope.principal, 'resources/read');
+      const { uri } = request.params;
+      // The one server that lists the URI for this key reads it; URIs pass unchanged.
+      const owner = (await servedResources(catalog, scope)).find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
+      // -32602 with the URI in `data` (SEP-2164), as the SDK's own servers answer.
+      if (owner === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 512)}`, { uri: uri.slice(0, 2048) });
+      try {
+        return await deps.tools.upstream(owner, owner.config.timeout, ({ client }) => client.readResource({ uri }, { timeout: owner.config.timeout }));
+      } catch (error) {
+        throw upstreamFailure(error);
+      }
+    },
+  };
 }

@@ -1,0 +1,177 @@
+import { ProtocolError, ProtocolErrorCode, type Server, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
+import { isPlainObject } from '../validation/zod-issues.js';
+import { answer, type EndpointHandlers, type EndpointScope, type Served } from './server.js';
+import type { ToolsAnswers } from './tools-answers.js';
+
+/**
+ * The lean road of a 2025 session (docs/performance.md "mcp-lean"): a POST of one `tools/call` or `tools/list` that
+ * streams nothing before its answer is served by the endpoint's own handlers (`endpointHandlers`, the ones the SDK's
+ * `Server` dispatches to) and answered as one JSON body, without the SDK's transport (a `Request` read, a stream per
+ * POST, SSE framing read back) or its per-message schema validation of a request already known well formed. What
+ * the SDK decides stays the SDK's: the session's wire codec (its negotiated era) validates and encodes the result
+ * and maps the error codes; the `Server`'s own map of running requests holds the call, so `notifications/cancelled`
+ * (on another POST, through the SDK) and the session's close abort it as they abort a call of the SDK's road.
+ * Anything the lean road is not sure of goes the SDK's road.
+ */
+
+/** One JSON-RPC request the lean road takes (`hotRequest`). */
+export interface HotRequest {
+  jsonrpc: '2.0';
+  id: string | number;
+  method: 'tools/call' | 'tools/list';
+  params?: Record<string, unknown>;
+}
+
+const isPlain = isPlainObject;
+const only = (object: Record<string, unknown>, keys: readonly string[]) => Object.keys(object).every((key) => keys.includes(key));
+
+/**
+ * The POST body as a request the lean road takes, or `undefined` for the SDK's road: one request (not a batch) of
+ * `tools/call` or `tools/list`, of a shape the SDK's 2025 schemas accept as it is (nothing they would refuse or
+ * rewrite: no unknown member, no `cursor`, no `_meta.progressToken` — its progress streams — and no wire-only
+ * `io.modelcontextprotocol/` material, which the SDK lifts out of `_meta`).
+ */
+export function hotRequest(body: unknown): HotRequest | undefined {
+  if (!isPlain(body) || body['jsonrpc'] !== '2.0' || !only(body, ['jsonrpc', 'id', 'method', 'params'])) return undefined;
+  const { id, method, params } = body;
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
+  if (params !== undefined && !isPlain(params)) return undefined;
+  const meta = params?.['_meta'];
+  if (meta !== undefined && (!isPlain(meta) || 'progressToken' in meta || Object.keys(meta).some((key) => key.startsWith('io.modelcontextprotocol/')))) {
+    return undefined;
+  }
+  if (method === 'tools/list') return params === undefined || only(params, ['_meta']) ? (body as unknown as HotRequest) : undefined;
+  if (method !== 'tools/call' || params === undefined || typeof params['name'] !== 'string' || !only(params, ['name', 'arguments', '_meta'])) return undefined;
+  return params['arguments'] === undefined || isPlain(params['arguments']) ? (body as unknown as HotRequest) : undefined;
+}
+
+/**
+ * Whether the headers of a POST on a live session pass the SDK transport's checks as they are: its `Accept` takes
+ * both JSON and SSE (else the SDK answers 406), and its `MCP-Protocol-Version`, if any, is one the SDK supports
+ * (else 400). A POST that fails them goes the SDK's road, which answers the refusal.
+ */
+export function hotHeaders(headers: Headers): boolean {
+  const accept = headers.get('accept');
+  if (accept === null || !accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
+  const version = headers.get('mcp-protocol-version');
+  return version === null || SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+}
+
+type Validated = { ok: true; value: unknown } | { ok: false; reason: string; message?: string };
+
+/** What the lean road uses of the SDK's `Server` of a session: members its own road uses, read, never replaced. */
+interface SdkServerParts {
+  /** The wire codec of the session's negotiated era. */
+  codec: {
+    validateResult(method: string, raw: unknown): Validated;
+    encodeResult(method: string, result: unknown, serverInfo: unknown): unknown;
+    encodeErrorCode(code: number): number;
+  };
+  serverInfo: unknown;
+  /** The running requests by id: what `notifications/cancelled` and the session's close abort. */
+  running: Map<unknown, AbortController>;
+}
+
+/** The parts of the SDK's `Server` the lean road needs, or `undefined` (another SDK version): then the SDK's road. */
+export function partsOf(server: Server): SdkServerParts | undefined {
+  const inner = server as unknown as {
+    _negotiatedWireCodec?: () => Partial<SdkServerParts['codec']> | undefined;
+    _outboundServerInfo?: () => unknown;
+    _requestHandlerAbortControllers?: unknown;
+  };
+  if (typeof inner._negotiatedWireCodec !== 'function' || !(inner._requestHandlerAbortControllers instanceof Map)) return undefined;
+  const codec = inner._negotiatedWireCodec();
+  if (typeof codec?.validateResult !== 'function' || typeof codec.encodeResult !== 'function' || typeof codec.encodeErrorCode !== 'function') return undefined;
+  return {
+    codec: codec as SdkServerParts['codec'],
+    serverInfo: typeof inner._outboundServerInfo === 'function' ? inner._outboundServerInfo() : undefined,
+    running: inner._requestHandlerAbortControllers as Map<unknown, AbortController>,
+  };
+}
+
+/** What the lean road needs of a live 2025 session. */
+export interface LeanSession {
+  id: string;
+  server: Server;
+  /** Aborted when the session closes in this process. */
+  closed: AbortSignal;
+}
+
+/** The SDK's `normalizeContentlessToolResult`: a result without `content` (and of no other family) gets `content: []`. */
+function withContent(result: unknown): unknown {
+  if (!isPlain(result) || result['content'] !== undefined || ['task', 'inputRequests', 'requestState'].some((key) => key in result)) return result;
+  return { ...result, content: [] };
+}
+
+/**
+ * Serves a hot request of a live session; `undefined` when it must go the SDK's road after all (the SDK's `Server` is
+ * not one the lean road knows). The answer is the JSON-RPC message the SDK's road would put in its one SSE event, as
+ * `application/json` (Streamable HTTP lets the server choose; the client accepted both).
+ */
+export async function serveLean(
+  handlers: EndpointHandlers,
+  answers: ToolsAnswers,
+  session: LeanSession,
+  scope: EndpointScope,
+  message: HotRequest,
+  signal: AbortSignal,
+): Promise<Response | undefined> {
+  const parts = partsOf(session.server);
+  if (parts === undefined) return undefined;
+  const { codec, serverInfo, running } = parts;
+  const { id } = message;
+  const controller = new AbortController();
+  running.set(id, controller);
+  const served: Served = {
+    scope,
+    id,
+    sessionId: session.id,
+    _meta: message.params?.['_meta'] as Record<string, unknown> | undefined,
+    signal: controller.signal,
+    // Progress is only sent when asked for (`_meta.progressToken`), and such a request goes the SDK's road.
+    notify: () => Promise.resolve(),
+  };
+  let body: string;
+  try {
+    if (message.method === 'tools/list') {
+      const result = await answer('tools/list', message as never, served, handlers['tools/list']);
+      const encoded = codec.encodeResult('tools/list', result, serverInfo);
+      // The list's JSON as made once for its view, spliced: the same bytes `JSON.stringify` of the message gives.
+      const json = encoded === result ? answers.jsonOf(result.tools) : undefined;
+      body =
+        json === undefined ? JSON.stringify({ result: encoded, jsonrpc: '2.0', id }) : `{"result":{"tools":${json}},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;
+    } else {
+      // Validated inside the trace, as the SDK's `Server` validates a `tools/call` result inside its handler.
+      const result = await answer('tools/call', message as never, served, (request, s) =>
+        handlers['tools/call'](request, s).then((raw) => {
+          const validated = codec.validateResult('tools/call', withContent(raw));
+          if (validated.ok) return validated.value as never;
+          throw validated.reason === 'not-in-era'
+            ? new ProtocolError(ProtocolErrorCode.InternalError, 'No wire schema for tools/call in the resolved era')
+            : new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid tools/call result: ${validated.message ?? ''}`);
+        }),
+      );
+      body = JSON.stringify({ result: codec.encodeResult('tools/call', result, serverInfo), jsonrpc: '2.0', id });
+    }
+  } catch (error) {
+    const thrown = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+    const code = Number.isSafeInteger(thrown.code) ? (thrown.code as number) : ProtocolErrorCode.InternalError;
+    const failure = { code: codec.encodeErrorCode(code), message: thrown.message ?? 'Internal error', ...(thrown.data === undefined ? {} : { data: thrown.data }) };
+    body = JSON.stringify({ jsonrpc: '2.0', id, error: failure });
+  } finally {
+    if (running.get(id) === controller) running.delete(id);
+  }
+  // Cancelled, or the session closed: the SDK's road sends no answer and leaves the stream open until the client
+  // goes or the session closes; so does this, then ends an empty stream.
+  if (controller.signal.aborted) {
+    await gone(signal, session.closed);
+    return new Response(null, { status: 200, headers: { 'content-type': 'text/event-stream', 'mcp-session-id': session.id } });
+  }
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'mcp-session-id': session.id } });
+}
+
+/** Resolves when either signal aborts. */
+function gone(a: AbortSignal, b: AbortSignal): Promise<void> {
+  const either = AbortSignal.any([a, b]);
+  return either.aborted ? Promise.resolve() : new Promise((resolve) => either.addEventListener('abort', () => resolve(), { once: true }));
+}

@@ -1,0 +1,38 @@
+import type { Tool } from '@modelcontextprotocol/client';
+import { describe, expect, it } from 'vitest';
+import { ToolsAnswers } from './tools-answers.js';
+
+const tool = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
+
+describe('ToolsAnswers', () => {
+  it('answers a view only from the same basis, element by element, by identity', () => {
+    const answers = new ToolsAnswers(10_000);
+    const items = [tool('x')];
+    const basis = ['srv_1', 'alpha', items];
+    const kept = answers.set('view', basis, [tool('alpha__x')]);
+    expect(kept.names).toEqual(['alpha__x']);
+    expect(answers.jsonOf(kept.tools)).toBe(JSON.stringify(kept.tools));
+    expect(answers.get('view', ['srv_1', 'alpha', items])).toBe(kept);
+    // A listing fetched again is another array, whatever it holds; a renamed server, another name; one more server, a longer basis.
+    expect(answers.get('view', ['srv_1', 'alpha', [tool('x')]])).toBeUndefined();
+    expect(answers.get('view', ['srv_1', 'beta', items])).toBeUndefined();
+    expect(answers.get('view', [...basis, 'srv_2', 'beta', items])).toBeUndefined();
+    expect(answers.get('other view', basis)).toBeUndefined();
+  });
+
+  it('keeps at most its bound of JSON, the least recently used out first, and nothing larger than the bound', () => {
+    const one = JSON.stringify([tool('a__x')]).length;
+    const answers = new ToolsAnswers(2 * one);
+    answers.set('a', ['a'], [tool('a__x')]);
+    answers.set('b', ['b'], [tool('b__x')]);
+    expect(answers.get('a', ['a'])).toBeDefined();
+    answers.set('c', ['c'], [tool('c__x')]);
+    expect(answers.get('b', ['b'])).toBeUndefined();
+    expect(answers.get('a', ['a'])).toBeDefined();
+    expect(answers.size).toBe(2 * one);
+    const big = answers.set('big', ['big'], [tool('x'.repeat(3 * one))]);
+    expect(big.tools).toHaveLength(1);
+    expect(answers.get('big', ['big'])).toBeUndefined();
+    expect(answers.size).toBeLessThanOrEqual(2 * one);
+  });
+});

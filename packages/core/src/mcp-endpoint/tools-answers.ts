@@ -1,0 +1,80 @@
+import type { Tool } from '@modelcontextprotocol/client';
+
+/** One view's `tools/list` answer, with what it was built from. */
+export interface ToolsAnswer {
+  tools: Tool[];
+  /** The visible tool names, sorted: what a listener last saw. */
+  names: string[];
+  /** `JSON.stringify(tools)`: the lean road splices it into its answer instead of serializing the list again. */
+  json: string;
+}
+
+interface Kept extends ToolsAnswer {
+  /** What the answer was built from, compared by identity: each server's id, name and listed items, in order. */
+  basis: readonly unknown[];
+}
+
+/**
+ * The `tools/list` answers of the views that listed lately (a view: account, server, key allowlists), each kept with
+ * the basis it was built from — every server's id and name and the very listing it read (the listing cache's own
+ * object, replaced whenever an upstream's list is fetched again: after its `list_changed`, its TTL, a change of the
+ * server) — and reused only while a new listing's basis is the same, element for element. So an answer is never kept
+ * past a change of what it shows: a server added, renamed, deleted or left out, a listing renewed. The key's scopes
+ * are checked on every list before any answer is looked at. Bounded by the bytes of the answers' JSON, least recently
+ * used out first; an answer larger than the bound is not kept.
+ */
+export class ToolsAnswers {
+  private readonly kept = new Map<string, Kept>();
+  private bytes = 0;
+  private readonly serialized = new WeakMap<Tool[], string>();
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** The answer kept for `view` when it was built from the same basis. */
+  get(view: string, basis: readonly unknown[]): ToolsAnswer | undefined {
+    const kept = this.kept.get(view);
+    if (kept === undefined) return undefined;
+    if (kept.basis.length !== basis.length || kept.basis.some((part, i) => part !== basis[i])) return undefined;
+    // Most recently used last.
+    this.kept.delete(view);
+    this.kept.set(view, kept);
+    return kept;
+  }
+
+  /** Keeps a new answer of `view` (in place of the one it had), and returns it. */
+  set(view: string, basis: readonly unknown[], tools: Tool[]): ToolsAnswer {
+    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json: JSON.stringify(tools) };
+    this.serialized.set(tools, answer.json);
+    this.drop(view);
+    if (answer.json.length > this.maxBytes) return answer;
+    this.kept.set(view, answer);
+    this.bytes += answer.json.length;
+    for (const [oldest] of this.kept) {
+      if (this.bytes <= this.maxBytes) break;
+      this.drop(oldest);
+    }
+    return answer;
+  }
+
+  /** The JSON of a `tools` array this made (an answer's), for as long as the array lives. */
+  jsonOf(tools: Tool[]): string | undefined {
+    return this.serialized.get(tools);
+  }
+
+  /** The bytes kept (tests, metrics). */
+  get size(): number {
+    return this.bytes;
+  }
+
+  clear(): void {
+    this.kept.clear();
+    this.bytes = 0;
+  }
+
+  private drop(view: string): void {
+    const kept = this.kept.get(view);
+    if (kept === undefined) return;
+    this.kept.delete(view);
+    this.bytes -= kept.json.length;
+  }
+}
