@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
@@ -26,10 +27,12 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
-    // Vitest's default: one worker less than the cores, so one on the 2-core CI machines. Two workers there were tried
-    // (branch test-split) and gave nothing: a clean clone's `npm test` took 873 s with two, against 713–779 s with one
-    // (docs/performance.md, "The test run"), since the files' child processes (reference servers, Chromium, PostgreSQL)
-    // want the cores too; and files racing for the cores made more of them wait past their timeouts.
+    // Vitest's default is one worker less than the cores: a single worker on the 2-core machines CI runs on, where much
+    // of a file's time goes to waiting (reference servers, Chromium, npm, PostgreSQL, upstream MCP servers in child
+    // processes). Every file keeps to its own ports, key prefixes and schemas (test/support/redis.ts, postgres.ts), so
+    // files run side by side: one worker per core, two on 2 cores (a clean clone's npm test: 873 s, against 1,169 s
+    // with one worker; docs/performance.md, "The test run"). `--maxWorkers=1` runs them one at a time again.
+    maxWorkers: Math.max(2, availableParallelism()),
     projects: [
       { extends: true, test: { name: 'main', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       ...postgresProjects(),

@@ -235,7 +235,9 @@ export function indexStoreContract(
       it('a store that answers at once answers what it holds already (no promise: the fleet goes on without waiting)', async () => {
         await seed();
         const counted = store.count('s');
-        if (counted instanceof Promise) return;
+        // A store that answers later is not what this case is about; its answer is still awaited, so that it cannot
+        // fail after the case, with the store closed under it (an unhandled rejection of the run).
+        if (counted instanceof Promise) return void (await counted);
         // Answering at once is all or nothing: the fleet reads a listing at once only when it can read all of it.
         expect(store.range('s', { offset: 0, limit: 2 })).not.toBeInstanceOf(Promise);
         expect(store.claimOf('absent')).not.toBeInstanceOf(Promise);
