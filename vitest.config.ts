@@ -62,6 +62,7 @@ function postgresProjects(): TestProjectInlineConfiguration[] {
         exclude: [
           // Every fleet there brings its own store (memory, SQLite, Redis with failing commits): nothing would change.
           'test/http/create-store-failures.test.ts',
+          'test/http/mcp-credentials.test.ts',
           // Its fleets are made with createFleet, not serveFleet, on the memory store: the same run twice.
           'test/http/express-body-parsers.test.ts',
           // Two fleets on one Redis by design; two processes on one PostgreSQL: test/reference-servers-postgres.test.ts.

@@ -228,6 +228,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
             events,
             bodyLimit,
             onError: (cause) => background('MCP', 'An MCP endpoint session record could not be written.')(cause),
+            keyLive: (id) => keys.works(id),
           },
           resolved.mcp,
         );

@@ -245,6 +245,17 @@ export class ApiKeys {
     );
   }
 
+  /**
+   * Whether a key still works: `false` once it is revoked, past its `expires_at` or gone; `true` also when the storage
+   * cannot say (what watches open streams must not cut every listener off during an outage).
+   */
+  async works(id: string): Promise<boolean> {
+    const read = await toAsync(this.records.get<ApiKey>(keyRecord(id)));
+    if (read.isErr()) return true;
+    const key = read.value;
+    return key !== undefined && key.revoked_at === null && (key.expires_at === null || key.expires_at === undefined || Date.parse(key.expires_at) > this.now());
+  }
+
   /** The account's keys, oldest first, revoked ones included; `page` 1 and `limit` 50 unless given. */
   list(account: string, query: Partial<PageQuery> = {}): ResultAsync<Page<ApiKey>, FleetError> {
     const page = withPageDefaults(query);

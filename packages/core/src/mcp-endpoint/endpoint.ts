@@ -20,6 +20,7 @@ import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
+import { CredentialWatch, type HeldStream, type KeyLive } from './credential-watch.js';
 import { hotHeaders, hotRequest, serveLean } from './lean-road.js';
 import {
   createEndpointServer,
@@ -61,6 +62,8 @@ export interface McpEndpointDeps extends Omit<EndpointServerDeps, 'catalog' | 'a
   bodyLimit: number;
   /** Reports errors no request waits for. */
   onError: (error: unknown) => void;
+  /** Whether an API key still works (not revoked, not expired): the open streams of one that does not are ended. */
+  keyLive?: KeyLive;
 }
 
 export interface McpEndpointOptions {
@@ -92,6 +95,12 @@ export interface McpEndpointOptions {
    * goes through the SDK's transport. @default true
    */
   leanRoad?: boolean;
+  /**
+   * How often the credentials of open streams (a 2025 session's GET stream, a 2026-07-28 `subscriptions/listen`) are
+   * checked again, in ms: a stream whose key was revoked in another process sharing the store, or whose key or token
+   * expired, ends within this delay (a key revoked in this process ends its streams at once). @default 30000
+   */
+  credentialCheckMs?: number;
 }
 
 /**
@@ -281,6 +290,10 @@ export class McpEndpoint {
   private readonly maxTotal: number;
   private readonly maxRecords: number;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly credentialTimer: NodeJS.Timeout;
+  private readonly credentials: CredentialWatch;
+  /** The 2026-07-28 `subscriptions/listen` streams open in this process. */
+  private readonly listens = new Set<HeldStream & { account: string }>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly leanRoad: boolean;
   /** The `tools/list` answers of the views that listed lately, shared by both eras and both roads. */
@@ -305,6 +318,11 @@ export class McpEndpoint {
     this.handlers = endpointHandlers({ catalog, operations, tools, version, answers: this.answers });
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));
     this.sweeper.unref();
+    this.credentials = new CredentialWatch(deps.keyLive);
+    this.credentialTimer = setInterval(() => {
+      this.credentials.check(this.held(), Date.now()).catch(deps.onError);
+    }, positiveInteger(options.credentialCheckMs, 30_000, 'credentialCheckMs'));
+    this.credentialTimer.unref();
     // The union a session sees changes with the account's servers and with the upstreams' own lists: an upstream's
     // change (already coalesced by the catalog) looks at the sessions of that server's account only.
     this.unsubscribe.push(
@@ -314,6 +332,7 @@ export class McpEndpoint {
         this.modernToolsMayHaveChanged(account, serverId);
       }),
     );
+    this.unsubscribe.push(deps.events.on('key.revoked', (event) => this.credentials.revoked(event.key.id, this.held(event.account))));
     for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
       this.unsubscribe.push(
         deps.events.on(type, (event) => {
@@ -362,12 +381,54 @@ export class McpEndpoint {
 
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
-    if (!legacy) return this.modernFor(scope).fetch(request, { authInfo, ...body });
+    if (!legacy) {
+      const handler = this.modernFor(scope);
+      if (requestsIn(parsedBody).some((message) => message.method === 'subscriptions/listen')) return this.listen(handler, request, scope, { authInfo, ...body });
+      return handler.fetch(request, { authInfo, ...body });
+    }
     return this.legacy(request, scope, authInfo, parsedBody);
+  }
+
+  /**
+   * A 2026-07-28 `subscriptions/listen`: served by the view's handler like any request, on a signal of its own too,
+   * aborted (which ends the stream: the SDK's listen router tears it down) when its credential stops working.
+   */
+  private async listen(handler: McpHttpHandler, request: Request, scope: EndpointScope, options: Parameters<McpHttpHandler['fetch']>[1]): Promise<Response> {
+    const ended = new AbortController();
+    const held = { account: scope.principal.account, principal: () => scope.principal, close: () => ended.abort() };
+    const forget = () => void this.listens.delete(held);
+    const signal = AbortSignal.any([request.signal, ended.signal]);
+    signal.addEventListener('abort', forget, { once: true });
+    this.listens.add(held);
+    // The body was read already (`parsedBody`): only the signal changes.
+    const response = await handler.fetch(new Request(request.url, { method: request.method, headers: request.headers, signal }), options);
+    if (response.body === null) {
+      forget();
+      return response;
+    }
+    return new Response(response.body.pipeThrough(new TransformStream({ flush: forget })), response);
+  }
+
+  /** The streams held open in this process (of `account`'s, when named), each ended by the credential watch. */
+  private *held(account?: string): Iterable<HeldStream> {
+    const sessions = account === undefined ? this.sessions : this.sessions.of(account);
+    for (const [id, session] of sessions) {
+      yield {
+        principal: () => session.scope.principal,
+        // Closed here only, as an idle session is: its record stays for a credential that works again (a refreshed
+        // token of the same account), and a revoked key's next request is refused before any session is looked at.
+        close: () => {
+          if (this.sessions.get(id) === session) this.sessions.delete(id);
+          void session.transport.close().catch(() => {});
+        },
+      };
+    }
+    for (const listen of this.listens) if (account === undefined || listen.account === account) yield listen;
   }
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    clearInterval(this.credentialTimer);
     for (const off of this.unsubscribe) off();
     // Its pending re-lists too: none fires after the fleet closed.
     this.deps.catalog.close();
