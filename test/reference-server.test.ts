@@ -586,11 +586,19 @@ describe('outgoing connections of the reference server', () => {
       const key = secret('monitor');
       const server = await startServer({
         cwd: await tempDir(),
-        env: { MCP_FLEET_STORE: 'memory://', MCP_FLEET_API_KEYS: `acme:pro:${key}`, MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1', MCP_FLEET_HEALTH_INTERVAL_MS: '1000' },
+        // What is tested is that the monitor probes unasked, not how fast: a probe slowed by a loaded machine must not
+        // read as `degraded` (slow_probe), so the latency rule is set out of reach.
+        env: {
+          MCP_FLEET_STORE: 'memory://',
+          MCP_FLEET_API_KEYS: `acme:pro:${key}`,
+          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
+          MCP_FLEET_HEALTH_INTERVAL_MS: '1000',
+          MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '600000',
+        },
       });
       const created = await api(server.url, key, 'POST', '/servers', { name: 'watched', type: 'http', endpoint: fixture.url });
       let health = 'unknown';
-      for (const end = Date.now() + 6000; health === 'unknown' && Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+      for (const end = Date.now() + 15_000; health === 'unknown' && Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
         health = (await api(server.url, key, 'GET', `/servers/${created.body.data.id}`)).body.data.health;
       }
       expect(health).toBe('healthy');
