@@ -171,9 +171,10 @@ function httpLister(url, secret, client) {
   };
   const session = transportOf.get(client)?.sessionId;
   if (session !== undefined) headers['mcp-session-id'] = session;
+  // String ids: never one of the SDK client's own (numbers) on the same session.
   let id = 0;
   const list = async () => {
-    const { statusCode, headers: answered, body } = await request(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'tools/list' }) });
+    const { statusCode, headers: answered, body } = await request(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: `bench-list-${++id}`, method: 'tools/list' }) });
     const text = await body.text();
     if (statusCode !== 200) throw new Error(`tools/list answered ${statusCode}: ${text.slice(0, 200)}`);
     list.bytes = Buffer.byteLength(text);
