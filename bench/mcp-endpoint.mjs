@@ -16,7 +16,12 @@
 //   7d     calls/s with CONCURRENCY clients (own sessions) in a closed loop, /v1/mcp / relay (target ≥ 1.5×), and this
 //          process's CPU per call for each (clients and fleet, or clients and relay: the upstream is elsewhere);
 //   7c     tools/list p50 of 400 tools (20 × 20, target ≤ 1 ms) and of 10,000 (500 servers × 20, the 20 upstreams
-//          each registered 25 times; target ≤ 10 ms), from the cache.
+//          each registered 25 times; target ≤ 10 ms), from the cache, interleaved list by list, three ways: `http`
+//          the list posted with undici's `request` on the SDK client's own live session, the body read whole and
+//          JSON.parse'd (what any client must at least do: the fleet's answer time, which the targets apply to); `sdk`
+//          the SDK Client's listTools on that session (its parse and zod validation of the result included, which no
+//          server change removes; verdict printed too); `bare` the SDK Client's listTools of the very same tools from
+//          a bare SDK server in this process (information: what the SDK client's own work costs without the fleet).
 //   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
 //          with them open (target: within 10 % of without).
 // Not measured here (issue 31, left for later): stdio and WebSocket upstreams, 10,000 servers under the monitor.
@@ -28,8 +33,9 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer, Server } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
+import { request } from 'undici';
 import { collect, figure, fmtAddedFigure, fmtInt, fmtMs, fmtRatioFigure, fmtSpread, interleavedRounds, median, pad, quantile, rangeVerdict, settled } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_MCP_ROUNDS ?? 8);
@@ -56,10 +62,15 @@ const check = (result) => {
   if (result?.content?.[0]?.text !== 'pong') throw new Error(`unexpected result ${JSON.stringify(result).slice(0, 200)}`);
 };
 
+/** The transport of each client `connect` made: 7c posts on the client's own session. */
+const transportOf = new WeakMap();
+
 async function connect(url, secret) {
   const client = new Client({ name: 'bench-mcp-endpoint', version: '1.0.0' });
   const requestInit = secret === undefined ? undefined : { headers: { authorization: `Bearer ${secret}` } };
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit }));
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
+  await client.connect(transport);
+  transportOf.set(client, transport);
   return client;
 }
 
@@ -146,24 +157,81 @@ async function throughputRounds(variants) {
   return { perRound, cpuPerCall };
 }
 
-/** `LIST_ROUNDS` rounds of `LISTS` lists each; answers the per-round p50 in ms. */
-async function listRounds(lister, expected) {
-  const perRound = [];
-  const p99 = [];
+/**
+ * 7c's minimal client: `tools/list` posted with undici's `request` on `client`'s live session (its session id and
+ * negotiated protocol version), the body read whole and `JSON.parse`d. Answers the tools; keeps the `bytes` and
+ * content `type` of the last answer and each parse's time.
+ */
+function httpLister(url, secret, client) {
+  const headers = {
+    authorization: `Bearer ${secret}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': client.getNegotiatedProtocolVersion(),
+  };
+  const session = transportOf.get(client)?.sessionId;
+  if (session !== undefined) headers['mcp-session-id'] = session;
+  // String ids: never one of the SDK client's own (numbers) on the same session.
+  let id = 0;
+  const list = async () => {
+    const { statusCode, headers: answered, body } = await request(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: `bench-list-${++id}`, method: 'tools/list' }) });
+    const text = await body.text();
+    if (statusCode !== 200) throw new Error(`tools/list answered ${statusCode}: ${text.slice(0, 200)}`);
+    list.bytes = Buffer.byteLength(text);
+    list.type = answered['content-type'];
+    // A JSON answer (the fleet's lean road), else the one event of an SSE stream.
+    const json = list.type === 'application/json' ? text : text.slice(text.indexOf('data:') + 5, text.indexOf('\n', text.indexOf('data:')));
+    const parsing = performance.now();
+    const { tools } = JSON.parse(json).result;
+    list.parseMs.push(performance.now() - parsing);
+    return tools;
+  };
+  /** How long each `JSON.parse` took, in ms: the client's share of the figure. */
+  list.parseMs = [];
+  return list;
+}
+
+/** A bare SDK server (createMcpHandler, Hono) listing whatever `tools` holds: 7c's baseline of the SDK client's own work. */
+async function bareLister() {
+  const bare = { tools: [] };
+  const handler = createMcpHandler(() => {
+    const server = new Server({ name: 'bench-bare-list', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler('tools/list', () => ({ tools: bare.tools }));
+    return server;
+  });
+  const app = new Hono();
+  app.all('/mcp', (c) => handler.fetch(c.req.raw));
+  bare.server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (bare.server.listening ? resolve() : bare.server.once('listening', resolve)));
+  bare.url = `http://127.0.0.1:${bare.server.address().port}/mcp`;
+  return bare;
+}
+
+/**
+ * `LIST_ROUNDS` rounds of `LISTS` lists by each variant (`{ id, list }`, `list` answering the tools), interleaved list
+ * by list in an order that turns each round; answers each variant's per-round p50 and p99 in ms.
+ */
+async function listRounds(variants, expected) {
+  const times = Object.fromEntries(variants.map((v) => [v.id, { p50: [], p99: [] }]));
   for (let round = 0; round < LIST_ROUNDS; round++) {
     collect();
-    const times = [];
+    const taken = Object.fromEntries(variants.map((v) => [v.id, []]));
     for (let i = 0; i < LISTS; i++) {
-      await settled();
-      const start = performance.now();
-      const { tools } = await lister.listTools();
-      times.push(performance.now() - start);
-      if (tools.length !== expected) throw new Error(`tools/list answered ${tools.length} tools, expected ${expected}`);
+      for (let k = 0; k < variants.length; k++) {
+        const v = variants[(k + round + i) % variants.length];
+        await settled();
+        const start = performance.now();
+        const tools = await v.list();
+        taken[v.id].push(performance.now() - start);
+        if (tools.length !== expected) throw new Error(`${v.id}: tools/list answered ${tools.length} tools, expected ${expected}`);
+      }
     }
-    perRound.push(median(times));
-    p99.push(quantile(times, 0.99));
+    for (const v of variants) {
+      times[v.id].p50.push(median(taken[v.id]));
+      times[v.id].p99.push(quantile(taken[v.id], 0.99));
+    }
   }
-  return { p50: figure(perRound), p99: figure(p99) };
+  return Object.fromEntries(variants.map((v) => [v.id, { p50: figure(times[v.id].p50), p99: figure(times[v.id].p99) }]));
 }
 
 /** Lists until every server's tools are cached (a server slow to answer its first list is left out of that answer). */
@@ -270,6 +338,7 @@ export async function runMcpEndpointBench() {
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
   const result = { skipped: !present, figures: [] };
   let modernList;
+  let bare;
   for (const [era, title, label] of [
     ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', '7a /v1/mcp tools/call − direct SDK call, 2025-era upstream'],
     ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler', '7b /v1/mcp tools/call − direct SDK call, 2026-07-28 upstream'],
@@ -329,26 +398,45 @@ export async function runMcpEndpointBench() {
     result.figures.push({ label: `7d calls/s via /v1/mcp / bare SDK relay, ${CONCURRENCY} clients`, kind: 'ratio', target: TARGET_THROUGHPUT, builds: { this: t.ratio } });
 
     // tools/list from the cache: 20 servers × 20 tools, then 500 servers × 20 tools (the 20 upstreams, each registered 25 times).
-    const { secret: listSecret } = (await fleet.keys.create({ account: 'bench-list', tier: 'pro' }))._unsafeUnwrap();
-    for (const [s, url] of urls.many.entries()) await register('bench-list', `many${String(s).padStart(2, '0')}`, url);
-    const lister = await kept(endpoint, listSecret);
-    await fill(lister, 400);
-    result.list = await listRounds(lister, 400);
-    console.log(`\n7c. tools/list on /v1/mcp from the cache (${LIST_ROUNDS} rounds of ${LISTS} lists after those that fill it; per-round p50)`);
-    console.log(`  ${pad('20 servers × 20 tools (400 tools), p50', 56)} ${fmtFigureMs(result.list.p50)}  ${rangeVerdict(result.list.p50, TARGET_LIST_MS, { atMost: true, unit: ' ms p50' })}`);
-    console.log(`  ${pad('  p99 (information)', 56)} ${fmtFigureMs(result.list.p99)}`);
-    result.figures.push({ label: '7c tools/list of 400 tools from the cache', kind: 'ms', target: TARGET_LIST_MS, builds: { this: result.list.p50 } });
-    if (LARGE_SERVERS > 0) {
-      const { secret: largeSecret } = (await fleet.keys.create({ account: 'bench-large', tier: 'pro' }))._unsafeUnwrap();
-      for (let s = 0; s < LARGE_SERVERS; s++) await register('bench-large', `large${String(s).padStart(3, '0')}`, urls.many[s % urls.many.length]);
-      const large = await kept(endpoint, largeSecret);
-      await fill(large, LARGE_SERVERS * 20);
-      result.listLarge = await listRounds(large, LARGE_SERVERS * 20);
-      console.log(
-        `  ${pad(`${LARGE_SERVERS} servers × 20 tools (${LARGE_SERVERS * 20} tools), p50`, 56)} ${fmtFigureMs(result.listLarge.p50)}  ${rangeVerdict(result.listLarge.p50, TARGET_LARGE_LIST_MS, { atMost: true, unit: ' ms p50' })}`,
-      );
-      console.log(`  ${pad('  p99 (information)', 56)} ${fmtFigureMs(result.listLarge.p99)}`);
-      result.figures.push({ label: `7c tools/list of ${LARGE_SERVERS * 20} tools from the cache`, kind: 'ms', target: TARGET_LARGE_LIST_MS, builds: { this: result.listLarge.p50 } });
+    bare = await bareLister();
+    const lists = [];
+    const listSection = async (account, servers, named, target) => {
+      const { secret: key } = (await fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
+      for (let s = 0; s < servers; s++) await register(account, named(s), urls.many[s % urls.many.length]);
+      const expected = servers * 20;
+      const lister = await kept(endpoint, key);
+      await fill(lister, expected);
+      const http = httpLister(endpoint, key, lister);
+      // The bare server lists the very tools the fleet answers.
+      bare.tools = await http();
+      const bareClient = await kept(bare.url);
+      const variants = [
+        { id: 'http', list: http },
+        { id: 'sdk', list: async () => (await lister.listTools()).tools },
+        { id: 'bare', list: async () => (await bareClient.listTools()).tools },
+      ];
+      for (const v of variants) for (let i = 0; i < 3; i++) await v.list();
+      const timed = await listRounds(variants, expected);
+      lists.push({ expected, target, version: lister.getNegotiatedProtocolVersion(), type: http.type, bytes: http.bytes, parseMs: median(http.parseMs), timed });
+      return timed;
+    };
+    result.list = await listSection('bench-list', 20, (s) => `many${String(s).padStart(2, '0')}`, TARGET_LIST_MS);
+    if (LARGE_SERVERS > 0) result.listLarge = await listSection('bench-large', LARGE_SERVERS, (s) => `large${String(s).padStart(3, '0')}`, TARGET_LARGE_LIST_MS);
+    const [first] = lists;
+    console.log(`\n7c. tools/list on /v1/mcp from the cache (${LIST_ROUNDS} rounds of ${LISTS} lists per client after those that fill it, interleaved; per-round p50)`);
+    console.log(`  the SDK client negotiated ${first.version}${first.version.startsWith('2025') ? ' (a 2025 session: the lean road)' : ''}; the fleet answered ${first.type}`);
+    console.log(`  http: undici request on that session + JSON.parse (the fleet's answer time, the targets); sdk: SDK Client listTools; bare: SDK Client listTools of the same tools from a bare SDK server`);
+    for (const { expected, target, bytes, parseMs, timed } of lists) {
+      const verdict = (f) => rangeVerdict(f, target, { atMost: true, unit: ' ms p50' });
+      console.log(`  ${fmtInt(expected)} tools (an answer of ${fmtInt(bytes)} bytes), p50:`);
+      console.log(`  ${pad('  http: undici request + JSON.parse (the target)', 56)} ${fmtFigureMs(timed.http.p50)}  ${verdict(timed.http.p50)}`);
+      console.log(`  ${pad('    of which JSON.parse (information)', 56)} ${fmtMs(parseMs)} ms`);
+      console.log(`  ${pad('  sdk: SDK Client listTools', 56)} ${fmtFigureMs(timed.sdk.p50)}  ${verdict(timed.sdk.p50)}`);
+      console.log(`  ${pad('  bare: the same tools from a bare SDK server (info)', 56)} ${fmtFigureMs(timed.bare.p50)}`);
+      console.log(`  ${pad('  p99 http / sdk / bare (information)', 56)} ${fmtMs(timed.http.p99.median)} / ${fmtMs(timed.sdk.p99.median)} / ${fmtMs(timed.bare.p99.median)} ms`);
+      const label = `7c tools/list of ${fmtInt(expected)} tools from the cache`;
+      result.figures.push({ label: `${label} (undici + JSON.parse)`, kind: 'ms', target, builds: { this: timed.http.p50 } });
+      result.figures.push({ label: `${label} (SDK Client listTools)`, kind: 'ms', target, builds: { this: timed.sdk.p50 } });
     }
   }
 
@@ -357,6 +445,7 @@ export async function runMcpEndpointBench() {
   for (const client of clients) await client.close();
   server.close();
   relay?.server.close();
+  bare?.server.close();
   await fleet.close();
   proc.send({ type: 'exit' });
   result.seconds = (Date.now() - started) / 1000;

@@ -1,7 +1,10 @@
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import type { Principal } from '@mcp-fleet/core';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayUpstream, startGatewayUpstream } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
+import { listen, readBody } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
 import { api, createServer, expectSuccess, serveForSuite } from '../support/http-client.js';
@@ -251,6 +254,39 @@ describe.each(ADAPTERS)('the lean road answers as the SDK road does ($name)', (a
       expect(await waiting).not.toContain('"result"');
       const after = await post({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'alpha__count', arguments: {} } });
       expect(((await after.json()) as { result: { content: unknown } }).result.content).toEqual([{ type: 'text', text: 'counted' }]);
+    }
+  });
+
+  it('a tool whose outputSchema the 2025 era wraps (SEP-2106) is listed as the SDK road lists it, from the cache too', async () => {
+    // A 2026-07-28 upstream may declare a non-object output schema; a 2025 session gets it wrapped by the SDK's codec.
+    const handler = createMcpHandler(() => {
+      const server = new Server({ name: 'arrays', version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler('tools/list', () => ({
+        tools: [
+          { name: 'tags', inputSchema: { type: 'object' }, outputSchema: { type: 'array', items: { type: 'string' } } },
+          { name: 'plain', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
+        ],
+      }));
+      return server;
+    });
+    const node = toNodeHandler(handler);
+    const arrays = await listen(async (req, res) => node(req, res, req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined));
+    try {
+      const name = account();
+      for (const fleet of [lean, sdk]) await createServer(api(fleet.served, name), { name: 'arrays', type: 'http', endpoint: `${arrays.origin}/mcp` });
+      const roads = { lean: await session(`${lean.served.url}/mcp`, name), sdk: await session(`${sdk.served.url}/mcp`, name) };
+      for (let i = 0; i < 2; i++) {
+        const list = { jsonrpc: '2.0', id: i, method: 'tools/list' };
+        const [a, b] = await Promise.all([roads.lean(list), roads.sdk(list)]);
+        const [x, y] = await Promise.all([a, b].map(async (res) => (await res.text()).replace(/srv_\w+/g, 'srv_')));
+        expect(x).toBe(y);
+        const tools = (JSON.parse(x as string) as { result: { tools: { name: string; outputSchema: unknown }[] } }).result.tools;
+        expect(tools.find((tool) => tool.name === 'arrays__tags')?.outputSchema).toMatchObject({ type: 'object', properties: { result: { type: 'array' } }, required: ['result'] });
+        expect(tools.find((tool) => tool.name === 'arrays__plain')?.outputSchema).toEqual({ type: 'object', properties: { n: { type: 'number' } } });
+      }
+    } finally {
+      await handler.close();
+      await arrays.close();
     }
   });
 

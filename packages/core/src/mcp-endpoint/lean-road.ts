@@ -131,15 +131,20 @@ export async function serveLean(
     // Progress is only sent when asked for (`_meta.progressToken`), and such a request goes the SDK's road.
     notify: () => Promise.resolve(),
   };
-  let body: string;
+  let body: string | Buffer;
   try {
     if (message.method === 'tools/list') {
       const result = await answer('tools/list', message as never, served, handlers['tools/list']);
-      const encoded = codec.encodeResult('tools/list', result, serverInfo);
-      // The list's JSON as made once for its view, spliced: the same bytes `JSON.stringify` of the message gives.
-      const json = encoded === result ? answers.jsonOf(result.tools) : undefined;
+      // The list's JSON as made once for its view, when the era's encoding leaves the list as it is (asked once per
+      // list): copied between the message's head and tail, the same bytes `JSON.stringify` of the message gives.
+      const json = answers.jsonOf(result.tools, codec, (tools) => {
+        const listed = { tools };
+        return codec.encodeResult('tools/list', listed, serverInfo) === listed;
+      });
       body =
-        json === undefined ? JSON.stringify({ result: encoded, jsonrpc: '2.0', id }) : `{"result":{"tools":${json}},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;
+        json === undefined
+          ? JSON.stringify({ result: codec.encodeResult('tools/list', result, serverInfo), jsonrpc: '2.0', id })
+          : Buffer.concat([LIST_HEAD, json, Buffer.from(`},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`)]);
     } else {
       // Validated inside the trace, as the SDK's `Server` validates a `tools/call` result inside its handler.
       const result = await answer('tools/call', message as never, served, (request, s) =>
@@ -169,6 +174,9 @@ export async function serveLean(
   }
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'mcp-session-id': session.id } });
 }
+
+/** What a `tools/list` answer's message holds before the list (`JSON.stringify` puts `result` first, as the SDK's road builds it). */
+const LIST_HEAD = Buffer.from('{"result":{"tools":');
 
 /** Resolves when either signal aborts. */
 function gone(a: AbortSignal, b: AbortSignal): Promise<void> {

@@ -11,13 +11,35 @@ describe('ToolsAnswers', () => {
     const basis = ['srv_1', 'alpha', items];
     const kept = answers.set('view', basis, [tool('alpha__x')]);
     expect(kept.names).toEqual(['alpha__x']);
-    expect(answers.jsonOf(kept.tools)).toBe(JSON.stringify(kept.tools));
+    expect(answers.jsonOf(kept.tools, {}, () => true)?.toString()).toBe(JSON.stringify(kept.tools));
     expect(answers.get('view', ['srv_1', 'alpha', items])).toBe(kept);
     // A listing fetched again is another array, whatever it holds; a renamed server, another name; one more server, a longer basis.
     expect(answers.get('view', ['srv_1', 'alpha', [tool('x')]])).toBeUndefined();
     expect(answers.get('view', ['srv_1', 'beta', items])).toBeUndefined();
     expect(answers.get('view', [...basis, 'srv_2', 'beta', items])).toBeUndefined();
     expect(answers.get('other view', basis)).toBeUndefined();
+  });
+
+  it('asks each wire encoding once per kept list whether it leaves the list as it is, and gives the JSON only then', () => {
+    const answers = new ToolsAnswers(10_000);
+    const kept = answers.set('view', ['b'], [tool('a__x'), tool('a__ünïcode')]);
+    const [plain, wrapping] = [{}, {}];
+    const asked: object[] = [];
+    const leaves = (era: object, verdict: boolean) => (tools: Tool[]) => {
+      expect(tools).toBe(kept.tools);
+      asked.push(era);
+      return verdict;
+    };
+    const json = answers.jsonOf(kept.tools, plain, leaves(plain, true));
+    // UTF-8, the bytes of `JSON.stringify`.
+    expect(json?.equals(Buffer.from(JSON.stringify(kept.tools)))).toBe(true);
+    expect(answers.jsonOf(kept.tools, plain, leaves(plain, true))).toBe(json);
+    expect(answers.jsonOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
+    expect(answers.jsonOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
+    expect(asked).toEqual([plain, wrapping]);
+    // A list it did not make (the same tools in another array) has no JSON here.
+    expect(answers.jsonOf([...kept.tools], plain, () => true)).toBeUndefined();
+    expect(answers.size).toBe(Buffer.byteLength(JSON.stringify(kept.tools)));
   });
 
   it('keeps at most its bound of JSON, the least recently used out first, and nothing larger than the bound', () => {

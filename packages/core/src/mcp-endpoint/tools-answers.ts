@@ -5,13 +5,23 @@ export interface ToolsAnswer {
   tools: Tool[];
   /** The visible tool names, sorted: what a listener last saw. */
   names: string[];
-  /** `JSON.stringify(tools)`: the lean road splices it into its answer instead of serializing the list again. */
-  json: string;
+  /**
+   * `JSON.stringify(tools)` as UTF-8, made once: the lean road copies it into its answer instead of serializing and
+   * encoding the list again (and the HTTP layer sends bytes whose length it knows, with no string to scan).
+   */
+  json: Buffer;
 }
 
 interface Kept extends ToolsAnswer {
   /** What the answer was built from, compared by identity: each server's id, name and listed items, in order. */
   basis: readonly unknown[];
+}
+
+/** What is kept of a `tools` array this made, for as long as the array lives. */
+interface Serialized {
+  json: Buffer;
+  /** Each wire encoding asked (`jsonOf`), and whether it leaves the list as it is. */
+  plainTo: WeakMap<object, boolean>;
 }
 
 /**
@@ -26,7 +36,7 @@ interface Kept extends ToolsAnswer {
 export class ToolsAnswers {
   private readonly kept = new Map<string, Kept>();
   private bytes = 0;
-  private readonly serialized = new WeakMap<Tool[], string>();
+  private readonly serialized = new WeakMap<Tool[], Serialized>();
 
   constructor(private readonly maxBytes: number) {}
 
@@ -43,8 +53,8 @@ export class ToolsAnswers {
 
   /** Keeps a new answer of `view` (in place of the one it had), and returns it. */
   set(view: string, basis: readonly unknown[], tools: Tool[]): ToolsAnswer {
-    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json: JSON.stringify(tools) };
-    this.serialized.set(tools, answer.json);
+    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json: Buffer.from(JSON.stringify(tools)) };
+    this.serialized.set(tools, { json: answer.json, plainTo: new WeakMap() });
     this.drop(view);
     if (answer.json.length > this.maxBytes) return answer;
     this.kept.set(view, answer);
@@ -56,9 +66,19 @@ export class ToolsAnswers {
     return answer;
   }
 
-  /** The JSON of a `tools` array this made (an answer's), for as long as the array lives. */
-  jsonOf(tools: Tool[]): string | undefined {
-    return this.serialized.get(tools);
+  /**
+   * The JSON of a `tools` array this made (an answer's), for as long as the array lives, when the wire encoding `era`
+   * (the SDK's codec of a protocol era) leaves the list as it is; `undefined` otherwise. `leaves` asks the codec; it is
+   * asked once per array and era, as neither changes: a kept array is never altered, and a codec's `tools/list`
+   * encoding depends on the tools alone (the 2025 one wraps a non-object `outputSchema`, SEP-2106). So a list from
+   * the cache costs no look at its tools.
+   */
+  jsonOf(tools: Tool[], era: object, leaves: (tools: Tool[]) => boolean): Buffer | undefined {
+    const kept = this.serialized.get(tools);
+    if (kept === undefined) return undefined;
+    let plain = kept.plainTo.get(era);
+    if (plain === undefined) kept.plainTo.set(era, (plain = leaves(tools)));
+    return plain ? kept.json : undefined;
   }
 
   /** The bytes kept (tests, metrics). */
