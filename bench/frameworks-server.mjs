@@ -7,6 +7,11 @@
 //   fleet-hono-prom  fleet-hono with @mcp-fleet/prometheus subscribed (its metrics in a prom-client registry)
 //   bare-hono        Hono: GET answers the fleet's GET /v1/servers envelope (same JSON bytes, c.json); POST does
 //                    JSON.parse, a strict zod schema as demanding as the fleet's, a name-uniqueness Map, a 201 envelope
+//   bare-hono-contract  bare-hono's POST with what the contract makes every answer carry and every request do, as
+//                    cheaply as a bare server can: the bearer key's SHA-256 looked up (401 otherwise), the request counted
+//                    in its account's minute, the fleet's seven answer headers (charset, no-store, nosniff, the three
+//                    x-ratelimit-*, x-request-id) as a plain object into @hono/node-server's Response (Hono's c.json
+//                    would build a Headers for them, a cost the fleet does not pay)
 //   bare-express     Express: GET answers the same envelope (res.json)
 // Section 8 (bench/postgres.mjs), each with the schema (or Redis key prefix) given as the third argument:
 //   fleet-hono-pg        fleet-hono over @mcp-fleet/postgres, on a pg.Pool of BENCH_PG_POOL connections
@@ -28,7 +33,7 @@
 // servers through its API, bare-hono's names), so that every POST round creates into the same small fleet.
 import { serve } from '@hono/node-server';
 import { createServer } from 'node:http';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Session } from 'node:inspector/promises';
 import { Hono } from 'hono';
 import pg from 'pg';
@@ -41,6 +46,38 @@ const variant = process.argv[2];
 const build = process.argv[3] ?? 'this';
 const SERVERS = Number(process.env.BENCH_SERVERS ?? 20);
 const HIGH = 1e9;
+
+/** bare-hono-contract's key: its secret, kept as its SHA-256 (what a key store keeps) with the account it names. */
+const keyHashes = new Map();
+const sha256 = (text) => createHash('sha256').update(text).digest('base64url');
+function contractKey() {
+  const made = `mcp_${randomBytes(24).toString('base64url')}`;
+  keyHashes.set(sha256(made), 'bench-acct');
+  return made;
+}
+const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
+function keyChecked(c) {
+  const header = c.req.header('authorization');
+  const secretOf = header === undefined ? null : BEARER.exec(header);
+  return secretOf !== null && keyHashes.has(sha256(secretOf[1]));
+}
+/** The request counted in its account's minute, and the headers the fleet's answer carries. */
+const counted = new Map();
+function contractHeaders(requestId) {
+  const window = Math.floor(Date.now() / 60_000);
+  const key = `bench-acct:${window}`;
+  const count = (counted.get(key) ?? 0) + 1;
+  counted.set(key, count);
+  return {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'x-ratelimit-limit': String(HIGH),
+    'x-ratelimit-remaining': String(HIGH - count),
+    'x-ratelimit-reset': String((window + 1) * 60),
+    'x-request-id': requestId,
+  };
+}
 
 const DATABASE_URL = process.env.DATABASE_URL;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -175,7 +212,9 @@ if (variant.startsWith('fleet-')) {
     else {
       const names = new Map();
       resetCreated = async () => names.clear();
+      if (variant === 'bare-hono-contract') secret = contractKey();
       app.post('/v1/servers', async (c) => {
+        if (variant === 'bare-hono-contract' && !keyChecked(c)) return c.json({ success: false, error: { code: 'UNAUTHORIZED' } }, 401);
         const { config, answer } = await readCreate(c, schema);
         if (answer !== undefined) return answer;
         const { name, type, endpoint } = config;
@@ -183,7 +222,9 @@ if (variant.startsWith('fleet-')) {
         const now = new Date().toISOString();
         const server = { id: `srv_${randomUUID()}`, name, type, endpoint, status: 'active', health: 'unknown', created_at: now, updated_at: now };
         names.set(name, server);
-        return c.json({ success: true, data: server, meta: { timestamp: now, request_id: `req_${randomUUID()}` } }, 201);
+        const body = { success: true, data: server, meta: { timestamp: now, request_id: `req_${randomUUID()}` } };
+        if (variant !== 'bare-hono-contract') return c.json(body, 201);
+        return new Response(JSON.stringify(body), { status: 201, headers: contractHeaders(body.meta.request_id) });
       });
     }
     listen = () => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });

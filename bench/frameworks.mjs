@@ -10,7 +10,9 @@
 //   GET /v1/servers via Hono     fleet-hono (limits on) / bare-hono answering the same JSON; fleet-hono / fleet-hono-off
 //                                is the limits ON/OFF figure
 //   GET /v1/servers via Express  fleet-express / bare-express answering the same JSON
-//   POST /v1/servers via Hono    fleet-hono / bare-hono (JSON.parse, strict zod schema, name Map, 201 envelope)
+//   POST /v1/servers via Hono    fleet-hono / bare-hono (JSON.parse, strict zod schema, name Map, 201 envelope); and,
+//                                as information, fleet-hono / bare-hono-contract (the same with the key check, the
+//                                count and the seven answer headers every fleet answer carries)
 // With BENCH_BASELINE (bench/builds.mjs) every fleet variant also runs on the baseline build, in the same rounds, and
 // each figure is printed for both builds with this/base.
 // Then one CPU profile of this build's fleet-hono server under GET load, summarised (top functions by self time).
@@ -56,6 +58,7 @@ export async function runFrameworksBench() {
       ['fleet-express', b],
     ]),
     ['bare-hono', 'this'],
+    ['bare-hono-contract', 'this'],
     ['bare-express', 'this'],
   ];
   const [, ...servers] = await Promise.all([load.next('ready'), ...wanted.map(([v, b]) => startServer(v, b))]);
@@ -93,11 +96,16 @@ export async function runFrameworksBench() {
       id: 'honoPost',
       label: 'POST /v1/servers via Hono',
       method: 'POST',
-      variants: [...perBuild('fleet-hono'), 'bare-hono'],
+      variants: [...perBuild('fleet-hono'), 'bare-hono', 'bare-hono-contract'],
       // Every round creates into the same small fleet: what a create costs, not what a fleet grown by the rounds
       // before costs (frameworks-server.mjs, `reset`).
       reset: true,
-      figures: [{ id: 'honoPost', label: 'POST /v1/servers via Hono, fleet / bare parse+zod+Map, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono', target: 0.7 }],
+      figures: [
+        { id: 'honoPost', label: 'POST /v1/servers via Hono, fleet / bare parse+zod+Map, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono', target: 0.7 },
+        // The bare create with the key check, the count and the answer headers the contract asks of every request
+        // (frameworks-server.mjs, bare-hono-contract): how much of the gap is the create itself.
+        { id: 'honoPostContract', info: true, label: 'POST via Hono, fleet / bare + key, count, headers, req/s', ours: 'fleet-hono', theirs: () => 'bare-hono-contract' },
+      ],
     },
   ].filter((c) => ONLY === undefined || ONLY.includes(c.id));
 

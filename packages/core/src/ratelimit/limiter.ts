@@ -58,8 +58,6 @@ export interface RateLimitDecision {
 }
 
 interface Window {
-  /** The clock's time, Unix ms. */
-  now: number;
   index: number;
   /** Unix ms. */
   end: number;
@@ -96,6 +94,8 @@ export class RateLimiter {
    * that this process holds nothing per account for them.
    */
   private keysWindow = Number.NaN;
+  /** The window of the last decision (`window()`). */
+  private current: Window = { index: Number.NaN, end: Number.NaN };
   private readonly accountKeys = new Map<string, AccountKeys>();
   private readonly addressKeys = new Map<string, string>();
 
@@ -127,24 +127,15 @@ export class RateLimiter {
    * when the store answers at once (in memory), else a `ResultAsync` of the store's answer.
    */
   admit(principal: Principal, operation: string | undefined, batch?: Batch): Decided {
-    const { counters, scopes, window } = this.admission(principal, operation, batch);
-    return this.decide(counters, scopes, window, 1);
-  }
-
-  private admission(
-    principal: Principal,
-    operation: string | undefined,
-    batch: Batch | undefined,
-  ): { counters: RateLimitCounter[]; scopes: readonly RateLimitScope[]; window: Window } {
     const window = this.window();
     const keys = this.keysOf(principal.account, window);
     const operationLimit = operation === undefined || batch?.ofOperation === 0 ? undefined : this.operations.get(operation);
     const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
     const tier: RateLimitCounter = batch === undefined ? { key: keys.tier, limit: tierLimit } : { key: keys.tier, limit: tierLimit, cost: batch.requests };
-    if (operationLimit === undefined) return { counters: [tier], scopes: TIER_ONLY, window };
+    if (operationLimit === undefined) return this.decide([tier], TIER_ONLY, window, 1);
     const key = this.operationKey(keys, principal.account, operation as string, window);
     const counter: RateLimitCounter = batch === undefined ? { key, limit: operationLimit } : { key, limit: operationLimit, cost: batch.ofOperation };
-    return { counters: [counter, tier], scopes: OPERATION_AND_TIER, window };
+    return this.decide([counter, tier], OPERATION_AND_TIER, window, 1);
   }
 
   /** Counts one failed key against the client address: refused (429) once the address's budget is spent. */
@@ -228,10 +219,11 @@ export class RateLimiter {
     return true;
   }
 
+  /** The window of the clock's time: the same object for every decision within it. */
   private window(): Window {
-    const now = this.now();
-    const index = Math.floor(now / WINDOW_MS);
-    return { now, index, end: (index + 1) * WINDOW_MS };
+    const index = Math.floor(this.now() / WINDOW_MS);
+    if (index !== this.current.index) this.current = { index, end: (index + 1) * WINDOW_MS };
+    return this.current;
   }
 
   /**
