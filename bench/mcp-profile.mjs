@@ -9,6 +9,7 @@
 //     the rounds, with their range), a figure that holds on a loaded machine where latency does not.
 //   BENCH_BASELINE=<dir> node bench/mcp-profile.mjs ab-base [v1|v2] [rounds]   the same A/B, this build against the
 //     baseline checkout's (bench/builds.mjs: its packages/core and packages/hono dist), both with the lean road on.
+//   BENCH_BASELINE=<dir> BENCH_PROFILE_BUILD=base node bench/mcp-profile.mjs v1 2000   the profile of the baseline build.
 // The profile is written to BENCH_PROFILE_DIR (default: a new directory under the OS's temp dir); never commit it.
 import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -46,7 +47,7 @@ if (process.argv[2] === 'fleet') {
       ? [await start(true), await start(false)]
       : process.argv[3] === 'ab-base'
         ? [await start(true), await start(true, 'base')]
-        : [await start(process.env.BENCH_MCP_LEAN !== '0')];
+        : [await start(process.env.BENCH_MCP_LEAN !== '0', process.env.BENCH_PROFILE_BUILD === 'base' ? 'base' : 'this')];
   process.on('message', async (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
     if (message === 'exit') {

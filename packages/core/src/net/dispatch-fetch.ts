@@ -12,18 +12,15 @@ const USER_AGENT = 'undici';
 /** Statuses whose answer has no body (the Fetch standard's "null body status"): the `Response` is built with none. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** `application/json`, with or without parameters: an answer the MCP client reads whole at once. */
-function isJson(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
+/** A `Content-Type`'s media type without its parameters, lower case (`application/json`, `text/event-stream`). */
+function essence(contentType: string | undefined): string | undefined {
+  if (contentType === undefined) return undefined;
   const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
 }
 
-/** `text/event-stream`, with or without parameters. */
-function isEventStream(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'text/event-stream';
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 const LF = 0x0a;
@@ -55,10 +52,6 @@ function oneResponseEvent(held: Buffer): string | 'wait' | undefined {
   } catch {
     return undefined;
   }
-}
-
-function firstValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /** Whether `fetch` would send this request as it is: a URL, a method, plain headers, a text body, a signal. */
@@ -212,11 +205,11 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
               started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server answered with HTTP status ${status}, which is no final answer.` }));
               return;
             }
-            if (NULL_BODY.has(status) || init?.method === 'HEAD' || isJson(firstValue(raw['content-type']))) {
+            if (NULL_BODY.has(status) || init?.method === 'HEAD' || essence(firstValue(raw['content-type'])) === 'application/json') {
               whole = { status, statusText, headers, chunks: [] };
               return;
             }
-            if (status === 200 && init?.method === 'POST' && isEventStream(firstValue(raw['content-type']))) {
+            if (status === 200 && init?.method === 'POST' && essence(firstValue(raw['content-type'])) === 'text/event-stream') {
               held = { started, status, statusText, headers, chunks: [] };
               return;
             }
