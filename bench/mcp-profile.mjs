@@ -7,6 +7,9 @@
 //   node bench/mcp-profile.mjs ab [v1|v2] [rounds]    in-process A/B without a profile: two fleets in one child, the
 //     lean road on and off, blocks of 100 calls in turn; prints the fleet process's CPU per call of each (medians of
 //     the rounds, with their range), a figure that holds on a loaded machine where latency does not.
+//   BENCH_BASELINE=<dir> node bench/mcp-profile.mjs ab-base [v1|v2] [rounds]   the same A/B, this build against the
+//     baseline checkout's (bench/builds.mjs: its packages/core and packages/hono dist), both with the lean road on.
+//   BENCH_BASELINE=<dir> BENCH_PROFILE_BUILD=base node bench/mcp-profile.mjs v1 2000   the profile of the baseline build.
 // The profile is written to BENCH_PROFILE_DIR (default: a new directory under the OS's temp dir); never commit it.
 import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -16,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { topFunctions } from './cpu-profile.mjs';
 
-const ab = process.argv[2] === 'ab';
+const abBase = process.argv[2] === 'ab-base';
+const ab = process.argv[2] === 'ab' || abBase;
 const era = (ab ? process.argv[3] : process.argv[2]) ?? 'v1';
 const calls = Number((ab ? process.argv[4] : process.argv[3]) ?? (ab ? 20 : 2000));
 const dir = process.env.BENCH_PROFILE_DIR ?? mkdtempSync(path.join(tmpdir(), 'mcp-profile-'));
@@ -25,11 +29,12 @@ if (process.argv[2] === 'fleet') {
   // The child: the fleet on a port, its two upstreams in a grandchild.
   const { createServer } = await import('node:http');
   const { serve } = await import('@hono/node-server');
-  const { createFleet } = await import('@mcp-fleet/core');
-  const { createFleetApp } = await import('@mcp-fleet/hono');
+  const { importPackage } = await import('./builds.mjs');
   const upstreams = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => upstreams.once('message', resolve));
-  const start = async (leanRoad) => {
+  const start = async (leanRoad, build = 'this') => {
+    const { createFleet } = await importPackage(build, 'core');
+    const { createFleetApp } = await importPackage(build, 'hono');
     const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, mcp: { leanRoad }, onError: (error) => console.error('[profile fleet]', error.code) });
     const { secret } = (await fleet.keys.create({ account: 'profile', tier: 'pro' }))._unsafeUnwrap();
     for (const [name, endpoint] of [['bench-v1', urls.v1], ['bench-v2', urls.v2]]) (await fleet.servers.create('profile', { name, type: 'http', endpoint }))._unsafeUnwrap();
@@ -37,7 +42,12 @@ if (process.argv[2] === 'fleet') {
     await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
     return { fleet, server, endpoint: `http://127.0.0.1:${server.address().port}/v1/mcp`, secret };
   };
-  const fleets = process.argv[3] === 'ab' ? [await start(true), await start(false)] : [await start(process.env.BENCH_MCP_LEAN !== '0')];
+  const fleets =
+    process.argv[3] === 'ab'
+      ? [await start(true), await start(false)]
+      : process.argv[3] === 'ab-base'
+        ? [await start(true), await start(true, 'base')]
+        : [await start(process.env.BENCH_MCP_LEAN !== '0', process.env.BENCH_PROFILE_BUILD === 'base' ? 'base' : 'this')];
   process.on('message', async (message) => {
     if (message === 'cpu') process.send({ cpu: process.cpuUsage() });
     if (message === 'exit') {
@@ -51,7 +61,7 @@ if (process.argv[2] === 'fleet') {
   });
   process.send(fleets.map(({ endpoint, secret }) => ({ endpoint, secret })));
 } else {
-  const child = fork(fileURLToPath(import.meta.url), ab ? ['fleet', 'ab'] : ['fleet'], {
+  const child = fork(fileURLToPath(import.meta.url), ab ? ['fleet', process.argv[2]] : ['fleet'], {
     execArgv: ab ? [] : ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200'],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -88,9 +98,10 @@ if (process.argv[2] === 'fleet') {
     const ratios = perCall[0].map((lean, i) => lean / perCall[1][i]);
     const fmt = (xs) => `${median(xs).toFixed(0)} µs (rounds ${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)})`;
     console.log(`${era === 'v1' ? '2025-era' : '2026-07-28'} upstream, ${calls} rounds of ${BLOCK} calls each, the fleet process's CPU per call:`);
-    console.log(`  lean road on:  ${fmt(perCall[0])}`);
-    console.log(`  lean road off: ${fmt(perCall[1])}`);
-    console.log(`  on / off: ${median(ratios).toFixed(2)}× (rounds ${Math.min(...ratios).toFixed(2)}..${Math.max(...ratios).toFixed(2)})`);
+    const [a, b] = abBase ? ['this build', 'baseline build'] : ['lean road on', 'lean road off'];
+    console.log(`  ${`${a}:`.padEnd(16)}${fmt(perCall[0])}`);
+    console.log(`  ${`${b}:`.padEnd(16)}${fmt(perCall[1])}`);
+    console.log(`  ${abBase ? 'this / baseline' : 'on / off'}: ${median(ratios).toFixed(2)}× (rounds ${Math.min(...ratios).toFixed(2)}..${Math.max(...ratios).toFixed(2)})`);
     for (const { client } of callers) await client.close();
     child.send('exit');
     await new Promise((resolve) => child.once('exit', resolve));

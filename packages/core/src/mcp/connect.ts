@@ -10,6 +10,7 @@ import {
 import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
 import { traceRequests } from '../trace/publish.js';
+import { keepResultValidators } from './result-validators.js';
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
 import { httpStatusOf, timeoutError, toUpstreamError } from './errors.js';
@@ -332,6 +333,7 @@ export async function connectClient(config: ServerConfig, deps: McpClientDeps, o
         timedOut,
       );
       const era = attempt === 'sse' ? '2024-11-05' : connected.getProtocolEra() === 'modern' ? '2026-07-28' : '2025';
+      keepResultValidators(connected);
       traceRequests(connected, config, era, options.serverId);
       return { client: connected, transport: opened, era };
     } catch (error) {

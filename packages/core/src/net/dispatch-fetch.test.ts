@@ -109,6 +109,89 @@ describe('dispatch fetch: the answer is the one fetch gives', () => {
     expect(rest).toContain('{"last":true}');
   });
 
+  describe('an event stream answering a POST with one response event (docs/performance.md, "mcp-hop")', () => {
+    const post = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' };
+    const response = '{"result":{"content":[{"type":"text","text":"pong"}]},"jsonrpc":"2.0","id":7}';
+
+    it('is answered as JSON with the event\'s data, whether the event and the end come together or apart', async () => {
+      const upstream = await listen((_request, answer) => {
+        answer.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'abc' });
+        answer.end(`event: message\ndata: ${response}\n\n`);
+      });
+      const together = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, post);
+      expect(together.headers.get('content-type')).toBe('application/json');
+      expect(together.headers.get('mcp-session-id')).toBe('abc');
+      expect(await together.text()).toBe(response);
+      // In pieces: the event split mid-line, the data line without its space, the end on its own.
+      const pieces = await listen((_request, answer) => {
+        answer.writeHead(200, { 'content-type': 'text/event-stream' });
+        answer.write(`data:${response.slice(0, 20)}`);
+        setTimeout(() => answer.write(`${response.slice(20)}\n\n`), 20);
+        setTimeout(() => answer.end(), 30);
+      });
+      // Apart by more than a turn of the event loop: the stream is given as it came.
+      const apart = await guarded({ allowPrivateNetworks: true }).direct(pieces.url, post);
+      expect(apart.headers.get('content-type')).toBe('text/event-stream');
+      expect(await apart.text()).toBe(`data:${response}\n\n`);
+    });
+
+    it('stays an event stream, first byte to last, for anything but one response event', async () => {
+      const cases = [
+        `data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\ndata: ${response}\n\n`,
+        `data: ${response}\n\ndata: ${response}\n\n`,
+        `id: 1\ndata: ${response}\n\n`,
+        `: keep-alive\n\ndata: ${response}\n\n`,
+        `data: ${response}\r\n\r\n`,
+        `event: other\ndata: ${response}\n\n`,
+        `data: {"jsonrpc":"2.0","id":7}\n\n`,
+        `data: not json\n\n`,
+        `data: ${response}\n`,
+      ];
+      for (const body of cases) {
+        const upstream = await listen((_request, answer) => {
+          answer.writeHead(200, { 'content-type': 'text/event-stream' });
+          answer.end(body);
+        });
+        const answered = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, post);
+        expect(answered.headers.get('content-type'), body).toBe('text/event-stream');
+        expect(await answered.text(), body).toBe(body);
+      }
+    });
+
+    it('a notification before the response reaches the reader before the response is sent', async () => {
+      let finish: (() => void) | undefined;
+      const upstream = await listen((_request, answer) => {
+        answer.writeHead(200, { 'content-type': 'text/event-stream' });
+        answer.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+        finish = () => answer.end(`data: ${response}\n\n`);
+      });
+      const answered = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, post);
+      const reader = answered.body!.pipeThrough(new TextDecoderStream()).getReader();
+      expect((await reader.read()).value).toContain('notifications/progress');
+      finish?.();
+      let rest = '';
+      for (let next = await reader.read(); !next.done; next = await reader.read()) rest += next.value;
+      expect(rest).toContain('"id":7');
+    });
+
+    it('a failure while the stream is held fails its reader after what came, as the stream would have', async () => {
+      const upstream = await listen((_request, answer) => {
+        answer.writeHead(200, { 'content-type': 'text/event-stream' });
+        answer.write('data: {"jsonrpc":"2.0",');
+        setTimeout(() => answer.destroy(), 20);
+      });
+      const answered = await guarded({ allowPrivateNetworks: true }).direct(upstream.url, post);
+      expect(answered.headers.get('content-type')).toBe('text/event-stream');
+      const reader = answered.body!.pipeThrough(new TextDecoderStream()).getReader();
+      expect((await reader.read()).value).toBe('data: {"jsonrpc":"2.0",');
+      const error = await reader.read().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect((error as Error).message).toBe('terminated');
+    });
+  });
+
   it('leaves no listener on a signal shared by many requests (the 2025 transport passes one to every POST)', async () => {
     const upstream = await listen((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });

@@ -1,3 +1,4 @@
+import { isJSONRPCResponse } from '@modelcontextprotocol/client';
 import type { Dispatcher } from 'undici';
 import { FleetError } from '../errors/fleet-error.js';
 import { declaredTooLarge } from './response-bound.js';
@@ -11,15 +12,46 @@ const USER_AGENT = 'undici';
 /** Statuses whose answer has no body (the Fetch standard's "null body status"): the `Response` is built with none. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** `application/json`, with or without parameters: an answer the MCP client reads whole at once. */
-function isJson(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
+/** A `Content-Type`'s media type without its parameters, lower case (`application/json`, `text/event-stream`). */
+function essence(contentType: string | undefined): string | undefined {
+  if (contentType === undefined) return undefined;
   const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const BLANK_LINE = Buffer.from('\n\n');
+const EVENT_MESSAGE = /^event: ?message$/;
+const DATA = /^data: ?/;
+
+/**
+ * What the bytes of an event stream held so far are: `'wait'` while no event is complete (nothing a reader of the
+ * stream could act on yet: an event is dispatched at its blank line), the `data` of the stream's one event when they
+ * are exactly one complete event of type `message` (or none) with one `data` line holding one JSON-RPC response, and
+ * nothing else; `undefined` for anything else (another event, a comment, an `id` or `retry` field, CR line ends,
+ * several `data` lines, a notification or request, text that is not JSON).
+ */
+function oneResponseEvent(held: Buffer): string | 'wait' | undefined {
+  if (held.includes(CR) || held[0] === LF) return undefined;
+  const end = held.indexOf(BLANK_LINE);
+  if (end === -1) return 'wait';
+  if (end + 2 !== held.length) return undefined;
+  const lines = held.subarray(0, end).toString('utf8').split('\n');
+  if (lines.length === 2 && EVENT_MESSAGE.test(lines[0] as string)) lines.shift();
+  const line = lines.length === 1 ? (lines[0] as string) : '';
+  const prefix = DATA.exec(line);
+  if (prefix === null || line.length === prefix[0].length) return undefined;
+  const data = line.slice(prefix[0].length);
+  try {
+    return isJSONRPCResponse(JSON.parse(data)) ? data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether `fetch` would send this request as it is: a URL, a method, plain headers, a text body, a signal. */
@@ -64,6 +96,13 @@ const abortReason = (signal: AbortSignal): unknown => signal.reason ?? new DOMEx
  * - an `application/json` answer is read whole before the `Response` is given (the client reads it whole at once),
  *   any other is streamed as it arrives (the chunks the reader has not taken yet are held for it, never more than
  *   the bound below);
+ * - an event stream answering a POST that holds one event, a JSON-RPC response, and ends is answered as
+ *   `application/json` with that event's data (docs/performance.md, "mcp-hop"): the MCP client's transport then
+ *   hands on the very message its SSE reading would have, without a decoder and a parser stream per call. Its bytes
+ *   are held only until its first event is complete (before which a reader could act on nothing), and once that
+ *   event is the response, until the answer ends or the next turn of the event loop, whichever comes first; anything
+ *   else (more events, a notification first, an `id`, a failure) gives the reader the stream as it came, from its
+ *   first byte;
  * - no redirect is followed (a 3xx is the answer itself), no compression is asked for, and an answer compressed
  *   anyway fails as a protocol error: nothing decodes it;
  * - failures reject as undici's fetch rejects (`TypeError('fetch failed')` with the cause before the answer,
@@ -83,10 +122,16 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
       let controller: Dispatcher.DispatchController | undefined;
       let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
       let whole: { status: number; statusText: string; headers: Headers; chunks: Buffer[] } | undefined;
+      /** An event stream held while it may turn out one response event (`oneResponseEvent`). */
+      let held:
+        | { started: Dispatcher.DispatchController; status: number; statusText: string; headers: Headers; chunks: Buffer[]; data?: string; next?: NodeJS.Immediate }
+        | undefined;
       let answered = false;
       let headed = false;
       let cancelled = false;
       let aborted: unknown;
+      /** A failure of a released stream, given to its reader once it has read what was held (`pull`). */
+      let failAfterHeld: { reason: unknown } | undefined;
       const onAbort = () => {
         aborted = abortReason(signal as AbortSignal);
         controller?.abort(aborted as Error);
@@ -96,6 +141,32 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
       const answer = (response: Response) => {
         answered = true;
         resolve(response);
+      };
+      /** Answers the body as a stream, as it arrives. */
+      const streamed = (started: Dispatcher.DispatchController, status: number, statusText: string, headers: Headers) => {
+        const body = new ReadableStream<Uint8Array>({
+          start: (opened) => {
+            stream = opened;
+          },
+          pull: (opened) => {
+            if (failAfterHeld !== undefined) opened.error(failAfterHeld.reason);
+          },
+          cancel: (reason) => {
+            cancelled = true;
+            done();
+            started.abort(reason instanceof Error ? reason : new Error('The body was cancelled.'));
+          },
+        });
+        answer(new Response(body, { status, statusText, headers }));
+      };
+      /** The held event stream given to its reader as it came: what was held first, then the rest as it arrives. */
+      const release = () => {
+        if (held === undefined) return;
+        const { started, status, statusText, headers, chunks, next } = held;
+        held = undefined;
+        if (next !== undefined) clearImmediate(next);
+        streamed(started, status, statusText, headers);
+        for (const chunk of chunks) stream?.enqueue(chunk);
       };
 
       dispatcher.dispatch(
@@ -134,25 +205,33 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
               started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server answered with HTTP status ${status}, which is no final answer.` }));
               return;
             }
-            if (NULL_BODY.has(status) || init?.method === 'HEAD' || isJson(firstValue(raw['content-type']))) {
+            if (NULL_BODY.has(status) || init?.method === 'HEAD' || essence(firstValue(raw['content-type'])) === 'application/json') {
               whole = { status, statusText, headers, chunks: [] };
               return;
             }
-            const body = new ReadableStream<Uint8Array>({
-              start: (opened) => {
-                stream = opened;
-              },
-              cancel: (reason) => {
-                cancelled = true;
-                done();
-                started.abort(reason instanceof Error ? reason : new Error('The body was cancelled.'));
-              },
-            });
-            answer(new Response(body, { status, statusText, headers }));
+            if (status === 200 && init?.method === 'POST' && essence(firstValue(raw['content-type'])) === 'text/event-stream') {
+              held = { started, status, statusText, headers, chunks: [] };
+              return;
+            }
+            streamed(started, status, statusText, headers);
           },
-          onResponseData: (started, chunk) => {
+          onResponseData: (_started, chunk) => {
             if (whole !== undefined) {
               whole.chunks.push(chunk);
+              return;
+            }
+            if (held !== undefined) {
+              held.chunks.push(chunk);
+              // Anything after the response event, or a CR line end: the stream as it came.
+              if (held.data !== undefined || chunk.includes(CR)) return release();
+              // No line ended in this chunk: still no event complete.
+              if (!chunk.includes(LF)) return;
+              const one = oneResponseEvent(held.chunks.length === 1 ? chunk : Buffer.concat(held.chunks));
+              if (one === 'wait') return;
+              if (one === undefined) return release();
+              held.data = one;
+              // The response is complete: its answer's end is waited for this turn only, then it goes as a stream.
+              held.next = setImmediate(release);
               return;
             }
             if (stream === undefined || cancelled) return;
@@ -166,15 +245,31 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
               const { status, statusText, headers, chunks } = whole;
               const body = NULL_BODY.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
               answer(new Response(body ?? null, { status, statusText, headers }));
-            } else stream?.close();
+              return;
+            }
+            if (held?.data !== undefined) {
+              const { status, statusText, headers, data, next } = held;
+              held = undefined;
+              clearImmediate(next);
+              headers.set('content-type', 'application/json');
+              answer(new Response(data, { status, statusText, headers }));
+              return;
+            }
+            release();
+            stream?.close();
           },
           onResponseError: (_started, error) => {
             done();
             // After the answer's head, a failure is the body's, as fetch fails a body it cut off midway.
             const reason = aborted ?? (headed ? terminated(error) : fetchFailed(error));
+            // A held event stream fails as it would have failed its reader: given as it came, read, then failed.
+            const wasHeld = held !== undefined;
+            release();
             if (!answered) reject(reason);
             // A body the reader cancelled is not failed again.
-            else if (!cancelled) stream?.error(reason);
+            else if (cancelled) return;
+            else if (wasHeld && (stream?.desiredSize ?? 1) <= 0) failAfterHeld = { reason };
+            else stream?.error(reason);
           },
         },
       );
