@@ -10,12 +10,12 @@ import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { RecordStore } from '../storage/records.js';
 import { HealthLog } from './health-log.js';
 import { HealthService, type Prober } from './health-service.js';
-import { HealthMonitor } from './monitor.js';
+import { HealthMonitor, nextRound, type HealthMonitorOptions } from './monitor.js';
 import { CircuitBreaker } from './breaker.js';
 import { resolveHealth } from './states.js';
 
 /** Two "processes": two registries, services and monitors over one shared storage and one shared lease store. */
-function setup(count: number, prober: Prober) {
+function setup(count: number, prober: Prober, options: HealthMonitorOptions = { intervalMs: 60_000, concurrency: 3 }) {
   let clock = Date.UTC(2026, 10, 22, 12, 0, 1);
   const now = () => clock;
   const keyv = new Keyv({ throwOnErrors: true });
@@ -28,7 +28,7 @@ function setup(count: number, prober: Prober) {
     const thresholds = resolveHealth();
     const health = new HealthService({ registry, log: new HealthLog(records, now), prober, breaker: new CircuitBreaker(records, leases, thresholds.breaker, now), thresholds, now });
     const errors: unknown[] = [];
-    const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, { intervalMs: 60_000, concurrency: 3 });
+    const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, options);
     return { registry, monitor, errors };
   });
   return {
@@ -111,11 +111,53 @@ describe('HealthMonitor', () => {
     expect(await second).toBe(5);
   });
 
+  it('opens more lanes than `concurrency` when the probe times say a round would not end before the next may start', async () => {
+    let inFlight = 0;
+    let most = 0;
+    // 60 probes of 60 ms on 2 lanes would take 1.8 s; the next round may start 0.9 s after this one.
+    const world = setup(
+      60,
+      async () => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        inFlight -= 1;
+        return { ok: true, era: '2025', responseTimeMs: 60, error: null };
+      },
+      { intervalMs: 1000, concurrency: 2, maxConcurrency: 8, jitter: 0.1 },
+    );
+    await world.seed();
+    const started = performance.now();
+    expect(await world.processes[0]!.monitor.round()).toBe(60);
+    // Well under 1.8 s (on a loaded machine, the health records' writes add to each probe).
+    expect(performance.now() - started).toBeLessThan(1_200);
+    expect(most).toBeGreaterThan(2);
+    expect(most).toBeLessThanOrEqual(8);
+  });
+
+  it('schedules each round in an interval window of its own, up to the jitter share after the window opens', () => {
+    const interval = 60_000;
+    let previous: number | undefined;
+    let at = Date.UTC(2026, 10, 27, 12, 0, 59, 999);
+    for (const random of [0, 0.999, 0.5, 0, 0.999, 0.25, 0.999, 0]) {
+      const { delayMs, window } = nextRound(at, interval, 0.1, random);
+      expect(delayMs).toBeGreaterThan(0);
+      const start = at + delayMs;
+      expect(window).toBe(Math.floor(at / interval) + 1);
+      expect(Math.floor(start / interval)).toBe(window);
+      expect(start - window * interval).toBeLessThanOrEqual(6_000);
+      if (previous !== undefined) expect(window).toBe(previous + 1);
+      previous = window;
+      at = start;
+    }
+  });
+
   it('refuses options that make no sense', () => {
     const world = setup(0, async () => ({ ok: true, era: undefined, responseTimeMs: 0, error: null }));
     const deps = { registry: world.processes[0]!.registry } as never;
     expect(() => new HealthMonitor(deps, { intervalMs: 10 })).toThrow(TypeError);
     expect(() => new HealthMonitor(deps, { concurrency: 0 })).toThrow(TypeError);
     expect(() => new HealthMonitor(deps, { jitter: 2 })).toThrow(TypeError);
+    expect(() => new HealthMonitor(deps, { concurrency: 8, maxConcurrency: 4 })).toThrow(TypeError);
   });
 });
