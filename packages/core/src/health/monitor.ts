@@ -14,17 +14,12 @@ export interface LeaseStore {
 export interface HealthMonitorOptions {
   /** Time between two rounds over every server, in ms. @default 60000 */
   intervalMs?: number;
-  /** Probes running at once in this process, at least (its lanes). @default 4 */
+  /** Probes running at once in this process. @default 4 */
   concurrency?: number;
   /**
-   * Probes running at once in this process, at most: when the probe times seen so far say a round would not end
-   * before the next may start, it opens more lanes than `concurrency`, up to this. @default 64
-   */
-  maxConcurrency?: number;
-  /**
-   * Each round starts up to this share of `intervalMs` after its interval window opens (a window is
-   * `intervalMs` long, from the epoch), so processes and servers spread out while every round has a window of its
-   * own: two rounds are `intervalMs` apart, give or take this share. @default 0.1
+   * Each round starts up to this share of `intervalMs` after its interval window opens (a window is `intervalMs`
+   * long, from the epoch), so processes and servers spread out while every round has a window of its own: two rounds
+   * are `intervalMs` apart, give or take this share. @default 0.1
    */
   jitter?: number;
 }
@@ -48,8 +43,6 @@ export interface HealthMonitorDeps {
 }
 
 const PAGE = 100;
-/** A round aims to end within this share of the time it has left, so that slower probes later still fit. */
-const HEADROOM = 0.5;
 
 /**
  * Probes every server of every account once per interval. A lease is one counter of limit 1 per server and
@@ -59,10 +52,9 @@ const HEADROOM = 0.5;
 export class HealthMonitor {
   private readonly intervalMs: number;
   private readonly concurrency: number;
-  private readonly maxConcurrency: number;
   private readonly jitter: number;
-  /** The mean time of a probe in this process (ms, moving average); undefined until one ended. */
-  private probeMs: number | undefined;
+  /** At most this many lanes probe servers of one account, so that its slow servers cannot hold up everyone else's. */
+  private readonly accountLanes: number;
   private timer: NodeJS.Timeout | undefined;
   private readonly rounds = new Set<Promise<number>>();
   private stopped = true;
@@ -77,8 +69,8 @@ export class HealthMonitor {
   ) {
     this.intervalMs = checkOption('monitor.intervalMs', options.intervalMs ?? 60_000, integerIn(1000));
     this.concurrency = checkOption('monitor.concurrency', options.concurrency ?? 4, positiveInteger);
-    this.maxConcurrency = checkOption('monitor.maxConcurrency', options.maxConcurrency ?? Math.max(64, this.concurrency), integerIn(this.concurrency));
     this.jitter = checkOption('monitor.jitter', options.jitter ?? 0.1, numberIn(0, 0.5));
+    this.accountLanes = Math.max(1, Math.floor(this.concurrency / 2));
   }
 
   start(): void {
@@ -108,6 +100,7 @@ export class HealthMonitor {
     const { delayMs, window } = nextRound(this.deps.now(), this.intervalMs, this.jitter, Math.random());
     this.timer = setTimeout(() => {
       // The next round is due on time whatever this one waits for: a slow server holds a lane, never the schedule.
+      // Its leases are those of the window it was scheduled in, however late the timer fires.
       void this.round(window).catch(this.deps.onError);
       if (!this.stopped) this.schedule();
     }, Math.max(0, delayMs));
@@ -121,30 +114,22 @@ export class HealthMonitor {
    */
   private async probeAll(interval: number): Promise<number> {
     const expiresAt = (interval + 1) * this.intervalMs;
-    // The time before the next round may start, from which the lanes this round needs follow.
-    const deadline = performance.now() + this.intervalMs * (1 - this.jitter);
     let probed = 0;
     const mine = new Set<Promise<void>>();
     const pending: ServerRecord[] = [];
-    const total = await this.deps.registry.countEveryServer();
-    if (total.isErr()) throw total.error;
     let offset = 0;
-    let read = 0;
     let exhausted = false;
     while (!this.stoppedMidRound()) {
-      const lanes = this.lanes(pending.length + (exhausted ? 0 : Math.max(0, total.value - read)), deadline);
-      if (!exhausted && pending.length < lanes) {
+      if (!exhausted && pending.length < this.concurrency) {
         const page = await this.deps.registry.everyServer(offset, PAGE);
         if (page.isErr()) throw page.error;
         offset += PAGE;
-        read += page.value.length;
         exhausted = page.value.length < PAGE;
         pending.push(...page.value.filter((server) => !this.probing.has(server.id)));
       }
-      const accountLanes = Math.max(1, Math.floor(lanes / 2));
-      for (let i = 0; i < pending.length && this.probing.size < lanes; ) {
+      for (let i = 0; i < pending.length && this.probing.size < this.concurrency; ) {
         const server = pending[i] as ServerRecord;
-        if ((this.lanesOf.get(server.account) ?? 0) >= accountLanes || this.probing.has(server.id)) {
+        if ((this.lanesOf.get(server.account) ?? 0) >= this.accountLanes || this.probing.has(server.id)) {
           i += 1;
           continue;
         }
@@ -164,17 +149,6 @@ export class HealthMonitor {
     return probed;
   }
 
-  /**
-   * Lanes for `remaining` servers to probe before `deadline` (performance.now() time): as many as the mean probe
-   * time says it takes to end within HEADROOM of the time left (Little's law), never fewer than `concurrency` nor more
-   * than `maxConcurrency`.
-   */
-  private lanes(remaining: number, deadline: number): number {
-    if (this.probeMs === undefined || remaining === 0) return this.concurrency;
-    const left = Math.max(1, (deadline - performance.now()) * HEADROOM);
-    return Math.min(this.maxConcurrency, Math.max(this.concurrency, Math.ceil((remaining * this.probeMs) / left)));
-  }
-
   /** One server's probe on a lane, if this process wins its lease for the interval. True when it probed. */
   private async probe(server: ServerRecord, interval: number, expiresAt: number): Promise<boolean> {
     this.probing.set(server.id, server.account);
@@ -182,10 +156,7 @@ export class HealthMonitor {
     try {
       const lease = await this.deps.leases.consume([{ key: `monitor:${server.id}:${interval}`, limit: 1 }], expiresAt);
       if (!lease.allowed) return false;
-      const started = performance.now();
       const checked = await this.deps.health.check(server.account, server.id);
-      const took = performance.now() - started;
-      this.probeMs = this.probeMs === undefined ? took : this.probeMs + (took - this.probeMs) / 16;
       // A server deleted meanwhile is simply gone; anything else is the embedder's to hear about.
       if (checked.isErr() && checked.error.code !== 'SERVER_NOT_FOUND') this.deps.onError(checked.error);
       return checked.isOk();

@@ -535,11 +535,6 @@ export class ServerRegistry {
    * One page of every account's servers, oldest first: for work over all servers (the health monitor). Entries
    * whose record is gone are skipped; the account listings repair them.
    */
-  /** How many servers every account holds together (the listing `everyServer` pages through). */
-  countEveryServer(): ResultAsync<number, FleetError> {
-    return toAsync(this.deps.index.count(ALL_SERVERS));
-  }
-
   everyServer(offset: number, limit: number): ResultAsync<ServerRecord[], FleetError> {
     return toAsync(readRange<ServerRecord>(this.deps.index, this.deps.records, ALL_SERVERS, { offset, limit }, recordKey)).andThen(okWith(({ found }) =>
       found.filter((record): record is ServerRecord => record !== undefined)),
