@@ -14,25 +14,28 @@
 //
 // How the rounds are seen, without touching the monitor: its leases (`store.leases.consume`, one counter
 // `monitor:<server id>:<interval window>` per server and round) go through a wrapper that notes when each was asked and
-// answered, and the probes' ends come from the fleet's `mcp-fleet:probe` trace point. A round is the set of leases of
-// one interval window; it starts at its first lease and ends at its last probe's end.
+// answered, a wrapper of its index sees each round's first read of every server (`servers-all` from offset 0), and
+// the probes' ends come from the fleet's `mcp-fleet:probe` trace point. A round starts at that read; its leases are
+// those of its interval window, and it ends at its last probe's end.
 //
-// Run of record: `BENCH_ONLY=monitor-record npm run bench` (10,000 servers, 60 s, 2 rounds: about 2.5 minutes). The
+// Run of record: `BENCH_ONLY=monitor-record npm run bench` (10,000 servers, 60 s, 2 rounds: about 3 minutes). The
 // default `npm run bench` runs `monitor`: 1,000 servers at a 6 s interval, 3 rounds: the same probes per second
 // (10,000 / 60 s = 1,000 / 6 s = 167/s), so the same load on the fleet, in about 25 s. Alone:
 // `BENCH_MONITOR_SERVERS=10000 BENCH_MONITOR_INTERVAL_MS=60000 node --expose-gc bench/monitor.mjs`.
 import { fork } from 'node:child_process';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createFleet, createMemoryStore } from '@mcp-fleet/core';
-import { readFileSync } from 'node:fs';
 import { fmtInt, median, pad, quantile } from './stats.mjs';
 
 const SERVERS = Number(process.env.BENCH_MONITOR_SERVERS ?? 10_000);
 const INTERVAL_MS = Number(process.env.BENCH_MONITOR_INTERVAL_MS ?? 60_000);
 const ROUNDS = Number(process.env.BENCH_MONITOR_ROUNDS ?? 2);
 const ACCOUNTS = Number(process.env.BENCH_MONITOR_ACCOUNTS ?? 100);
+/** The monitor's `concurrency` (its lanes); unset: its default (4). */
+const CONCURRENCY = process.env.BENCH_MONITOR_CONCURRENCY === undefined ? undefined : Number(process.env.BENCH_MONITOR_CONCURRENCY);
 /**
  * The monitor's defaults (packages/core/src/health/monitor.ts), for the bounds printed: each round runs in an interval
  * window of its own, up to JITTER of the interval after the window opens, so two rounds are INTERVAL_MS ± JITTER apart.
@@ -58,7 +61,7 @@ export async function runMonitorBench() {
   const started = Date.now();
   const perSecond = (SERVERS / INTERVAL_MS) * 1000;
   console.log(
-    `\n== 10. Health monitor: ${fmtInt(SERVERS)} servers over ${ACCOUNTS} accounts, interval ${s(INTERVAL_MS)}${INTERVAL_MS === DEFAULT_INTERVAL_MS ? ' (the default)' : ''}, other monitor options at their defaults; ${perSecond.toFixed(0)} probes/s; ${ROUNDS} rounds`,
+    `\n== 10. Health monitor: ${fmtInt(SERVERS)} servers over ${ACCOUNTS} accounts, interval ${s(INTERVAL_MS)}${INTERVAL_MS === DEFAULT_INTERVAL_MS ? ' (the default)' : ''}, ${CONCURRENCY === undefined ? 'other monitor options at their defaults' : `concurrency ${CONCURRENCY}, other options at their defaults`}; ${perSecond.toFixed(0)} probes/s; ${ROUNDS} rounds`,
   );
   const proc = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => proc.once('message', resolve));
@@ -83,6 +86,8 @@ export async function runMonitorBench() {
     return r;
   };
   let probes = 0;
+  /** At the first round's start: the span of whole periods from there is the steady state's CPU share. */
+  let firstRound;
   /** When each round began: the monitor reads the servers of every account (`servers-all`) from offset 0. */
   const starts = [];
   const index = new Proxy(store.index, {
@@ -90,7 +95,10 @@ export async function runMonitorBench() {
       const value = Reflect.get(target, key);
       if (key !== 'range' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
       return (set, range, ...rest) => {
-        if (set === 'servers-all' && range.offset === 0) starts.push(performance.now());
+        if (set === 'servers-all' && range.offset === 0) {
+          starts.push(performance.now());
+          if (starts.length === 1) firstRound = { at: performance.now(), cpu: process.cpuUsage(), probes };
+        }
         return value.call(target, set, range, ...rest);
       };
     },
@@ -135,7 +143,7 @@ export async function runMonitorBench() {
     store: { ...store, index, leases },
     allowPrivateNetworks: true,
     rateLimit: false,
-    monitor: INTERVAL_MS === DEFAULT_INTERVAL_MS ? true : { intervalMs: INTERVAL_MS },
+    monitor: INTERVAL_MS === DEFAULT_INTERVAL_MS && CONCURRENCY === undefined ? true : { intervalMs: INTERVAL_MS, ...(CONCURRENCY !== undefined && { concurrency: CONCURRENCY }) },
     onError,
   });
   // Until ROUNDS rounds have started and every probe they started has ended (or a deadline well past it).
@@ -147,8 +155,12 @@ export async function runMonitorBench() {
     return seen.length > ROUNDS && seen.slice(0, ROUNDS).every((r, k) => r.ended === r.won && (r.asked >= SERVERS || seen[k + 1].first < performance.now() - 1_000));
   };
   while (!complete() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  // ROUNDS whole periods from the first round's start (the rounds may end sooner): the monitor's steady CPU share.
+  const periodsEnd = firstRound === undefined ? 0 : firstRound.at + ROUNDS * INTERVAL_MS;
+  while (performance.now() < Math.min(periodsEnd, deadline)) await new Promise((resolve) => setTimeout(resolve, 100));
+  const steady = firstRound === undefined ? undefined : { cpu: process.cpuUsage(firstRound.cpu), wall: performance.now() - firstRound.at, probes: probes - firstRound.probes };
   const measured = [...rounds.values()].slice(0, ROUNDS);
-  // The CPU share over the measured span: from the fleet's creation to the last probe of the last round measured.
+  // From the fleet's creation to the end of the last round measured (information: it includes the wait for round 1).
   const cpu = process.cpuUsage(cpu0);
   const wallNow = performance.now();
   const cpuMs = (cpu.user + cpu.system) / 1000;
@@ -158,9 +170,10 @@ export async function runMonitorBench() {
   unsubscribe('mcp-fleet:probe', onProbe);
   proc.send({ type: 'exit' });
 
-  const share = cpuMs / (wallNow - t0);
+  const share = steady === undefined ? Number.NaN : (steady.cpu.user + steady.cpu.system) / 1000 / steady.wall;
   console.log(`  ${pad('the upstreams\' process CPU share (information)', 56)} ${((100 * upstreamCpuMs) / (wallNow - t0)).toFixed(1)} % of one core`);
-  console.log(`  ${pad('fleet process CPU share (CPU time / wall time)', 56)} ${(share * 100).toFixed(1)} % of one core over ${s(wallNow - t0)} (${(cpuMs / probes).toFixed(2)} ms CPU per probe)`);
+  console.log(`  ${pad('fleet process CPU share (CPU time / wall time)', 56)} ${(share * 100).toFixed(1)} % of one core over ${ROUNDS} periods from round 1's start (${fmtInt(steady?.probes ?? 0)} probes)`);
+  console.log(`  ${pad('  from the fleet\'s creation (idle until round 1)', 56)} ${((100 * cpuMs) / (wallNow - t0)).toFixed(1)} % over ${s(wallNow - t0)}; ${(cpuMs / probes).toFixed(2)} ms CPU per probe`);
   const late = [];
   for (const [k, r] of measured.entries()) {
     // The round's start: the monitor's read of the first page (its leases follow at once).
