@@ -24,7 +24,8 @@
 //          a bare SDK server in this process (information: what the SDK client's own work costs without the fleet).
 //   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
 //          with them open (target: within 10 % of without).
-// Not measured here (issue 31, left for later): stdio and WebSocket upstreams, 10,000 servers under the monitor.
+//   7f/7g  mcp − direct for a stdio and a WebSocket upstream (information; bench/mcp-transports.mjs).
+// 10,000 servers under the monitor: section 10 (bench/monitor.mjs).
 // Until /v1/mcp exists (it answers 404), the section times the direct calls alone and reports { skipped: true }. Can run alone: `node --expose-gc bench/mcp-endpoint.mjs` (BENCH_MCP_* variables below).
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -36,6 +37,7 @@ import { createFleetApp } from '@mcp-fleet/hono';
 import { createMcpHandler, McpServer, Server } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
 import { request } from 'undici';
+import { STDIO_COMMAND, transportRounds } from './mcp-transports.mjs';
 import { collect, figure, fmtAddedFigure, fmtInt, fmtMs, fmtRatioFigure, fmtSpread, interleavedRounds, median, pad, quantile, rangeVerdict, settled } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_MCP_ROUNDS ?? 8);
@@ -51,6 +53,8 @@ const LARGE_SERVERS = Number(process.env.BENCH_MCP_LARGE_SERVERS ?? 500);
 /** 7e: live 2025 sessions over as many accounts. `0`: not measured. */
 const SESSIONS = Number(process.env.BENCH_MCP_SESSIONS ?? 1000);
 const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
+/** 7f/7g, stdio and WebSocket upstreams. `0`: not measured. */
+const TRANSPORTS = process.env.BENCH_MCP_TRANSPORTS !== '0';
 // Targets of issue 31.
 const TARGET_ADDED_MS = 1.0;
 const TARGET_THROUGHPUT = 1.5;
@@ -310,7 +314,7 @@ export async function runMcpEndpointBench() {
   const proc = fork(fileURLToPath(new URL('./toolcall-server.mjs', import.meta.url)), ['many'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const urls = await new Promise((resolve) => proc.once('message', resolve));
 
-  const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, onError: (error) => console.error('[bench fleet]', error.code, error.cause ?? '') });
+  const fleet = createFleet({ allowPrivateNetworks: true, rateLimit: false, stdio: { commands: [STDIO_COMMAND] }, onError: (error) => console.error('[bench fleet]', error.code, error.cause ?? '') });
   const { secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap();
   const register = async (account, name, endpoint) => (await fleet.servers.create(account, { name, type: 'http', endpoint }))._unsafeUnwrap().id;
   await register('bench-acct', 'bench-v1', urls.v1);
@@ -366,6 +370,11 @@ export async function runMcpEndpointBench() {
     }
     result[era === 'v1' ? 'legacy' : 'modern'] = out;
     if (era === 'v2') modernList = list;
+  }
+
+  if (present && TRANSPORTS) {
+    const call = async (client, name) => check(await client.callTool({ name, arguments: {} }));
+    result.transports = await transportRounds({ fleet, account: 'bench-acct', mcp: mcpClient, call, rounds: ROUNDS, batch: BATCH, warmup: WARMUP });
   }
 
   if (present) {

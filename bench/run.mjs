@@ -10,9 +10,9 @@ import { fmtAddedFigure, fmtAddedMs, fmtMs, fmtRatio, pad, printFigures, verdict
 const started = Date.now();
 
 /** Runs a section in a fresh process (own heap, own JIT) and returns what it sent back. */
-function section(file, execArgv = []) {
+function section(file, execArgv = [], env = {}) {
   return new Promise((resolve, reject) => {
-    const proc = fork(fileURLToPath(new URL(file, import.meta.url)), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = fork(fileURLToPath(new URL(file, import.meta.url)), [], { execArgv, env: { ...env, ...process.env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     let result;
     proc.on('message', (message) => {
       if (message.type === 'result') result = message.result;
@@ -31,6 +31,10 @@ const SECTIONS = [
   { n: '7', name: 'mcp', file: './mcp-endpoint.mjs', gc: true },
   { n: '8', name: 'postgres', file: './postgres.mjs', gc: true },
   { n: '9', name: 'telemetry', file: './telemetry.mjs', gc: true },
+  // The health monitor at 167 probes/s: 1,000 servers at 6 s here (about 30 s); the run of record, 10,000 servers at the
+  // 60 s default (about 3 minutes), only when named: BENCH_ONLY=monitor-record. BENCH_MONITOR_* override either.
+  { n: '10', name: 'monitor', file: './monitor.mjs', gc: true, env: { BENCH_MONITOR_SERVERS: '1000', BENCH_MONITOR_INTERVAL_MS: '6000', BENCH_MONITOR_ROUNDS: '3' } },
+  { n: '10r', name: 'monitor-record', file: './monitor.mjs', gc: true, optIn: true },
 ];
 // BENCH_ONLY=2,4 (or http,toolcall) runs those sections alone; the summary prints what ran.
 const only = process.env.BENCH_ONLY?.split(/[\s,]+/).filter(Boolean);
@@ -46,10 +50,11 @@ console.log(`mcp-fleet benchmarks — node ${process.version}, ${cpus().length} 
 if (loadavg()[0] > cpus().length / 2) console.log(`note: the load average (${load()}) says other work is running on this machine; expect spreads above ±10 %`);
 if (BASELINE_DIR !== undefined) console.log(`A/B: this checkout against the build in ${BASELINE_DIR} (BENCH_BASELINE), interleaved in the same rounds`);
 for (const x of SECTIONS) {
-  if (only !== undefined && !only.includes(x.n) && !only.includes(x.name)) continue;
-  ran[x.name] = await section(x.file, x.gc ? ['--expose-gc'] : []);
+  if (only === undefined ? x.optIn : !only.includes(x.n) && !only.includes(x.name)) continue;
+  ran[x.name] = await section(x.file, x.gc ? ['--expose-gc'] : [], x.env);
 }
 const { limiter, http, probe, toolcall: toolCalls, webhooks, storage, mcp: mcpEndpoint, postgres, telemetry } = ran;
+const monitors = [ran.monitor, ran['monitor-record']].filter((m) => m !== undefined);
 
 const line = (label, value, note) => console.log(`  ${pad(label, 67)} ${fmtRatio(value).padStart(7)}  ${note}`);
 console.log('\n== Summary (each figure compares variants measured alternately in this run; medians of per-round figures, the rounds\' range, the spread around the median)');
@@ -153,6 +158,12 @@ if (mcpEndpoint === undefined) {
     console.log(`  ${pad('7e RSS added per live 2025 session (1,000 over 50 accounts)', 67)} ${`${sessions.rssKb.toFixed(1)} KB`.padStart(9)}  ${sessions.rssKb <= 20 ? 'met' : 'missed'} (≤ 20 KB)`);
     console.log(`  ${pad('7e call latency with them open / with none (mcp ÷ direct)', 67)} ${fmtRatio(sessions.ratio.median).padStart(9)}  (rounds ${fmtRatio(sessions.ratio.low)}..${fmtRatio(sessions.ratio.high)}) ${sessions.ratio.median <= 1.1 ? 'met on the median' : 'missed'} (≤ 1.10×)`);
   }
+  for (const [name, r] of [
+    ['7f stdio upstream: /v1/mcp − direct (same transport)', mcpEndpoint.transports?.stdio],
+    ['7g WebSocket upstream: /v1/mcp − direct (same transport)', mcpEndpoint.transports?.websocket],
+  ]) {
+    if (r !== undefined) console.log(`  ${pad(name, 67)} ${fmtAddedFigure(r.added)} on ${fmtMs(r.directMs.median)} ms, time ×${r.ratio.median.toFixed(2)} ±${r.ratio.spreadPct.toFixed(1)}% (information)`);
+  }
   const t = mcpEndpoint.throughput;
   console.log(`  ${pad('7d CPU of the bench process per call, /v1/mcp / bare relay', 67)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (information)`);
 }
@@ -170,5 +181,10 @@ if (telemetry?.toolCalls !== undefined) {
   ]) {
     console.log(`  ${pad(`${name}: OTel on − nothing subscribed`, 67)} median ${fmtAddedMs(r.added.median)} ms (rounds ${fmtAddedMs(r.added.low)}..${fmtAddedMs(r.added.high)}) on ${fmtMs(r.offMs)} ms (information)`);
   }
+}
+for (const m of monitors) {
+  const what = `10 monitor, ${m.servers.toLocaleString('en-US')} servers at ${m.intervalMs / 1000} s`;
+  console.log(`  ${pad(`${what}: fleet CPU share, CPU per probe`, 67)} ${(m.cpuShare * 100).toFixed(1)} % of a core, ${m.cpuMsPerProbe.toFixed(2)} ms (information)`);
+  console.log(`  ${pad(`${what}: rounds (duration / period)`, 67)} ${m.rounds.map((r) => `${r.probes} probes ${((100 * r.durationMs) / m.intervalMs).toFixed(0)} %`).join(', ')}; ${m.late.length === 0 ? 'no probe round late' : `late (${m.late.length})`}`);
 }
 console.log(`\n  benchmark wall time (after the build): ${((Date.now() - started) / 1000).toFixed(1)} s; load average at the end ${load()}`);

@@ -10,12 +10,12 @@ import { MemoryIndexStore } from '../storage/memory-index-store.js';
 import { RecordStore } from '../storage/records.js';
 import { HealthLog } from './health-log.js';
 import { HealthService, type Prober } from './health-service.js';
-import { HealthMonitor } from './monitor.js';
+import { HealthMonitor, nextRound, type HealthMonitorOptions } from './monitor.js';
 import { CircuitBreaker } from './breaker.js';
 import { resolveHealth } from './states.js';
 
 /** Two "processes": two registries, services and monitors over one shared storage and one shared lease store. */
-function setup(count: number, prober: Prober) {
+function setup(count: number, prober: Prober, options: HealthMonitorOptions = { intervalMs: 60_000, concurrency: 3 }) {
   let clock = Date.UTC(2026, 10, 22, 12, 0, 1);
   const now = () => clock;
   const keyv = new Keyv({ throwOnErrors: true });
@@ -28,7 +28,7 @@ function setup(count: number, prober: Prober) {
     const thresholds = resolveHealth();
     const health = new HealthService({ registry, log: new HealthLog(records, now), prober, breaker: new CircuitBreaker(records, leases, thresholds.breaker, now), thresholds, now });
     const errors: unknown[] = [];
-    const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, { intervalMs: 60_000, concurrency: 3 });
+    const monitor = new HealthMonitor({ registry, health, leases, now, onError: (e) => errors.push(e) }, options);
     return { registry, monitor, errors };
   });
   return {
@@ -109,6 +109,23 @@ describe('HealthMonitor', () => {
     for (const release of held.splice(0)) release();
     expect(await first).toBe(6);
     expect(await second).toBe(5);
+  });
+
+  it('schedules each round in an interval window of its own, up to the jitter share after the window opens', () => {
+    const interval = 60_000;
+    let previous: number | undefined;
+    let at = Date.UTC(2026, 10, 27, 12, 0, 59, 999);
+    for (const random of [0, 0.999, 0.5, 0, 0.999, 0.25, 0.999, 0]) {
+      const { delayMs, window } = nextRound(at, interval, 0.1, random);
+      expect(delayMs).toBeGreaterThan(0);
+      const start = at + delayMs;
+      expect(window).toBe(Math.floor(at / interval) + 1);
+      expect(Math.floor(start / interval)).toBe(window);
+      expect(start - window * interval).toBeLessThanOrEqual(6_000);
+      if (previous !== undefined) expect(window).toBe(previous + 1);
+      previous = window;
+      at = start;
+    }
   });
 
   it('refuses options that make no sense', () => {

@@ -16,8 +16,22 @@ export interface HealthMonitorOptions {
   intervalMs?: number;
   /** Probes running at once in this process. @default 4 */
   concurrency?: number;
-  /** Each round starts up to this share of `intervalMs` early or late, so processes and servers spread out. @default 0.1 */
+  /**
+   * Each round starts up to this share of `intervalMs` after its interval window opens (a window is `intervalMs`
+   * long, from the epoch), so processes and servers spread out while every round has a window of its own: two rounds
+   * are `intervalMs` apart, give or take this share. @default 0.1
+   */
   jitter?: number;
+}
+
+/**
+ * When the round after `now` is due: in the next interval window, `random` (in [0, 1)) of the jitter share after it
+ * opens. Answers the delay and the window, which names the round's leases. A round scheduled from inside window `w`
+ * runs in `w + 1`, so no two rounds of a process share a window (and its leases), whatever the jitter drew.
+ */
+export function nextRound(now: number, intervalMs: number, jitter: number, random: number): { delayMs: number; window: number } {
+  const window = Math.floor(now / intervalMs) + 1;
+  return { delayMs: window * intervalMs + Math.floor(intervalMs * jitter * random) - now, window };
 }
 
 export interface HealthMonitorDeps {
@@ -76,19 +90,20 @@ export class HealthMonitor {
    * One round now: probes each server whose lease for this interval this process wins, skipping those whose probe of
    * an earlier round is still under way. Resolves to how many it probed, once its probes are done.
    */
-  round(): Promise<number> {
-    const run: Promise<number> = this.probeAll().finally(() => this.rounds.delete(run));
+  round(window?: number): Promise<number> {
+    const run: Promise<number> = this.probeAll(window ?? Math.floor(this.deps.now() / this.intervalMs)).finally(() => this.rounds.delete(run));
     this.rounds.add(run);
     return run;
   }
 
   private schedule(): void {
-    const spread = this.intervalMs * this.jitter * (Math.random() * 2 - 1);
+    const { delayMs, window } = nextRound(this.deps.now(), this.intervalMs, this.jitter, Math.random());
     this.timer = setTimeout(() => {
       // The next round is due on time whatever this one waits for: a slow server holds a lane, never the schedule.
-      void this.round().catch(this.deps.onError);
+      // Its leases are those of the window it was scheduled in, however late the timer fires.
+      void this.round(window).catch(this.deps.onError);
       if (!this.stopped) this.schedule();
-    }, Math.max(0, this.intervalMs + spread));
+    }, Math.max(0, delayMs));
     // The monitor never keeps the host process alive on its own.
     this.timer.unref();
   }
@@ -97,8 +112,7 @@ export class HealthMonitor {
    * Starts probes on free lanes, in the order of the servers, never more than half the lanes for one account, and
    * each as soon as a lane is free; reads the servers a page at a time, as the lanes need them.
    */
-  private async probeAll(): Promise<number> {
-    const interval = Math.floor(this.deps.now() / this.intervalMs);
+  private async probeAll(interval: number): Promise<number> {
     const expiresAt = (interval + 1) * this.intervalMs;
     let probed = 0;
     const mine = new Set<Promise<void>>();
