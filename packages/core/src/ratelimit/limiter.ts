@@ -4,7 +4,7 @@ import { FleetError } from '../errors/fleet-error.js';
 import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-limit-store.js';
 import { checkOption, positiveInteger } from '../util/options.js';
-import { chainMap, otherwise, portCall, type Ran } from '../util/result.js';
+import { chainMap, otherwise, type Ran } from '../util/result.js';
 import { rateLimitChannel } from '../trace/channels.js';
 import { storeCall } from '../trace/store-call.js';
 
@@ -240,7 +240,7 @@ export class RateLimiter {
    * when the limiter fails open.
    */
   private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
-    const consumed = portCall(() => storeCall('ratelimit', 'consume', () => this.store.consume(counters, window.end, cost)));
+    const consumed = storeCall('ratelimit', 'consume', () => this.store.consume(counters, window.end, cost));
     const decided = chainMap(consumed, (result): RateLimitDecision | null => binding(counters, scopes, window, result, cost));
     return this.failOpen ? otherwise(decided, () => ok(null)) : decided;
   }

@@ -1,6 +1,6 @@
 import type { FleetError } from '../errors/fleet-error.js';
 import { storeCall } from '../trace/store-call.js';
-import { portCall, type Ran } from '../util/result.js';
+import type { Ran } from '../util/result.js';
 import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, RangeOptions, RecordWrite } from './index-store.js';
 
 /**
@@ -23,19 +23,19 @@ export class IndexCalls {
   }
 
   commit(tx: IndexTransaction): Ran<CommitResult, FleetError> {
-    return portCall(() => storeCall('index', 'commit', () => this.store.commit(tx)));
+    return storeCall('index', 'commit', () => this.store.commit(tx));
   }
 
   claimOf(key: string): Ran<Claim | undefined, FleetError> {
-    return portCall(() => storeCall('index', 'claimOf', () => this.store.claimOf(key)));
+    return storeCall('index', 'claimOf', () => this.store.claimOf(key));
   }
 
   range(set: string, options: RangeOptions): Ran<string[], FleetError> {
-    return portCall(() => storeCall('index', 'range', () => this.store.range(set, options)));
+    return storeCall('index', 'range', () => this.store.range(set, options));
   }
 
   count(set: string): Ran<number, FleetError> {
-    return portCall(() => storeCall('index', 'count', () => this.store.count(set)));
+    return storeCall('index', 'count', () => this.store.count(set));
   }
 
   /** The store's count of applied commits (`IndexStore.appliedCommits`); `undefined` when it keeps none. */
@@ -49,11 +49,11 @@ export class JointCalls {
   constructor(private readonly store: IndexStore) {}
 
   commitWithRecords(tx: IndexTransaction, records: readonly RecordWrite[]): Ran<CommitResult, FleetError> {
-    return portCall(() => storeCall('index', 'commitWithRecords', () => (this.store.commitWithRecords as NonNullable<IndexStore['commitWithRecords']>).call(this.store, tx, records)));
+    return storeCall('index', 'commitWithRecords', () => (this.store.commitWithRecords as NonNullable<IndexStore['commitWithRecords']>).call(this.store, tx, records));
   }
 
   readPage<T>(set: string, range: RangeOptions, keyPrefix: string): Ran<JointPage<T>, FleetError> {
-    return portCall(() => storeCall('index', 'readPage', () => (this.store.readPage as NonNullable<IndexStore['readPage']>).call(this.store, set, range, keyPrefix) as JointPage<T> | Promise<JointPage<T>>));
+    return storeCall('index', 'readPage', () => (this.store.readPage as NonNullable<IndexStore['readPage']>).call(this.store, set, range, keyPrefix) as JointPage<T> | Promise<JointPage<T>>);
   }
 }
 

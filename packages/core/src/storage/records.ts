@@ -1,9 +1,9 @@
 import Keyv from 'keyv';
-import { ok } from 'neverthrow';
-import type { FleetError } from '../errors/fleet-error.js';
+import { err, ok } from 'neverthrow';
+import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { memoKeys } from '../util/key-memo.js';
 import { storeCall } from '../trace/store-call.js';
-import { portCall, type Ran } from '../util/result.js';
+import { chain, chainMap, type Ran } from '../util/result.js';
 import { copy, installDecodeCache } from './decode-cache.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
@@ -147,7 +147,7 @@ export class RecordStore {
    */
   get<T>(key: string, shared = false): Ran<T | undefined, FleetError> {
     if (this.memory !== undefined) return ok(this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined);
-    return portCall(() => storeCall('records', 'get', () => this.keyv.get<T>(this.keyPrefix + key)));
+    return storeCall('records', 'get', () => this.keyv.get<T>(this.keyPrefix + key));
   }
 
   /**
@@ -168,7 +168,7 @@ export class RecordStore {
     // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
     // repair its listings away). Read one by one then, so that any failure fails the call.
     const batched = typeof (this.keyv.store as { getMany?: unknown }).getMany === 'function';
-    return portCall(() => storeCall('records', 'getMany', () => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))))));
+    return storeCall('records', 'getMany', () => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key)))));
   }
 
   /** `key` as this store hands it to the Keyv (its prefix put before it): what an index's joint calls are given. */
@@ -205,11 +205,8 @@ export class RecordStore {
       else this.writeMemory(memory, key, value, ttlMs);
       return ok(undefined);
     }
-    return portCall(() =>
-      storeCall('records', 'set', () => this.keyv.set(this.keyPrefix + key, value, ttlMs)).then((written) => {
-        if (written === false) throw new Error(`keyv refused to write ${key}`);
-      }),
-    );
+    const written = storeCall('records', 'set', () => this.keyv.set(this.keyPrefix + key, value, ttlMs));
+    return chain(written, (done) => (done === false ? err(storageUnavailable(new Error(`keyv refused to write ${key}`))) : ok(undefined)));
   }
 
   delete(key: string): Ran<void, FleetError> {
@@ -217,7 +214,7 @@ export class RecordStore {
       this.memory.delete(this.keyPrefix + key);
       return ok(undefined);
     }
-    return portCall(() => storeCall('records', 'delete', () => this.keyv.delete(this.keyPrefix + key)).then(() => undefined));
+    return chainMap(storeCall('records', 'delete', () => this.keyv.delete(this.keyPrefix + key)), nothing);
   }
 
   deleteMany(keys: readonly string[]): Ran<void, FleetError> {
@@ -226,7 +223,7 @@ export class RecordStore {
       for (const key of keys) this.memory.delete(this.keyPrefix + key);
       return ok(undefined);
     }
-    return portCall(() => storeCall('records', 'deleteMany', () => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key))).then(() => undefined));
+    return chainMap(storeCall('records', 'deleteMany', () => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key))), nothing);
   }
 
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
@@ -261,4 +258,9 @@ export class RecordStore {
     if (value === undefined) return undefined;
     return shared ? value : copy(value);
   }
+}
+
+/** What a delete answers when it went through: nothing. */
+function nothing(): undefined {
+  return undefined;
 }
