@@ -54,11 +54,16 @@ const SLICES = {
 };
 const IN_FLIGHT = { get: 1, post: 1, toolcall: Number(process.env.BENCH_OFF_TOOLCALL_IN_FLIGHT ?? 2) };
 const MIN_BATCH = 20;
+const ONLY = process.env.BENCH_OFF_WORKLOADS?.split(',');
 const WORKLOADS = [
   ['get', 'GET /v1/servers'],
   ['post', 'POST /v1/servers'],
   ['toolcall', 'POST /v1/servers/{id}/tools/call (2026-07-28 upstream)'],
-];
+].filter(([op]) => ONLY === undefined || ONLY.includes(op));
+// To find which trace point costs: kinds of `removeTracePoints` left in the absent copy (`store call`,
+// `tracedOperations`, `traceRequests`, or a guard kind as printed, e.g. `guard: other`; a kept wrapper's own guard is
+// still folded unless its kind is kept too). All of them kept: the code as is plus a comment, an A/A of the absent slot.
+const KEEP = process.env.BENCH_OFF_KEEP?.split(',') ?? [];
 const LIMIT = 1.02;
 // The positive control: the absent variant with 2 % of a request's CPU added (spun), to show the run can see 2 %.
 const CONTROL = process.env.BENCH_OFF_CONTROL !== '0';
@@ -89,10 +94,14 @@ const GUARD = /\b(\w+Channel)\.hasSubscribers\b/g;
  * The core's bundled code without its trace points. Answers `{ code, sites }` (how many of each kind were taken out);
  * throws when a kind is not found, so that a change of the core's code shows here instead of measuring nothing.
  */
-export function removeTracePoints(source) {
+export function removeTracePoints(source, keep = KEEP) {
   let code = source;
   const sites = {};
   const replace = (kind, pattern, by) => {
+    if (keep.includes(kind)) {
+      sites[kind] = 'kept';
+      return;
+    }
     let n = 0;
     code = code.replace(pattern, (...m) => {
       n++;
@@ -103,7 +112,7 @@ export function removeTracePoints(source) {
   // `portCall(() => E, "port", "method")` → `portCall(() => E)`: a storage port's call as it was before the trace
   // points (the port and method name the call on `mcp-fleet:store`; `portCall`'s own guard is folded below).
   let n = 0;
-  for (let at = code.indexOf('portCall('); at >= 0; at = code.indexOf('portCall(', at + 1)) {
+  for (let at = keep.includes('store call') ? -1 : code.indexOf('portCall('); at >= 0; at = code.indexOf('portCall(', at + 1)) {
     if (/\w/.test(code[at - 1])) continue;
     const open = at + 'portCall'.length;
     const close = closingParen(code, open);
@@ -113,7 +122,7 @@ export function removeTracePoints(source) {
     code = `${code.slice(0, open + 1)}${m[1]}${code.slice(close)}`;
     n++;
   }
-  sites["store call"] = n;
+  sites['store call'] = keep.includes('store call') ? 'kept' : n;
   // The wrappers of the operations (`fleet.*`, the MCP endpoint) and of an upstream client's requests hand back what they wrap.
   replace('tracedOperations', /function tracedOperations\((\w+), (\w+)\) \{/g, (_, ops, via) => `function tracedOperations(${ops}, ${via}) {\n  return ${ops};`);
   replace('traceRequests', /function traceRequests\(([\w, ]+)\) \{/g, (_, args) => `function traceRequests(${args}) {\n  return;`);
@@ -125,7 +134,7 @@ export function removeTracePoints(source) {
   replace('guard: G && A', /\bif \(\w+Channel\.hasSubscribers && \(/g, 'if (false && (');
   replace('guard: other', GUARD, 'false');
   for (const [kind, count] of Object.entries(sites)) if (count === 0 && kind !== 'guard: other') throw new Error(`removeTracePoints: no ${kind} site in the core's code (bench/telemetry-off.mjs needs updating)`);
-  return { code, sites };
+  return { code: `${code}\n// bench/telemetry-off.mjs: the absent copy (kept: ${keep.join(', ') || 'nothing'})\n`, sites };
 }
 
 /** The core's code with every guard read counted in `globalThis.__benchGuards` (by channel name). */
@@ -148,7 +157,7 @@ function copyOfCore(name, transform) {
       const out = transform(source);
       code = typeof out === 'string' ? out : out.code;
       if (typeof out !== 'string') reports.push(out.sites);
-      if (name === 'absent' && GUARD.test(code)) throw new Error(`${file}: a trace point guard is left after removeTracePoints`);
+      if (name === 'absent' && KEEP.length === 0 && GUARD.test(code)) throw new Error(`${file}: a trace point guard is left after removeTracePoints`);
       GUARD.lastIndex = 0;
       transformSync(code, { format: 'esm', loader: 'js' }); // throws on a syntax error
     }
@@ -270,12 +279,16 @@ export async function runTraceOffBench(part = 0, parts = 1) {
   if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
   const started = Date.now();
   const absent = copyOfCore('absent', removeTracePoints);
+  // The control's own copy of the absent code: sharing the absent variant's module (or its fleet) ran that code twice
+  // as often as any other variant's, warmer in the caches and the JIT's feedback, which made `absent` read a few per
+  // cent cheaper than the same code as is (docs/performance.md, "trace-off").
+  const control = copyOfCore('absent-control', removeTracePoints);
   const copy = copyOfCore('copy');
   const counting = copyOfCore('counting', countGuards);
   globalThis.__benchGuards = {};
   const upstream = await startUpstream();
   try {
-    return await measure(absent, copy, counting, upstream, started, part, parts);
+    return await measure(absent, control, copy, counting, upstream, started, part, parts);
   } finally {
     upstream.exit();
   }
@@ -286,7 +299,7 @@ export function traceOffHeading(parts) {
   return `\n== 9d. Nothing subscribed: the trace points present (as is) against absent (removed from a copy of the core), through the fleet's fetch handler, in ${parts} process${parts === 1 ? '' : 'es'} (the variants loaded in a rotated order in each); ${WARMUP_ROUNDS} warm-up + ${ROUNDS} rounds in all of ${PASSES} passes, batches of about ${Object.entries(SLICES).map(([op, ms]) => `${ms} ms (${op}${IN_FLIGHT[op] > 1 ? `, ${IN_FLIGHT[op]} in flight` : ''})`).join(', ')} of CPU; figure = CPU per request, median of per-round ratios`;
 }
 
-async function measure(absent, copy, counting, upstream, started, part, parts) {
+async function measure(absent, control, copy, counting, upstream, started, part, parts) {
   // The variants in the order this process loads and builds them: rotated by `part`, so that across the processes no
   // variant is always the first one loaded, compiled and given its heap (the A/A control's bias, if it has one).
   const loads = [
@@ -296,20 +309,16 @@ async function measure(absent, copy, counting, upstream, started, part, parts) {
   ];
   const rotated = loads.map((_, i) => loads[(i + part) % loads.length]);
   const built = {};
-  const modules = {};
-  for (const [id, load] of rotated) {
-    modules[id] = await load();
-    built[id] = await makeVariant(id, modules[id], upstream);
-  }
+  for (const [id, load] of rotated) built[id] = await makeVariant(id, await load(), upstream);
   const variants = [built['as is'], built.copy, built.absent];
   const counter = await makeVariant('counting', await import(counting.url), upstream);
-  // `absent + 2 %`: a fleet of the absent copy of its own (so that each variant's POSTs create into a fleet of the
-  // same size), each batch followed by a spin of 2 % of the as-is variant's CPU for as many
-  // requests (set from the round before: the warm-up rounds for the first). Its ratio over `absent` should read about
-  // 1.02×: the run's power to see 2 %. The spin is in the batch's timing, not a wrapper around each request (a wrapper's
-  // own promise and await would add to the 2 %).
+  // `absent + 2 %`: the absent code, on a copy of its own and a fleet of its own (so that the absent variant's code runs
+  // as often as the others' and each variant's POSTs create into a fleet of the same size), each batch followed by a
+  // spin of 2 % of the as-is variant's CPU for as many requests (set from the round before: the warm-up rounds for the
+  // first). Its ratio over `absent` should read about 1.02×: the run's power to see 2 %. The spin is in the batch's
+  // timing, not a wrapper around each request (a wrapper's own promise and await would add to the 2 %).
   const spin = { us: 0 };
-  if (CONTROL) variants.push({ ...(await makeVariant('absent + 2 %', modules.absent, upstream)), spun: true });
+  if (CONTROL) variants.push({ ...(await makeVariant('absent + 2 %', await import(control.url), upstream)), spun: true });
   // Nothing subscribes: every channel of the fleet is without subscribers (importing @mcp-fleet/otel and
   // @mcp-fleet/prometheus subscribes nothing; their instrument()/metrics() do, and close() undoes it).
   await import('@mcp-fleet/otel');
