@@ -92,7 +92,7 @@ if (postgres !== undefined) {
   }
 }
 if (telemetry?.off !== undefined) {
-  console.log('\n  Target of issue 29: nothing subscribed costs ≤ 2 % (section 9d: trace points present / absent, CPU per request, one process)');
+  console.log(`\n  Target of issue 29: nothing subscribed costs ≤ 2 % (section 9d: trace points present / absent, CPU per request, in-process; the rounds of ${telemetry.off.processes ?? 1} processes pooled)`);
   for (const r of Object.values(telemetry.off.workloads)) {
     const f = r.ab;
     console.log(`  ${pad(`9d ${r.title}`, 67)} ${fmtRatio(f.median).padStart(7)}  (95 % interval ${fmtRatio(f.interval.low)}..${fmtRatio(f.interval.high)}, ±${f.spreadPct.toFixed(1)}%; A/A ${fmtRatio(r.aa.median)} ${fmtRatio(r.aa.interval.low)}..${fmtRatio(r.aa.interval.high)}${r.control === undefined ? '' : `; +2 % control ${fmtRatio(r.control.median)} ${fmtRatio(r.control.interval.low)}..${fmtRatio(r.control.interval.high)}`}) ${r.verdict}`);

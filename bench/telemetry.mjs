@@ -19,6 +19,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createFleet } from '@mcp-fleet/core';
 import { createFleetApp } from '@mcp-fleet/hono';
 import { forkChild, cpuFor } from './child.mjs';
+import { summarizeTraceOff, traceOffHeading } from './telemetry-off.mjs';
 import { runComparison, startServer } from './frameworks.mjs';
 import { collect, figure, fmtAddedMs, fmtMs, median, pad, padLeft, settled } from './stats.mjs';
 import { otelOn } from './telemetry-setup.mjs';
@@ -26,13 +27,23 @@ import { otelOn } from './telemetry-setup.mjs';
 const ROUNDS = Number(process.env.BENCH_TELEMETRY_ROUNDS ?? 10);
 const CALLS = Number(process.env.BENCH_TELEMETRY_CALLS ?? 60);
 const WARMUP = Number(process.env.BENCH_TELEMETRY_WARMUP ?? 100);
+const OFF_PROCESSES = Math.max(1, Number(process.env.BENCH_OFF_PROCESSES ?? 2));
 const PARTS = process.env.BENCH_TELEMETRY_ONLY?.split(/[\s,]+/).filter(Boolean) ?? ['off', 'get', 'toolcall'];
 
-/** 9d in a process of its own: a small fixed young generation and an exposed gc (bench/telemetry-off.mjs says why). */
+/**
+ * 9d in processes of its own, one after the other, each with a small fixed young generation and an exposed gc
+ * (bench/telemetry-off.mjs says why), each running its share of the rounds with the variants loaded in a rotated
+ * order; their rounds are pooled into the figures.
+ */
 async function offPart() {
-  const proc = forkChild('./telemetry-off.mjs', [], { execArgv: ['--expose-gc', '--min-semi-space-size=2', '--max-semi-space-size=2'], cpu: cpuFor('server') });
-  const { result } = await proc.next('result');
-  return result;
+  const started = Date.now();
+  console.log(traceOffHeading(OFF_PROCESSES));
+  const parts = [];
+  for (let part = 0; part < OFF_PROCESSES; part++) {
+    const proc = forkChild('./telemetry-off.mjs', [String(part), String(OFF_PROCESSES)], { execArgv: ['--expose-gc', '--min-semi-space-size=2', '--max-semi-space-size=2'], cpu: cpuFor('server') });
+    parts.push((await proc.next('result')).result);
+  }
+  return summarizeTraceOff(parts, (Date.now() - started) / 1000);
 }
 
 async function httpPart() {

@@ -163,7 +163,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
   return (request, context = {}) => {
     const requestId = requestIdOf(request.headers);
-    if (onRequest === undefined && !httpRequestChannel.hasSubscribers) return answer(request, context, requestId, {});
+    if (onRequest === undefined && !httpRequestChannel.hasSubscribers) return answer(request, context, requestId, undefined);
     return observed(request, context, requestId);
   };
 
@@ -192,7 +192,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     });
   }
 
-  async function answer(request: Request, context: RequestContext, requestId: string, seen: Seen): Promise<Response> {
+  async function answer(request: Request, context: RequestContext, requestId: string, seen: Seen | undefined): Promise<Response> {
     // The adapters give the path; the URL is parsed only when they do not.
     const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
     const x = new Exchange(request, context, requestId, path, deps, timestamp);
@@ -213,9 +213,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       if (oauthOutcome !== undefined && 'principal' in oauthOutcome) principal = oauthOutcome.principal;
       if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal, oauthOutcome);
       if (principal === null) return await unidentified(x, routed, path);
-      seen.account = principal.account;
+      if (seen !== undefined) seen.account = principal.account;
       if (mcpDoor !== undefined && routed.mcp !== undefined) {
-        seen.route = mcpRouteOf(routed.mcp);
+        if (seen !== undefined) seen.route = mcpRouteOf(routed.mcp);
         return await answerMcp(mcpDoor, x, principal, routed.mcp);
       }
       if (limiter !== undefined) {
@@ -227,7 +227,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       if (routed.segments.isErr()) return x.fail(routed.segments.error);
       if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
       const { operation, params } = routed.match;
-      seen.route = operation.path;
+      if (seen !== undefined) seen.route = operation.path;
       if (!hasScope(principal, operation.scope)) return x.fail(x.stepUp === undefined ? forbidden(operation) : insufficientScope(operation.scope, x.stepUp(operation.scope)));
       const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
       const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true, context.readBody) : NO_BODY;
@@ -362,7 +362,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   }
 }
 
-/** What the handler learns of a request while it answers it, for the request's log line and trace. */
+/** What the handler learns of a request while it answers it, for the request's log line and trace; `undefined` (nothing is kept) when neither is on. */
 interface Seen {
   route?: string | null;
   account?: string | null;
@@ -370,9 +370,16 @@ interface Seen {
 
 const NO_BODY: Result<unknown, FleetError> = ok(undefined);
 
-/** Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. */
+/**
+ * Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. The traced run is a function of its own, so
+ * that this one captures nothing (no context, no closure) on the road with no subscriber.
+ */
 function run(operation: Operation, input: OperationInput): ReturnType<Operation['run']> {
   if (!operationChannel.hasSubscribers) return operation.run(input);
+  return tracedRun(operation, input);
+}
+
+function tracedRun(operation: Operation, input: OperationInput): ReturnType<Operation['run']> {
   const message: OperationMessage = { operation: operation.name, account: input.principal.account, via: 'http' };
   if (operation.path.startsWith('/servers/:id')) message.server_id = input.params.id as string;
   const tool = operation.name === 'tools.call' ? (input.body as { name?: unknown } | null)?.name : undefined;

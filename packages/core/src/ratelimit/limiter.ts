@@ -6,7 +6,6 @@ import type { ConsumeResult, RateLimitCounter, RateLimitStore } from './rate-lim
 import { checkOption, positiveInteger } from '../util/options.js';
 import { chainMap, otherwise, portCall, type Ran } from '../util/result.js';
 import { rateLimitChannel } from '../trace/channels.js';
-import { storeCall } from '../trace/store-call.js';
 
 /** Requests per minute of each tier (docs/rate-limits.md). Enterprise is "custom": set it per account with `accounts`. */
 export const DEFAULT_TIER_LIMITS: Readonly<Record<Tier, number>> = { free: 60, pro: 600, enterprise: 6000 };
@@ -232,7 +231,7 @@ export class RateLimiter {
    * when the limiter fails open.
    */
   private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
-    const consumed = portCall(() => storeCall('ratelimit', 'consume', () => this.store.consume(counters, window.end, cost)));
+    const consumed = portCall(() => this.store.consume(counters, window.end, cost), 'ratelimit', 'consume');
     const decided = chainMap(consumed, (result): RateLimitDecision | null => binding(counters, scopes, window, result, cost));
     return this.failOpen ? otherwise(decided, () => ok(null)) : decided;
   }

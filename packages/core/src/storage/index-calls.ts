@@ -1,5 +1,4 @@
 import type { FleetError } from '../errors/fleet-error.js';
-import { storeCall } from '../trace/store-call.js';
 import { portCall, type Ran } from '../util/result.js';
 import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, RangeOptions, RecordWrite } from './index-store.js';
 
@@ -23,19 +22,19 @@ export class IndexCalls {
   }
 
   commit(tx: IndexTransaction): Ran<CommitResult, FleetError> {
-    return portCall(() => storeCall('index', 'commit', () => this.store.commit(tx)));
+    return portCall(() => this.store.commit(tx), 'index', 'commit');
   }
 
   claimOf(key: string): Ran<Claim | undefined, FleetError> {
-    return portCall(() => storeCall('index', 'claimOf', () => this.store.claimOf(key)));
+    return portCall(() => this.store.claimOf(key), 'index', 'claimOf');
   }
 
   range(set: string, options: RangeOptions): Ran<string[], FleetError> {
-    return portCall(() => storeCall('index', 'range', () => this.store.range(set, options)));
+    return portCall(() => this.store.range(set, options), 'index', 'range');
   }
 
   count(set: string): Ran<number, FleetError> {
-    return portCall(() => storeCall('index', 'count', () => this.store.count(set)));
+    return portCall(() => this.store.count(set), 'index', 'count');
   }
 
   /** The store's count of applied commits (`IndexStore.appliedCommits`); `undefined` when it keeps none. */
@@ -49,11 +48,11 @@ export class JointCalls {
   constructor(private readonly store: IndexStore) {}
 
   commitWithRecords(tx: IndexTransaction, records: readonly RecordWrite[]): Ran<CommitResult, FleetError> {
-    return portCall(() => storeCall('index', 'commitWithRecords', () => (this.store.commitWithRecords as NonNullable<IndexStore['commitWithRecords']>).call(this.store, tx, records)));
+    return portCall(() => (this.store.commitWithRecords as NonNullable<IndexStore['commitWithRecords']>).call(this.store, tx, records), 'index', 'commitWithRecords');
   }
 
   readPage<T>(set: string, range: RangeOptions, keyPrefix: string): Ran<JointPage<T>, FleetError> {
-    return portCall(() => storeCall('index', 'readPage', () => (this.store.readPage as NonNullable<IndexStore['readPage']>).call(this.store, set, range, keyPrefix) as JointPage<T> | Promise<JointPage<T>>));
+    return portCall(() => (this.store.readPage as NonNullable<IndexStore['readPage']>).call(this.store, set, range, keyPrefix) as JointPage<T> | Promise<JointPage<T>>, 'index', 'readPage');
   }
 }
 

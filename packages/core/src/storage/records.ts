@@ -1,9 +1,8 @@
 import Keyv from 'keyv';
-import { ok } from 'neverthrow';
-import type { FleetError } from '../errors/fleet-error.js';
+import { err, ok } from 'neverthrow';
+import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
 import { memoKeys } from '../util/key-memo.js';
-import { storeCall } from '../trace/store-call.js';
-import { portCall, type Ran } from '../util/result.js';
+import { chain, chainMap, portCall, type Ran } from '../util/result.js';
 import { copy, installDecodeCache } from './decode-cache.js';
 
 /** `Symbol.for`, so that a store package's copy of core and the app's agree on it. */
@@ -147,7 +146,7 @@ export class RecordStore {
    */
   get<T>(key: string, shared = false): Ran<T | undefined, FleetError> {
     if (this.memory !== undefined) return ok(this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined);
-    return portCall(() => storeCall('records', 'get', () => this.keyv.get<T>(this.keyPrefix + key)));
+    return portCall(() => this.keyv.get<T>(this.keyPrefix + key), 'records', 'get');
   }
 
   /**
@@ -168,7 +167,7 @@ export class RecordStore {
     // into `undefined`, even with throwOnErrors: an outage would look like deleted records (and the registry would
     // repair its listings away). Read one by one then, so that any failure fails the call.
     const batched = typeof (this.keyv.store as { getMany?: unknown }).getMany === 'function';
-    return portCall(() => storeCall('records', 'getMany', () => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key))))));
+    return portCall(() => (batched ? this.keyv.getMany<T>(prefixed) : Promise.all(prefixed.map((key) => this.keyv.get<T>(key)))), 'records', 'getMany');
   }
 
   /** `key` as this store hands it to the Keyv (its prefix put before it): what an index's joint calls are given. */
@@ -205,11 +204,8 @@ export class RecordStore {
       else this.writeMemory(memory, key, value, ttlMs);
       return ok(undefined);
     }
-    return portCall(() =>
-      storeCall('records', 'set', () => this.keyv.set(this.keyPrefix + key, value, ttlMs)).then((written) => {
-        if (written === false) throw new Error(`keyv refused to write ${key}`);
-      }),
-    );
+    const written = portCall(() => this.keyv.set(this.keyPrefix + key, value, ttlMs), 'records', 'set');
+    return chain(written, (done) => (done === false ? err(storageUnavailable(new Error(`keyv refused to write ${key}`))) : ok(undefined)));
   }
 
   delete(key: string): Ran<void, FleetError> {
@@ -217,7 +213,7 @@ export class RecordStore {
       this.memory.delete(this.keyPrefix + key);
       return ok(undefined);
     }
-    return portCall(() => storeCall('records', 'delete', () => this.keyv.delete(this.keyPrefix + key)).then(() => undefined));
+    return chainMap(portCall(() => this.keyv.delete(this.keyPrefix + key), 'records', 'delete'), nothing);
   }
 
   deleteMany(keys: readonly string[]): Ran<void, FleetError> {
@@ -226,7 +222,7 @@ export class RecordStore {
       for (const key of keys) this.memory.delete(this.keyPrefix + key);
       return ok(undefined);
     }
-    return portCall(() => storeCall('records', 'deleteMany', () => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key))).then(() => undefined));
+    return chainMap(portCall(() => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)), 'records', 'deleteMany'), nothing);
   }
 
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
@@ -261,4 +257,9 @@ export class RecordStore {
     if (value === undefined) return undefined;
     return shared ? value : copy(value);
   }
+}
+
+/** What a delete answers when it went through: nothing. */
+function nothing(): undefined {
+  return undefined;
 }

@@ -38,17 +38,22 @@ function operationName(group: string, method: string): string {
   return `${group}.${method.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}`;
 }
 
+/**
+ * `fn` as the door calls it: with no subscriber, `fn` itself on the same arguments. The traced run is a function of its
+ * own, so that this wrapper captures nothing per call (no context, no closure) on the road with no subscriber.
+ */
 function tracedMethod(group: object, fn: Method, operation: string, via: OperationDoor): Method {
   const aboutServer = ABOUT_A_SERVER.test(operation);
-  return (...args) => {
-    if (!operationChannel.hasSubscribers) return fn.apply(group, args);
-    const message: OperationMessage = { operation, account: String(args[0]), via };
-    if (aboutServer && typeof args[1] === 'string') message.server_id = args[1];
-    if (operation === 'tools.call') {
-      // `call(account, server, name, args)`, or `invoke(account, server, { name, arguments })`.
-      const tool = typeof args[2] === 'string' ? args[2] : (args[2] as { name?: unknown } | null | undefined)?.name;
-      if (typeof tool === 'string') message.tool_name = tool;
-    }
-    return traced(operationChannel, message, () => fn.apply(group, args));
-  };
+  return (...args) => (operationChannel.hasSubscribers ? tracedRun(group, fn, operation, via, aboutServer, args) : fn.apply(group, args));
+}
+
+function tracedRun(group: object, fn: Method, operation: string, via: OperationDoor, aboutServer: boolean, args: unknown[]): unknown {
+  const message: OperationMessage = { operation, account: String(args[0]), via };
+  if (aboutServer && typeof args[1] === 'string') message.server_id = args[1];
+  if (operation === 'tools.call') {
+    // `call(account, server, name, args)`, or `invoke(account, server, { name, arguments })`.
+    const tool = typeof args[2] === 'string' ? args[2] : (args[2] as { name?: unknown } | null | undefined)?.name;
+    if (typeof tool === 'string') message.tool_name = tool;
+  }
+  return traced(operationChannel, message, () => fn.apply(group, args));
 }

@@ -40,28 +40,42 @@ interface ClientConfig {
  */
 export function traceRequests(client: Client, config: ClientConfig, era: McpEraName, serverId: string | undefined): void {
   const request = client.request.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  let address: { server_address: string; server_port: number } | null | undefined;
-  client.request = ((...args: unknown[]) => {
-    if (!mcpClientChannel.hasSubscribers) return request(...args);
-    const sent = args[0] as { method: string; params?: { name?: unknown; _meta?: Record<string, unknown> } };
-    const { method, params } = sent;
-    const message: McpClientMessage = { method, transport: config.type, era, meta: {} };
-    if (serverId !== undefined) message.server_id = serverId;
-    if (method === 'tools/call' && typeof params?.name === 'string') message.tool_name = params.name;
-    address ??= addressOf(config);
-    if (address !== null) Object.assign(message, address);
-    return traced(
-      mcpClientChannel,
-      message,
-      () => {
-        const meta = Object.entries(message.meta).filter(([, value]) => typeof value === 'string');
-        if (meta.length === 0) return request(...args);
-        const withMeta = { ...sent, params: { ...params, _meta: { ...params?._meta, ...Object.fromEntries(meta) } } };
-        return request(withMeta, ...args.slice(1));
-      },
-      describeAnswered,
-    );
-  }) as Client['request'];
+  const target: TracedClient = { request, config, era, serverId, address: undefined };
+  // With no subscriber the SDK's own `request` on the same arguments; the traced call is a function of its own, so
+  // that this wrapper captures nothing per call (no context, no closure, no message) on that road.
+  client.request = ((...args: unknown[]) => (mcpClientChannel.hasSubscribers ? tracedClientRequest(target, args) : request(...args))) as Client['request'];
+}
+
+/** What the traced road of a client's requests reads: the SDK's own `request`, and what the messages say of the server. */
+interface TracedClient {
+  request: (...args: unknown[]) => Promise<unknown>;
+  config: ClientConfig;
+  era: McpEraName;
+  serverId: string | undefined;
+  /** Worked out at the first traced request: `null` when the endpoint has none (stdio). */
+  address: { server_address: string; server_port: number } | null | undefined;
+}
+
+function tracedClientRequest(target: TracedClient, args: unknown[]): Promise<unknown> {
+  const { request, config, era, serverId } = target;
+  const sent = args[0] as { method: string; params?: { name?: unknown; _meta?: Record<string, unknown> } };
+  const { method, params } = sent;
+  const message: McpClientMessage = { method, transport: config.type, era, meta: {} };
+  if (serverId !== undefined) message.server_id = serverId;
+  if (method === 'tools/call' && typeof params?.name === 'string') message.tool_name = params.name;
+  target.address ??= addressOf(config);
+  if (target.address !== null) Object.assign(message, target.address);
+  return traced(
+    mcpClientChannel,
+    message,
+    () => {
+      const meta = Object.entries(message.meta).filter(([, value]) => typeof value === 'string');
+      if (meta.length === 0) return request(...args);
+      const withMeta = { ...sent, params: { ...params, _meta: { ...params?._meta, ...Object.fromEntries(meta) } } };
+      return request(withMeta, ...args.slice(1));
+    },
+    describeAnswered,
+  );
 }
 
 /** The host and port of an `http` or `websocket` endpoint; `null` for stdio (or an endpoint that does not parse). */

@@ -1,5 +1,7 @@
 import { err, ok, type Ok, Result, ResultAsync } from 'neverthrow';
 import { type FleetError, storageUnavailable } from '../errors/fleet-error.js';
+import { type StoreMessage, storeChannel } from '../trace/channels.js';
+import { traced } from '../trace/traced.js';
 
 /**
  * What an operation answers: a `Result` when every step answered at once (the stores held in this process), a
@@ -47,12 +49,16 @@ export function toAsync<T, E>(ran: Ran<T, E>): ResultAsync<T, E> {
 
 /**
  * A call to a port that may answer a value or a promise (`T | Promise<T>`): a value is a `Result` at once, a promise
- * a `ResultAsync`; a synchronous throw and a rejected promise alike are STORAGE_UNAVAILABLE.
+ * a `ResultAsync`; a synchronous throw and a rejected promise alike are STORAGE_UNAVAILABLE. With `port` and `method`
+ * (a storage port's call: `records`, `index`, `ratelimit`) it is traced on `mcp-fleet:store` when anyone listens; with
+ * no subscriber `call` is made directly, and nothing (no closure, no message) is made for the trace point. The trace
+ * point sits here, not in a wrapper around the port call, so that a store call is the same code with or without it
+ * but for the guard (one call less for V8 to inline on every road to the stores).
  */
-export function portCall<T>(call: () => T | PromiseLike<T>): Ran<T> {
+export function portCall<T>(call: () => T | PromiseLike<T>, port?: StoreMessage['port'], method?: string): Ran<T> {
   let answer: T | PromiseLike<T>;
   try {
-    answer = call();
+    answer = storeChannel.hasSubscribers && port !== undefined ? traced(storeChannel, { port, method: method as string }, call) : call();
   } catch (cause) {
     return err(storageUnavailable(cause));
   }
