@@ -4,12 +4,27 @@
  * `mcp.credentialCheckMs` in another fleet sharing the store) or expires; another key's streams stay open. Real
  * keys, real HTTP through both adapters, the official v2 SDK client for the listen stream.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { createMemoryStore, type Fleet } from '@mcp-fleet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADAPTERS, type Served, serveFleet } from '../support/adapters.js';
 
 const CHECK_MS = 200;
+
+/**
+ * Full garbage collections, as a busy process has them while streams stay open: what links a stream to what ends it
+ * must not hang on weak references (a CI run lost a listen stream's link this way).
+ */
+async function collectGarbage(): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 let accounts = 0;
 const account = () => `cred${++accounts}${Math.random().toString(36).slice(2, 7)}`;
@@ -99,6 +114,7 @@ describe.each(ADAPTERS)('streams end with their credential ($name)', (adapter) =
     const name = account();
     const key = await keyOf(one.fleet, name);
     const held = await sessionStream(`${other.url}/mcp`, key.secret);
+    await collectGarbage();
     expect((await one.fleet.keys.revoke(key.id)).isOk()).toBe(true);
     expect(await held.ended()).toBe(true);
   });
@@ -116,6 +132,7 @@ describe.each(ADAPTERS)('streams end with their credential ($name)', (adapter) =
     const a = await listenStream(`${one.url}/mcp`, here.secret);
     const b = await listenStream(`${other.url}/mcp`, there.secret);
     const c = await listenStream(`${one.url}/mcp`, kept.secret);
+    await collectGarbage();
     expect((await one.fleet.keys.revoke(here.id)).isOk()).toBe(true);
     expect((await one.fleet.keys.revoke(there.id)).isOk()).toBe(true);
     expect(await a.stream.ended()).toBe(true);

@@ -293,7 +293,7 @@ export class McpEndpoint {
   private readonly credentialTimer: NodeJS.Timeout;
   private readonly credentials: CredentialWatch;
   /** The 2026-07-28 `subscriptions/listen` streams open in this process. */
-  private readonly listens = new Set<HeldStream & { account: string }>();
+  private readonly listens = new Set<HeldStream & { account: string; links: unknown[] }>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly leanRoad: boolean;
   /** The `tools/list` answers of the views that listed lately, shared by both eras and both roads. */
@@ -395,13 +395,16 @@ export class McpEndpoint {
    */
   private async listen(handler: McpHttpHandler, request: Request, scope: EndpointScope, options: Parameters<McpHttpHandler['fetch']>[1]): Promise<Response> {
     const ended = new AbortController();
-    const held = { account: scope.principal.account, principal: () => scope.principal, close: () => ended.abort() };
-    const forget = () => void this.listens.delete(held);
     const signal = AbortSignal.any([request.signal, ended.signal]);
+    // The body was read already (`parsedBody`): only the signal changes.
+    const forwarded = new Request(request.url, { method: request.method, headers: request.headers, signal });
+    // Held here, strongly, while the stream is open: `AbortSignal.any` and a `Request` following a signal link them
+    // by weak references, so a garbage collection could otherwise cut `ended` off from the signal the SDK listens to.
+    const held = { account: scope.principal.account, principal: () => scope.principal, close: () => ended.abort(), links: [signal, forwarded] };
+    const forget = () => void this.listens.delete(held);
     signal.addEventListener('abort', forget, { once: true });
     this.listens.add(held);
-    // The body was read already (`parsedBody`): only the signal changes.
-    const response = await handler.fetch(new Request(request.url, { method: request.method, headers: request.headers, signal }), options);
+    const response = await handler.fetch(forwarded, options);
     if (response.body === null) {
       forget();
       return response;
