@@ -579,6 +579,14 @@ describe('variables of later features are validated now', () => {
   });
 });
 
+/** A reference server on memory with one key of `acme`, allowed to reach the loopback upstreams of these tests. */
+const probingEnv = (key: string, health: Record<string, string>) => ({
+  MCP_FLEET_STORE: 'memory://',
+  MCP_FLEET_API_KEYS: `acme:pro:${key}`,
+  MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
+  ...health,
+});
+
 describe('outgoing connections of the reference server', () => {
   it('runs the background monitor: a new server turns healthy without anyone asking (MCP_FLEET_HEALTH_INTERVAL_MS)', async () => {
     const fixture = await startV1Server();
@@ -588,13 +596,7 @@ describe('outgoing connections of the reference server', () => {
         cwd: await tempDir(),
         // What is tested is that the monitor probes unasked, not how fast: a probe slowed by a loaded machine must not
         // read as `degraded` (slow_probe), so the latency rule is set out of reach.
-        env: {
-          MCP_FLEET_STORE: 'memory://',
-          MCP_FLEET_API_KEYS: `acme:pro:${key}`,
-          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
-          MCP_FLEET_HEALTH_INTERVAL_MS: '1000',
-          MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '600000',
-        },
+        env: probingEnv(key, { MCP_FLEET_HEALTH_INTERVAL_MS: '1000', MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '600000' }),
       });
       const created = await api(server.url, key, 'POST', '/servers', { name: 'watched', type: 'http', endpoint: fixture.url });
       let health = 'unknown';
@@ -621,15 +623,8 @@ describe('outgoing connections of the reference server', () => {
       const key = secret('rules');
       const server = await startServer({
         cwd: await tempDir(),
-        env: {
-          MCP_FLEET_STORE: 'memory://',
-          MCP_FLEET_API_KEYS: `acme:pro:${key}`,
-          MCP_FLEET_ALLOW_PRIVATE_NETWORKS: '1',
-          MCP_FLEET_HEALTH_INTERVAL_MS: '0',
-          // Any real probe takes longer than a millisecond: each one is `slow_probe`.
-          MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '1',
-          MCP_FLEET_HEALTH_ANNOUNCE_AFTER: '1',
-        },
+        // Any real probe takes longer than a millisecond: each one is `slow_probe`.
+        env: probingEnv(key, { MCP_FLEET_HEALTH_INTERVAL_MS: '0', MCP_FLEET_HEALTH_DEGRADED_LATENCY_MS: '1', MCP_FLEET_HEALTH_ANNOUNCE_AFTER: '1' }),
       });
       const created = await api(server.url, key, 'POST', '/servers', { name: 'local', type: 'http', endpoint: fixture.url });
       const health = await api(server.url, key, 'GET', `/servers/${created.body.data.id}/health`);
