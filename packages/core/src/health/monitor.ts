@@ -100,7 +100,8 @@ export class HealthMonitor {
     const { delayMs, window } = nextRound(this.deps.now(), this.intervalMs, this.jitter, Math.random());
     this.timer = setTimeout(() => {
       // The next round is due on time whatever this one waits for: a slow server holds a lane, never the schedule.
-      // Its leases are those of the window it was scheduled in, however late the timer fires.
+      // Its leases are those of the window it was scheduled in, or of the one it runs in if the timer fired after
+      // that window closed (`probe`).
       void this.round(window).catch(this.deps.onError);
       if (!this.stopped) this.schedule();
     }, Math.max(0, delayMs));
@@ -113,7 +114,6 @@ export class HealthMonitor {
    * each as soon as a lane is free; reads the servers a page at a time, as the lanes need them.
    */
   private async probeAll(interval: number): Promise<number> {
-    const expiresAt = (interval + 1) * this.intervalMs;
     let probed = 0;
     const mine = new Set<Promise<void>>();
     const pending: ServerRecord[] = [];
@@ -134,7 +134,7 @@ export class HealthMonitor {
           continue;
         }
         pending.splice(i, 1);
-        const probe: Promise<void> = this.probe(server, interval, expiresAt)
+        const probe: Promise<void> = this.probe(server, interval)
           .then((done) => {
             if (done) probed += 1;
           })
@@ -149,12 +149,18 @@ export class HealthMonitor {
     return probed;
   }
 
-  /** One server's probe on a lane, if this process wins its lease for the interval. True when it probed. */
-  private async probe(server: ServerRecord, interval: number, expiresAt: number): Promise<boolean> {
+  /**
+   * One server's probe on a lane, if this process wins its lease. True when it probed. The lease is the round's
+   * window's, or the window the clock is in when that one has closed (a timer that fired late on a loaded machine, a
+   * round longer than its interval): a lease of a closed window would expire as it is taken, so another process
+   * could take it again, and the probe would not count for the window it really runs in.
+   */
+  private async probe(server: ServerRecord, interval: number): Promise<boolean> {
     this.probing.set(server.id, server.account);
     this.lanesOf.set(server.account, (this.lanesOf.get(server.account) ?? 0) + 1);
     try {
-      const lease = await this.deps.leases.consume([{ key: `monitor:${server.id}:${interval}`, limit: 1 }], expiresAt);
+      const window = Math.max(interval, Math.floor(this.deps.now() / this.intervalMs));
+      const lease = await this.deps.leases.consume([{ key: `monitor:${server.id}:${window}`, limit: 1 }], (window + 1) * this.intervalMs);
       if (!lease.allowed) return false;
       const checked = await this.deps.health.check(server.account, server.id);
       // A server deleted meanwhile is simply gone; anything else is the embedder's to hear about.
