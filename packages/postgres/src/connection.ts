@@ -59,17 +59,38 @@ export function readOneSql(s: string, key: string): string {
   return `SELECT r.value FROM ${s}.records r WHERE r.key = ${key} AND ${LIVE}`;
 }
 
-/** The call of `consume`, its four arguments the parameters from `$first` on. */
-function consumeCall(s: string, first: number): string {
-  return `${s}.consume($${first}::text[], $${first + 1}::bigint[], $${first + 2}::bigint[], $${first + 3}::bigint)`;
-}
-
 /** `consume`'s arguments: the counters' keys, limits and costs (bigint text), and the window's end in Unix ms. */
 export type ConsumeArgs = [keys: string[], limits: string[], costs: string[], expiresMs: string];
 
+interface Read {
+  key: string;
+  resolve: (value: string | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A rate-limit decision waiting to be sent, with the record read asked for in its turn (the handler's key read), if any. */
+interface Decision {
+  args: ConsumeArgs;
+  read?: Read;
+  resolve: (answer: string[]) => void;
+  reject: (error: unknown) => void;
+}
+
 interface Turn {
-  read?: { key: string; resolve: (value: string | undefined) => void; reject: (error: unknown) => void };
-  decision?: { args: ConsumeArgs; resolve: (answer: string[]) => void; reject: (error: unknown) => void };
+  read?: Read;
+  decisions: Decision[];
+}
+
+/** `consume_batch`'s answer cut into each decision's: 1 or 0 (allowed), then one count per counter. */
+function split(flat: string[], sizes: number[]): string[][] {
+  const answers: string[][] = [];
+  let at = 0;
+  for (const size of sizes) {
+    answers.push(flat.slice(at, at + 1 + size));
+    at += 1 + size;
+  }
+  if (at !== flat.length) throw new Error(`consume_batch answered ${flat.length} numbers for ${sizes.length} decisions of ${at - sizes.length} counters`);
+  return answers;
 }
 
 /** How much later than `statementTimeoutMs` the client stops waiting: the server's cancel comes first, so a statement the client gave up on is one the server stopped. */
@@ -123,8 +144,11 @@ export class Connection {
   readonly timeoutMs: number;
   /** Statement names by text (`preparedStatements`). */
   private readonly names = new Map<string, string>();
-  /** The record read and the rate-limit decision asked for in this turn, still to be sent (`readRecord`, `decide`). */
+  /** The record read and the rate-limit decisions asked for in this turn, still to be sent (`readRecord`, `decide`). */
   private turn: Turn | undefined;
+  /** A statement of decisions is in flight: the decisions asked for meanwhile wait in `waiting` and go out together after it. */
+  private deciding = false;
+  private waiting: Decision[] = [];
 
   constructor(
     readonly pool: Pool,
@@ -232,11 +256,10 @@ export class Connection {
   }
 
   /**
-   * A live record's stored text by key, `undefined` for none. A read and a rate-limit decision asked for in the same
-   * turn of the event loop (the handler's key read and its admission, `admitEarly`) go out as one statement: one
-   * connection, one socket write, one backend's work instead of two (docs/postgres.md, "One statement per request
-   * step"). The pair is not sent again after a lost answer (the decision is not replayable); when it fails, the read
-   * is sent again alone, so that a failed decision fails only itself.
+   * A live record's stored text by key, `undefined` for none. A read asked for in the same turn of the event loop as a
+   * rate-limit decision (the handler's key read and its admission, `admitEarly`) goes out in the decision's statement:
+   * one connection, one socket write, one backend's work instead of two (docs/postgres.md, "One statement per request
+   * step"). A second read of the turn goes alone.
    */
   readRecord(key: string): Promise<string | undefined> {
     const turn = this.thisTurn();
@@ -244,17 +267,22 @@ export class Connection {
     return new Promise((resolve, reject) => (turn.read = { key, resolve, reject }));
   }
 
-  /** One rate-limit decision (`consume(keys, limits, costs, expires_ms)`, its arguments as text), sent with a read of the same turn if one is asked for. */
+  /**
+   * One rate-limit decision (`consume(keys, limits, costs, expires_ms)`, its arguments as text). Decisions are grouped:
+   * one statement of decisions is in flight at a time; those asked for while it runs wait, and when it returns they go
+   * out together as one call of `consume_batch`, which decides them in the order they were asked for, with their key
+   * reads (docs/postgres.md, "Decisions grouped while one is in flight"). No timer: a decision asked for while none is
+   * in flight goes out at once.
+   */
   decide(args: ConsumeArgs): Promise<string[]> {
     const turn = this.thisTurn();
-    if (turn.decision !== undefined) return this.decideAlone(args);
-    return new Promise((resolve, reject) => (turn.decision = { args, resolve, reject }));
+    return new Promise((resolve, reject) => turn.decisions.push({ args, resolve, reject }));
   }
 
   private thisTurn(): Turn {
     let turn = this.turn;
     if (turn === undefined) {
-      const current: Turn = (turn = this.turn = {});
+      const current: Turn = (turn = this.turn = { decisions: [] });
       queueMicrotask(() => {
         this.turn = undefined;
         this.send(current);
@@ -263,40 +291,73 @@ export class Connection {
     return turn;
   }
 
-  private send({ read, decision }: Turn): void {
-    if (read !== undefined && decision !== undefined) {
-      const { s } = this;
-      this.query<{ answer: string[]; value: string | null }>(
-        'a key read and a rate-limit decision',
-        `SELECT ${consumeCall(s, 1)} AS answer, (${readOneSql(s, '$5')}) AS value`,
-        [...decision.args, read.key],
+  private send({ read, decisions }: Turn): void {
+    const [first] = decisions;
+    if (first === undefined) {
+      if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
+      return;
+    }
+    if (read !== undefined) first.read = read;
+    this.waiting.push(...decisions);
+    if (!this.deciding) this.decideWaiting();
+  }
+
+  /** Sends every waiting decision in one statement; when it returns, the decisions that came meanwhile, and so on. */
+  private decideWaiting(): void {
+    const batch = this.waiting;
+    this.waiting = [];
+    this.deciding = true;
+    void this.decideTogether(batch).finally(() => {
+      this.deciding = false;
+      if (this.waiting.length > 0) this.decideWaiting();
+    });
+  }
+
+  /**
+   * One statement: `consume_batch` over the decisions, and the records of their reads (`key = ANY(…)`, at the
+   * statement's snapshot, as reads sent at the same moment would be). Not sent again after a lost answer (a decision is
+   * not replayable). When it fails, every decision of it fails, as a decision alone would, and each read is sent again
+   * alone, so that a failed decision fails only the decisions (a limiter that fails open, `failOpen`, still admits on
+   * a good key).
+   */
+  private async decideTogether(batch: Decision[]): Promise<void> {
+    const { s } = this;
+    const keys = [...new Set(batch.flatMap((d) => (d.read === undefined ? [] : [d.read.key])))];
+    const sizes = batch.map((d) => d.args[0].length);
+    const what =
+      batch.length === 1
+        ? `${keys.length === 0 ? '' : 'a key read and '}a rate-limit decision`
+        : `${batch.length} rate-limit decisions${keys.length === 0 ? '' : ' and their key reads'}`;
+    let answers: string[][];
+    let values: Record<string, string>;
+    try {
+      const [row] = await this.query<{ answers: string[]; records: Record<string, string> | null }>(
+        what,
+        `SELECT ${s}.consume_batch($1::text[], $2::bigint[], $3::bigint[], $4::integer[], $5::bigint[]) AS answers` +
+          (keys.length === 0 ? '' : `, (SELECT json_object_agg(r.key, r.value) FROM ${s}.records r WHERE r.key = ANY($6::text[]) AND ${LIVE}) AS records`),
+        [batch.flatMap((d) => d.args[0]), batch.flatMap((d) => d.args[1]), batch.flatMap((d) => d.args[2]), sizes, batch.map((d) => d.args[3]), ...(keys.length === 0 ? [] : [keys])],
         false,
-      ).then(
-        ([row]) => {
-          if (row === undefined) return decision.reject(new Error('consume gave no answer'));
-          read.resolve(row.value ?? undefined);
-          decision.resolve(row.answer);
-        },
-        (error: unknown) => {
-          decision.reject(error);
-          // The read on its own again: a decision that failed (a counter's lock held past the deadline, a lost answer,
-          // which a decision cannot be sent again for) fails only itself, as when they went apart (`failOpen`).
-          this.readAlone(read.key).then(read.resolve, read.reject);
-        },
       );
-    } else if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
-    else if (decision !== undefined) this.decideAlone(decision.args).then(decision.resolve, decision.reject);
+      if (row === undefined) throw new Error('consume_batch gave no answer');
+      answers = split(row.answers, sizes);
+      values = row.records ?? {};
+    } catch (error) {
+      for (const decision of batch) {
+        decision.reject(error);
+        const { read } = decision;
+        if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
+      }
+      return;
+    }
+    for (const [i, decision] of batch.entries()) {
+      decision.read?.resolve(Object.hasOwn(values, decision.read.key) ? values[decision.read.key] : undefined);
+      decision.resolve(answers[i] as string[]);
+    }
   }
 
   private async readAlone(key: string): Promise<string | undefined> {
     const rows = await this.query<{ value: string }>('a record read', readOneSql(this.s, '$1'), [key]);
     return rows[0]?.value;
-  }
-
-  private async decideAlone(args: ConsumeArgs): Promise<string[]> {
-    const [row] = await this.query<{ answer: string[] }>('a rate-limit decision', `SELECT ${consumeCall(this.s, 1)} AS answer`, args, false);
-    if (row === undefined) throw new Error('consume gave no answer');
-    return row.answer;
   }
 
   /** A statement's name, from its text (which carries the schema): the same text, the same name, on every connection. */

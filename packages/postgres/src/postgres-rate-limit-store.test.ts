@@ -1,5 +1,6 @@
 import { createFleet } from '@mcp-fleet/core';
 import { rateLimitStoreContract } from '@mcp-fleet/core/testing';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DATABASE_URL, dropSchemas, notingPool, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
 import { createPostgresStore } from './index.js';
@@ -55,14 +56,15 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
     expect(read).toEqual({ n: 1 });
     expect(admitted).toEqual({ allowed: true, counts: [1] });
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/\.consume\(.*FROM .*\.records r/s);
+    expect(sent[0]).toMatch(/\.consume_batch\(.*FROM .*\.records r/s);
     // A refusal still answers the read; an absent record reads as undefined.
     sent.length = 0;
     const [absent, refused] = await Promise.all([store.records.get('pair:absent'), store.rateLimits.consume([{ key: 'pair:op', limit: 1 }], expiresAt)]);
     expect(absent).toBeUndefined();
     expect(refused).toEqual({ allowed: false, counts: [1] });
     expect(sent).toHaveLength(1);
-    // Two reads and two decisions of one turn: one pair, the others alone, every answer its own.
+    // Two reads and two decisions of one turn: both decisions and the first read in one statement, the second read
+    // alone, every answer its own.
     sent.length = 0;
     await store.records.set('pair:two', 'two');
     sent.length = 0;
@@ -73,7 +75,7 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
       store.rateLimits.consume([{ key: 'pair:b', limit: 5 }], expiresAt, 2),
     ]);
     expect(four).toEqual([{ n: 1 }, 'two', { allowed: true, counts: [1] }, { allowed: true, counts: [2] }]);
-    expect(sent).toHaveLength(3);
+    expect(sent).toHaveLength(2);
     // A decision that fails (a cost PostgreSQL's bigint cannot hold, refused by the server) fails only itself: the
     // read is sent again alone and answered (a limiter that fails open then admits the request).
     sent.length = 0;
@@ -101,8 +103,110 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-ratelimit-remaining')).toBe('998');
     expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/\.consume\(.*FROM .*\.records r/s);
+    expect(sent[0]).toMatch(/\.consume_batch\(.*FROM .*\.records r/s);
     await fleet.close();
+    await store.close();
+    await pool.end();
+  });
+
+  /** Holds the lock of a counter (as `consume_batch` takes it) in an open transaction of a connection of its own, until `release`. */
+  async function holdCounter(key: string): Promise<{ release: () => Promise<void> }> {
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 0))`, [`${schema}:counter:`, key]);
+    return {
+      release: async () => {
+        await client.query('COMMIT');
+        await client.end();
+      },
+    };
+  }
+
+  /** Waits until some backend waits on an advisory lock (the decision in flight is held). */
+  async function untilWaiting(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE '%consume_batch%'`);
+      if ((row?.n ?? 0) > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error('no decision came to wait on the held counter');
+  }
+
+  it('decisions asked for while one is in flight go out together as one statement, decided in order, each with its key read', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    const other = await createPostgresStore({ connectionString, schema, sweepIntervalMs: 0 });
+    await store.records.set('group:key', { k: 1 });
+    const expiresAt = Date.now() + 60_000;
+    const counters = [
+      { key: 'group:op', limit: 4 },
+      { key: 'group:tier', limit: 100 },
+    ];
+    sent.length = 0;
+    const held = await holdCounter('group:op');
+    // One pair in flight (waiting on the held lock), then five more pairs, each in a turn of its own.
+    const first = Promise.all([store.records.get('group:key'), store.rateLimits.consume(counters, expiresAt)]);
+    await untilWaiting();
+    const later: Promise<[unknown, Awaited<ReturnType<typeof store.rateLimits.consume>>]>[] = [];
+    for (let i = 0; i < 5; i++) {
+      later.push(Promise.all([store.records.get(i === 4 ? 'group:absent' : 'group:key'), store.rateLimits.consume(counters, expiresAt, i === 2 ? 0 : 1)]));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await held.release();
+    const answers = await Promise.all([first, ...later]);
+    expect(answers.map(([read]) => read)).toEqual([{ k: 1 }, { k: 1 }, { k: 1 }, { k: 1 }, { k: 1 }, undefined]);
+    // Decided in the order asked for, each seeing the counts the earlier ones left: the one of cost 0 always has room,
+    // the last finds the operation's counter full and writes nothing.
+    expect(answers.map(([, d]) => d)).toEqual([
+      { allowed: true, counts: [1, 1] },
+      { allowed: true, counts: [2, 2] },
+      { allowed: true, counts: [3, 3] },
+      { allowed: true, counts: [3, 3] },
+      { allowed: true, counts: [4, 4] },
+      { allowed: false, counts: [4, 4] },
+    ]);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toMatch(/\.consume_batch\(.*= ANY\(/s);
+    expect(await sql(`SELECT key, count FROM "${schema}".counters WHERE key LIKE 'group:%' ORDER BY key`)).toEqual([
+      { key: 'group:op', count: '4' },
+      { key: 'group:tier', count: '4' },
+    ]);
+    // Another process (another pool) then counts on from there.
+    expect(await other.rateLimits.consume(counters, expiresAt)).toEqual({ allowed: false, counts: [4, 4] });
+    await other.close();
+    await store.close();
+    await pool.end();
+  });
+
+  it('a failed statement of decisions fails each of its decisions and writes nothing; their key reads are sent again alone', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    await store.records.set('fail:key', 'key');
+    const expiresAt = Date.now() + 60_000;
+    const held = await holdCounter('fail:op');
+    const first = store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt);
+    await untilWaiting();
+    sent.length = 0;
+    // Two decisions wait together; one of them has a cost PostgreSQL's bigint cannot hold, so their statement fails.
+    const good = Promise.allSettled([store.records.get('fail:key'), store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const bad = Promise.allSettled([store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt, Number.MAX_VALUE)]);
+    await new Promise((resolve) => setImmediate(resolve));
+    await held.release();
+    expect(await first).toEqual({ allowed: true, counts: [1] });
+    const [[read, decision], [badDecision]] = await Promise.all([good, bad]);
+    expect(read).toEqual({ status: 'fulfilled', value: 'key' });
+    expect(String((decision as PromiseRejectedResult).reason)).toMatch(/2 rate-limit decisions and their key reads failed/);
+    expect(badDecision?.status).toBe('rejected');
+    // The batch, then the read alone.
+    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(1);
+    expect(sent.filter((text) => /^SELECT r\.value/.test(text))).toHaveLength(1);
+    expect(await sql(`SELECT count FROM "${schema}".counters WHERE key = 'fail:op'`)).toEqual([{ count: '1' }]);
+    // The next decision goes out at once, alone, and sees the count the failed batch left (none).
+    expect(await store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)).toEqual({ allowed: true, counts: [2] });
     await store.close();
     await pool.end();
   });

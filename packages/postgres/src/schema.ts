@@ -32,10 +32,21 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
+/** The 64-bit advisory lock id of a key of `kind` (claim, set, counter), per schema: two schemas never wait for each other. */
+function lockIdOf(schema: string, kind: string, expression: string): string {
+  return `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+}
+
+/** A function's first check: it runs at READ COMMITTED, where each statement after its locks sees what the previous holder committed. */
+function readCommittedOnly(name: string): string {
+  return `IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'mcp-fleet: ${name} runs at READ COMMITTED, not %', current_setting('transaction_isolation');
+  END IF;`;
+}
+
 function version1(schema: string): string {
   const s = quoteIdentifier(schema);
-  // Lock ids are per schema: two stores in two schemas of one database never wait for each other.
-  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
   return `
 -- Records: the fleet's Keyv (servers, API keys, tool calls, webhooks, the outbox's events, MCP session records).
 -- value is Keyv's serialised text; expires_at is on the database's clock, NULL for no expiry.
@@ -88,9 +99,7 @@ DECLARE
   held_owner text;
   held_since bigint;
 BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION 'mcp-fleet: commit_index runs at READ COMMITTED, not %', current_setting('transaction_isolation');
-  END IF;
+  ${readCommittedOnly('commit_index')}
   -- 1. Every claim key and set name the commit touches, locked in ascending id order.
   FOR lock_id IN
     SELECT DISTINCT id FROM (
@@ -187,7 +196,7 @@ $fn$;
  */
 function consumeFunction(schema: string, verb: 'CREATE' | 'CREATE OR REPLACE', asyncCommit: boolean): string {
   const s = quoteIdentifier(schema);
-  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
   return `-- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
 -- its cost is within its limit; then each cost > 0 is added (a counter is created, or started again once its window
 -- has ended, with expires_ms as its end). A refusal writes nothing. Returns {1 or 0 (allowed), each count after}.
@@ -198,9 +207,7 @@ DECLARE
   clock timestamptz;
   counts bigint[];
 BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION 'mcp-fleet: consume runs at READ COMMITTED, not %', current_setting('transaction_isolation');
-  END IF;${asyncCommit ? `
+  ${readCommittedOnly('consume')}${asyncCommit ? `
   -- The decision's commit does not wait for the WAL to reach the disk: the counters' locks are held for the call, not
   -- for a flush, and a hot account's requests stop queueing behind each other's fsync. A PostgreSQL crash can forget
   -- the last moments of counts (at most 3 × wal_writer_delay); nothing else of the schema commits this way.
@@ -256,6 +263,108 @@ $fn$;
 `;
 }
 
+/**
+ * Migration 5: the rate-limit decision over a batch of decisions (`consume_batch`), and `consume` as a batch of one, so
+ * that the rule (room in every counter, a refusal writes nothing, a window started again once it ended) is written
+ * once. Applies on top of version 3 or 4: it only replaces `consume` and adds a function.
+ */
+function version5(schema: string): string {
+  const s = quoteIdentifier(schema);
+  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
+  return `
+-- Rate-limit decisions in one call, in order: decision d has the next sizes[d] entries of keys, limits and costs, and
+-- its window's end expires_ms[d]. The union of the decisions' counters is locked once, in ascending id order, and read
+-- once after the locks; then each decision is decided as consume decides one: admitted only if each of its counters'
+-- count plus its cost is within its limit, then each cost > 0 is added (a counter is created, or started again once its
+-- window has ended, with expires_ms[d] as its end); a refusal changes nothing. A later decision sees the counts the
+-- earlier ones left. The counters written are written once, at the end. Returns, for each decision in order, 1 or 0
+-- (allowed), then each of its counts after. Commits without waiting for the WAL flush, as consume since migration 2.
+CREATE FUNCTION ${s}.consume_batch(keys text[], limits bigint[], costs bigint[], sizes integer[], expires_ms bigint[]) RETURNS bigint[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  clock timestamptz;
+  names text[];        -- the batch's counters, each once
+  counts bigint[];     -- each one's count (0 for no row or a window that ended)
+  ends timestamptz[];  -- each one's window end, NULL for no live row
+  started integer[];   -- the decision that last started each one's window
+  touched integer[];   -- the last decision that added to each one, 0 for none
+  at integer[];        -- for each entry of keys, its counter's place in names
+  answer bigint[] := '{}';
+  first integer := 1;
+  d integer;
+  j integer;
+  p integer;
+  admitted boolean;
+BEGIN
+  ${readCommittedOnly('consume_batch')}
+  IF cardinality(limits) <> cardinality(keys) OR cardinality(costs) <> cardinality(keys) OR cardinality(expires_ms) <> cardinality(sizes) THEN
+    RAISE EXCEPTION 'mcp-fleet: consume_batch takes as many limits and costs as keys, and as many window ends as sizes';
+  END IF;
+  -- The counters' locks are held for the call, not for a WAL flush (migration 2's reason).
+  PERFORM set_config('synchronous_commit', 'off', true);
+  FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  -- Read after the locks: the window ends on the database's clock, whichever process asks.
+  clock := clock_timestamp();
+  SELECT array_agg(u.k ORDER BY u.k), array_agg(coalesce(c.count, 0) ORDER BY u.k), array_agg(c.expires_at ORDER BY u.k)
+    INTO names, counts, ends
+    FROM (SELECT DISTINCT k FROM unnest(keys) k) u
+    LEFT JOIN ${s}.counters c ON c.key = u.k AND c.expires_at > clock;
+  SELECT array_agg(array_position(names, t.k) ORDER BY t.i) INTO at FROM unnest(keys) WITH ORDINALITY t(k, i);
+  started := array_fill(0, ARRAY[coalesce(cardinality(names), 0)]);
+  touched := started;
+  FOR d IN 1 .. coalesce(cardinality(sizes), 0) LOOP
+    -- Room in every counter, each against its count before this decision.
+    admitted := true;
+    FOR j IN first .. first + sizes[d] - 1 LOOP
+      p := at[j];
+      IF (CASE WHEN ends[p] > clock THEN counts[p] ELSE 0 END) + costs[j] > limits[j] THEN
+        admitted := false;
+        EXIT;
+      END IF;
+    END LOOP;
+    IF admitted THEN
+      FOR j IN first .. first + sizes[d] - 1 LOOP
+        p := at[j];
+        CONTINUE WHEN costs[j] <= 0;
+        -- A live window (or one this decision started: a counter named twice) adds; an ended one starts again.
+        IF ends[p] > clock OR started[p] = d THEN
+          counts[p] := counts[p] + costs[j];
+        ELSE
+          counts[p] := costs[j];
+          ends[p] := to_timestamp(expires_ms[d] / 1000.0);
+          started[p] := d;
+        END IF;
+        touched[p] := d;
+      END LOOP;
+    END IF;
+    answer := answer || (CASE WHEN admitted THEN 1 ELSE 0 END)::bigint;
+    FOR j IN first .. first + sizes[d] - 1 LOOP
+      p := at[j];
+      answer := answer || CASE WHEN admitted AND touched[p] = d THEN counts[p] WHEN ends[p] > clock THEN counts[p] ELSE 0 END;
+    END LOOP;
+    first := first + sizes[d];
+  END LOOP;
+  IF first - 1 <> coalesce(cardinality(keys), 0) THEN
+    RAISE EXCEPTION 'mcp-fleet: consume_batch''s sizes add up to % counters, keys has %', first - 1, coalesce(cardinality(keys), 0);
+  END IF;
+  INSERT INTO ${s}.counters AS c (key, count, expires_at)
+  SELECT names[i], counts[i], ends[i] FROM generate_subscripts(names, 1) i WHERE touched[i] > 0
+  ON CONFLICT (key) DO UPDATE SET count = excluded.count, expires_at = excluded.expires_at;
+  RETURN answer;
+END
+$fn$;
+
+-- One rate-limit decision: a batch of one (consume_batch has the rule). Returns {1 or 0 (allowed), each count after}.
+CREATE OR REPLACE FUNCTION ${s}.consume(keys text[], limits bigint[], costs bigint[], expires_ms bigint) RETURNS bigint[]
+LANGUAGE sql AS $fn$
+  SELECT ${s}.consume_batch(keys, limits, costs, ARRAY[coalesce(cardinality(keys), 0)], ARRAY[expires_ms]);
+$fn$;
+`;
+}
+
 /** Every migration, oldest first, for `schema`. The table `migrations` itself is made by `migrate()`. */
 export function migrations(schema: string): Migration[] {
   checkSchemaName(schema);
@@ -263,11 +372,12 @@ export function migrations(schema: string): Migration[] {
     { version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) },
     { version: 2, name: 'consume commits without waiting for the WAL flush', sql: `\n${consumeFunction(schema, 'CREATE OR REPLACE', true)}\n` },
     { version: 3, name: 'commit_with_records: an index commit and its records in one call', sql: version3(schema) },
+    { version: 5, name: 'consume_batch: rate-limit decisions in one call; consume is a batch of one', sql: version5(schema) },
   ];
 }
 
 /** The version this code brings the schema to. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 5;
 
 /**
  * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with
