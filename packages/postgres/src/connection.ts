@@ -93,6 +93,15 @@ function split(flat: string[], sizes: number[]): string[][] {
   return answers;
 }
 
+/** An error the server raised over a statement's data (SQLSTATE class 22: a number out of range, a byte text cannot hold). */
+function dataException(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+}
+
+/** The most decisions one `consume_batch` statement carries; more wait for the next. */
+export const MAX_DECISIONS = 256;
+
 /** How much later than `statementTimeoutMs` the client stops waiting: the server's cancel comes first, so a statement the client gave up on is one the server stopped. */
 export const CLIENT_GRACE_MS = 1000;
 
@@ -302,10 +311,12 @@ export class Connection {
     if (!this.deciding) this.decideWaiting();
   }
 
-  /** Sends every waiting decision in one statement; when it returns, the decisions that came meanwhile, and so on. */
+  /**
+   * Sends the waiting decisions (up to `MAX_DECISIONS`) in one statement; when it returns, the decisions that came
+   * meanwhile, and so on. The cap keeps a flood's statement far within `statementTimeoutMs`.
+   */
   private decideWaiting(): void {
-    const batch = this.waiting;
-    this.waiting = [];
+    const batch = this.waiting.splice(0, MAX_DECISIONS);
     this.deciding = true;
     void this.decideTogether(batch).finally(() => {
       this.deciding = false;
@@ -318,7 +329,7 @@ export class Connection {
    * statement's snapshot, as reads sent at the same moment would be). Not sent again after a lost answer (a decision is
    * not replayable). When it fails, every decision of it fails, as a decision alone would, and each read is sent again
    * alone, so that a failed decision fails only the decisions (a limiter that fails open, `failOpen`, still admits on
-   * a good key).
+   * a good key); when the server refused the data of one decision, each is sent again alone instead.
    */
   private async decideTogether(batch: Decision[]): Promise<void> {
     const { s } = this;
@@ -342,6 +353,12 @@ export class Connection {
       answers = split(row.answers, sizes);
       values = row.records ?? {};
     } catch (error) {
+      // The server refused the data of one of them (a number out of bigint's range, a key it cannot store): each is
+      // decided again alone, in order, so that one bad decision fails only itself.
+      if (batch.length > 1 && dataException(error)) {
+        for (const decision of batch) await this.decideTogether([decision]);
+        return;
+      }
       for (const decision of batch) {
         decision.reject(error);
         const { read } = decision;

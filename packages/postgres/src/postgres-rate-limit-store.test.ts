@@ -3,6 +3,7 @@ import { rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DATABASE_URL, dropSchemas, notingPool, sql, uniqueSchema, withoutPostgres } from '../../../test/support/postgres.js';
+import { MAX_DECISIONS } from './connection.js';
 import { createPostgresStore } from './index.js';
 
 const skip = withoutPostgres('PostgresRateLimitStore');
@@ -183,30 +184,79 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
   it('a failed statement of decisions fails each of its decisions and writes nothing; their key reads are sent again alone', async () => {
     const sent: string[] = [];
     const pool = notingPool(sent);
-    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    // Decisions that wait on a held counter past the statement's deadline fail: the server cancels them (57014).
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0, statementTimeoutMs: 300 });
     await store.records.set('fail:key', 'key');
     const expiresAt = Date.now() + 60_000;
     const held = await holdCounter('fail:op');
-    const first = store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt);
+    const first = Promise.allSettled([store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)]);
     await untilWaiting();
     sent.length = 0;
-    // Two decisions wait together; one of them has a cost PostgreSQL's bigint cannot hold, so their statement fails.
-    const good = Promise.allSettled([store.records.get('fail:key'), store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)]);
+    const together = Promise.allSettled([store.records.get('fail:key'), store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)]);
     await new Promise((resolve) => setImmediate(resolve));
-    const bad = Promise.allSettled([store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt, Number.MAX_VALUE)]);
+    const other = Promise.allSettled([store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)]);
+    const [[firstDecision], [read, decision], [otherDecision]] = await Promise.all([first, together, other]);
+    await held.release();
+    expect(firstDecision?.status).toBe('rejected');
+    expect(read).toEqual({ status: 'fulfilled', value: 'key' });
+    expect(String((decision as PromiseRejectedResult).reason)).toMatch(/2 rate-limit decisions and their key reads failed: .*statementTimeoutMs/);
+    expect(otherDecision?.status).toBe('rejected');
+    // The two together in one statement, not sent again; then the read alone.
+    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(1);
+    expect(sent.filter((text) => /^SELECT r\.value/.test(text))).toHaveLength(1);
+    expect(await sql(`SELECT count FROM "${schema}".counters WHERE key = 'fail:op'`)).toEqual([]);
+    // The next decision goes out at once, alone, and finds the counter as the failed ones left it: untouched.
+    expect(await store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)).toEqual({ allowed: true, counts: [1] });
+    await store.close();
+    await pool.end();
+  });
+
+  it('a decision whose data the server refuses fails alone: the others of its statement are decided again, one by one, in order', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    await store.records.set('data:key', 'key');
+    const expiresAt = Date.now() + 60_000;
+    const held = await holdCounter('data:op');
+    const first = store.rateLimits.consume([{ key: 'data:op', limit: 5 }], expiresAt);
+    await untilWaiting();
+    sent.length = 0;
+    // Three decisions wait together; the second has a cost PostgreSQL's bigint cannot hold (22P02).
+    const good = Promise.allSettled([store.records.get('data:key'), store.rateLimits.consume([{ key: 'data:op', limit: 5 }], expiresAt)]);
     await new Promise((resolve) => setImmediate(resolve));
+    const bad = Promise.allSettled([store.rateLimits.consume([{ key: 'data:op', limit: 5 }], expiresAt, Number.MAX_VALUE)]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const last = store.rateLimits.consume([{ key: 'data:op', limit: 5 }, { key: 'data:tier', limit: 1e30 }], expiresAt);
     await held.release();
     expect(await first).toEqual({ allowed: true, counts: [1] });
     const [[read, decision], [badDecision]] = await Promise.all([good, bad]);
     expect(read).toEqual({ status: 'fulfilled', value: 'key' });
-    expect(String((decision as PromiseRejectedResult).reason)).toMatch(/2 rate-limit decisions and their key reads failed/);
-    expect(badDecision?.status).toBe('rejected');
-    // The batch, then the read alone.
-    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(1);
-    expect(sent.filter((text) => /^SELECT r\.value/.test(text))).toHaveLength(1);
-    expect(await sql(`SELECT count FROM "${schema}".counters WHERE key = 'fail:op'`)).toEqual([{ count: '1' }]);
-    // The next decision goes out at once, alone, and sees the count the failed batch left (none).
-    expect(await store.rateLimits.consume([{ key: 'fail:op', limit: 5 }], expiresAt)).toEqual({ allowed: true, counts: [2] });
+    expect(decision).toEqual({ status: 'fulfilled', value: { allowed: true, counts: [2] } });
+    expect(String((badDecision as PromiseRejectedResult).reason)).toMatch(/a rate-limit decision failed: .*bigint/);
+    // A limit beyond bigint's range is no limit, not an error.
+    expect(await last).toEqual({ allowed: true, counts: [3, 1] });
+    // The three together, then each alone (the first with the read), in the order asked for.
+    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(4);
+    expect(await sql(`SELECT count FROM "${schema}".counters WHERE key = 'data:op'`)).toEqual([{ count: '3' }]);
+    await store.close();
+    await pool.end();
+  });
+
+  it('one statement carries at most MAX_DECISIONS decisions; more go in the next', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    const expiresAt = Date.now() + 60_000;
+    const held = await holdCounter('cap:op');
+    const first = store.rateLimits.consume([{ key: 'cap:op', limit: 1000 }], expiresAt);
+    await untilWaiting();
+    sent.length = 0;
+    const rest = Array.from({ length: MAX_DECISIONS + 10 }, () => store.rateLimits.consume([{ key: 'cap:op', limit: 1000 }], expiresAt));
+    await held.release();
+    await first;
+    const counts = (await Promise.all(rest)).map((d) => d.counts[0]);
+    expect(counts).toEqual(Array.from({ length: MAX_DECISIONS + 10 }, (_, i) => i + 2));
+    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(2);
     await store.close();
     await pool.end();
   });

@@ -1,10 +1,12 @@
 import type { ConsumeResult, RateLimitCounter, RateLimitStore } from '@mcp-fleet/core';
 import type { Connection } from './connection.js';
 
-/** A count, limit or cost as bigint text; a limit of Infinity is PostgreSQL's largest bigint (never reached). */
+const BIGINT_MAX = '9223372036854775807';
+
+/** A count, limit or cost as bigint text; a limit of Infinity, or of more than PostgreSQL's largest bigint, is that largest bigint (never reached). */
 function integer(value: number, name: string): string {
-  if (value === Infinity) return '9223372036854775807';
-  if (!Number.isFinite(value)) throw new TypeError(`a rate-limit ${name} must be a finite number, got ${value}`);
+  if (!Number.isFinite(value) && value !== Infinity) throw new TypeError(`a rate-limit ${name} must be a finite number, got ${value}`);
+  if (name === 'limit' && value >= 9223372036854775807) return BIGINT_MAX;
   return String(Math.max(0, Math.floor(value)));
 }
 
