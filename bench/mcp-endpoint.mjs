@@ -11,8 +11,11 @@
 //   relay    the v2 SDK Client, connected once to a bare relay and kept: the v2 SDK's createMcpHandler in Hono on its
 //            own port in this process, tools `bench-v1__ping` / `bench-v2__ping` whose handlers call `ping` on an SDK
 //            Client kept per upstream: what an embedder would write without mcp-fleet, with the same extra MCP hop.
+//   base     with BENCH_BASELINE: the same as mcp on a second fleet of the baseline build (its core and hono dist),
+//            on its own port in this process, served by the same `serve`, with its own key and the same upstreams.
 // Figures, each the median of per-round figures with the rounds' range and spread:
-//   7a/7b  mcp − direct (target ≤ +1.0 ms, both eras), relay − direct and mcp − relay (information);
+//   7a/7b  mcp − direct (target ≤ +1.0 ms, both eras), relay − direct and mcp − relay (information); with
+//          BENCH_BASELINE also base − direct and mcp − base (this build − the baseline's, in the same rounds);
 //   7d     calls/s with CONCURRENCY clients (own sessions) in a closed loop, /v1/mcp / relay (target ≥ 1.5×), and this
 //          process's CPU per call for each (clients and fleet, or clients and relay: the upstream is elsewhere);
 //   7c     tools/list p50 of 400 tools (20 × 20, target ≤ 1 ms) and of 10,000 (500 servers × 20, the 20 upstreams
@@ -37,6 +40,7 @@ import { createFleetApp } from '@mcp-fleet/hono';
 import { createMcpHandler, McpServer, Server } from '@modelcontextprotocol/server';
 import { Hono } from 'hono';
 import { request } from 'undici';
+import { BASELINE_DIR, createBenchFleet, importPackage } from './builds.mjs';
 import { STDIO_COMMAND, transportRounds } from './mcp-transports.mjs';
 import { collect, figure, fmtAddedFigure, fmtInt, fmtMs, fmtRatioFigure, fmtSpread, interleavedRounds, median, pad, quantile, rangeVerdict, settled } from './stats.mjs';
 
@@ -114,6 +118,22 @@ async function bareRelay(upstreams) {
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
   await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
   return { server, url: `http://127.0.0.1:${server.address().port}/mcp` };
+}
+
+/**
+ * A fleet of the baseline build (BENCH_BASELINE) with the same two upstreams, behind its own Hono adapter on its own
+ * port, served by this checkout's `serve` as the fleet under test is (one `@hono/node-server`, so one lightweight
+ * `Response` in this process): 7a/7b time it in the same rounds.
+ */
+async function baselineFleet(urls) {
+  const core = await importPackage('base', 'core');
+  const { createFleetApp: baseApp } = await importPackage('base', 'hono');
+  const fleet = createBenchFleet(core, { allowPrivateNetworks: true, rateLimit: false, onError: (error) => console.error('[bench base fleet]', error.code, error.cause ?? '') });
+  const { secret } = (await fleet.keys.create({ account: 'bench-acct', tier: 'pro' }))._unsafeUnwrap();
+  for (const era of ['v1', 'v2']) (await fleet.servers.create('bench-acct', { name: `bench-${era}`, type: 'http', endpoint: urls[era] }))._unsafeUnwrap();
+  const server = serve({ fetch: baseApp(fleet).fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
+  return { fleet, server, secret, endpoint: `http://127.0.0.1:${server.address().port}/v1/mcp` };
 }
 
 /** Per-round figures of `a` against `b` (per-round medians): the difference in ms and the time ratio. */
@@ -337,6 +357,8 @@ export async function runMcpEndpointBench() {
   else if (status >= 400) throw new Error(`/v1/mcp answered ${status} to an initialize with a valid key`);
 
   const mcpClient = present ? await kept(endpoint, secret) : undefined;
+  const based = present && BASELINE_DIR !== undefined ? await baselineFleet(urls) : undefined;
+  const baseClient = based === undefined ? undefined : await kept(based.endpoint, based.secret);
   const upstreamClients = present ? { 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) } : undefined;
   const relay = present ? await bareRelay(upstreamClients) : undefined;
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
@@ -349,6 +371,7 @@ export async function runMcpEndpointBench() {
   ]) {
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
     if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) }, { id: 'relay', run: caller(relayClient, `bench-${era}__ping`) });
+    if (baseClient !== undefined) list.push({ id: 'base', run: caller(baseClient, `bench-${era}__ping`) });
     for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
     const perRound = await interleavedRounds(list, ROUNDS + 1, BATCH);
     for (const id of Object.keys(perRound)) perRound[id].shift();
@@ -366,10 +389,21 @@ export async function runMcpEndpointBench() {
       console.log(`  ${pad('mcp − direct', 56)} ${fmtAddedFigure(out.overDirect.added)}  ${rangeVerdict(out.overDirect.added, TARGET_ADDED_MS, { atMost: true, unit: ' ms' })}`);
       console.log(`  ${pad('relay − direct (information)', 56)} ${fmtAddedFigure(out.relayOverDirect.added)}`);
       console.log(`  ${pad('mcp − relay (information)', 56)} ${fmtAddedFigure(out.overRelay.added)}`);
-      result.figures.push({ label, kind: 'added', target: TARGET_ADDED_MS, builds: { this: out.overDirect.added }, ratios: { this: out.overDirect.ratio } });
+      const figures = { label, kind: 'added', target: TARGET_ADDED_MS, builds: { this: out.overDirect.added }, ratios: { this: out.overDirect.ratio } };
+      if (baseClient !== undefined) {
+        out.baseOverDirect = addedFigures(perRound, 'base', 'direct');
+        out.overBase = addedFigures(perRound, 'mcp', 'base');
+        console.log(`  ${pad('base: the same on the baseline build\'s fleet', 56)} ${fmtFigureMs(figure(perRound.base))}`);
+        console.log(`  ${pad('base − direct', 56)} ${fmtAddedFigure(out.baseOverDirect.added)}`);
+        console.log(`  ${pad('mcp − base (this build − the baseline, same rounds)', 56)} ${fmtAddedFigure(out.overBase.added)}, time ${fmtRatioFigure(out.overBase.ratio)}`);
+        figures.builds.base = out.baseOverDirect.added;
+        figures.ratios.base = out.baseOverDirect.ratio;
+        figures.ab = { what: 'per-round /v1/mcp call time', figure: out.overBase.ratio };
+      }
+      result.figures.push(figures);
     }
     result[era === 'v1' ? 'legacy' : 'modern'] = out;
-    if (era === 'v2') modernList = list;
+    if (era === 'v2') modernList = list.filter((v) => v.id !== 'base');
   }
 
   if (present && TRANSPORTS) {
@@ -455,6 +489,8 @@ export async function runMcpEndpointBench() {
   server.close();
   relay?.server.close();
   bare?.server.close();
+  based?.server.close();
+  await based?.fleet.close();
   await fleet.close();
   proc.send({ type: 'exit' });
   result.seconds = (Date.now() - started) / 1000;

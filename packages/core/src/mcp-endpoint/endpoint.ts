@@ -21,7 +21,7 @@ import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
 import type { UpstreamCatalog } from './catalog.js';
 import { CredentialWatch, type HeldStream, type KeyLive } from './credential-watch.js';
-import { hotHeaders, hotRequest, serveLean } from './lean-road.js';
+import { type HotRequest, hotPost, serveLean } from './lean-road.js';
 import {
   createEndpointServer,
   type EndpointHandlers,
@@ -379,6 +379,9 @@ export class McpEndpoint {
       if (lacking !== undefined) return exchange.stepUp(lacking);
     }
 
+    // A POST the lean road takes is one the SDK's routing classifies legacy (`hotPost`): it is not asked again.
+    const hot = this.leanRoad && request.method === 'POST' ? hotPost(parsedBody, request.headers) : undefined;
+    if (hot !== undefined) return this.legacy(request, scope, authInfo, parsedBody, hot);
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
     if (!legacy) {
@@ -511,7 +514,8 @@ export class McpEndpoint {
     }
   }
 
-  private async legacy(request: Request, scope: EndpointScope, authInfo: AuthInfo, parsedBody: unknown): Promise<Response> {
+  /** A 2025 request; `hot`: the request the lean road takes (`hotPost`), if it is one. */
+  private async legacy(request: Request, scope: EndpointScope, authInfo: AuthInfo, parsedBody: unknown, hot?: HotRequest): Promise<Response> {
     const sessionId = request.headers.get('mcp-session-id');
     const options = parsedBody === undefined ? { authInfo } : { authInfo, parsedBody };
     if (sessionId === null) {
@@ -526,8 +530,7 @@ export class McpEndpoint {
     if (session === undefined) return jsonRpcError(404, -32001, 'Session not found');
     session.scope = scope;
     session.lastUsed = Date.now();
-    const hot = this.leanRoad ? hotRequest(parsedBody) : undefined;
-    if (hot !== undefined && hotHeaders(request.headers)) {
+    if (hot !== undefined) {
       const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, request.signal);
       if (lean !== undefined) return lean;
     }

@@ -1,7 +1,7 @@
-import { InMemoryTransport, Server } from '@modelcontextprotocol/server';
+import { InMemoryTransport, isLegacyRequest, Server, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { Client } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { hotHeaders, hotRequest, partsOf } from './lean-road.js';
+import { hotHeaders, hotPost, hotRequest, partsOf } from './lean-road.js';
 
 describe('hotRequest: what the lean road takes', () => {
   const call = (params: unknown, more: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params, ...more });
@@ -45,6 +45,33 @@ describe('hotRequest: what the lean road takes', () => {
     expect(hotHeaders(headers({ 'mcp-protocol-version': '1999-01-01' }))).toBe(false);
     expect(hotHeaders(headers({ accept: 'application/json' }))).toBe(false);
     expect(hotHeaders(new Headers())).toBe(false);
+    // A modern version header: the SDK's routing sends the request to its 2026-07-28 road, which refuses it there.
+    expect(hotHeaders(headers({ 'mcp-protocol-version': '2026-07-28' }))).toBe(false);
+    // Every version the SDK's 2025 transport supports is one the lean road takes: were the SDK's routing to classify
+    // one otherwise, the lean road would quietly leave it, and this says so.
+    for (const version of SUPPORTED_PROTOCOL_VERSIONS) expect(hotHeaders(headers({ 'mcp-protocol-version': version })), version).toBe(true);
+  });
+
+  it("routes only what the SDK's own routing classifies legacy (the endpoint does not ask isLegacyRequest of a hot POST)", async () => {
+    const bodies = [
+      call({ name: 'a__b', arguments: { x: 1 } }),
+      call({ name: 'a__b', _meta: { traceparent: 't' } }),
+      { jsonrpc: '2.0', id: 'x', method: 'tools/list' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: {} } },
+    ];
+    const versions = [undefined, ...SUPPORTED_PROTOCOL_VERSIONS, '2026-07-28', '1999-01-01'];
+    let hot = 0;
+    for (const body of bodies) {
+      for (const version of versions) {
+        const headers = new Headers({ accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-session-id': 's' });
+        if (version !== undefined) headers.set('mcp-protocol-version', version);
+        if (hotPost(body, headers) === undefined) continue;
+        hot++;
+        const request = new Request('http://fleet.test/v1/mcp', { method: 'POST', headers, body: JSON.stringify(body) });
+        expect(await isLegacyRequest(request, body), `${JSON.stringify(body)} ${version}`).toBe(true);
+      }
+    }
+    expect(hot).toBe(bodies.length * (1 + SUPPORTED_PROTOCOL_VERSIONS.length));
   });
 });
 

@@ -1,4 +1,11 @@
-import { ProtocolError, ProtocolErrorCode, type Server, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
+import {
+  classifyInboundRequest,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/server';
 import { isPlainObject } from '../validation/zod-issues.js';
 import { answer, type EndpointHandlers, type EndpointScope, type Served } from './server.js';
 import type { ToolsAnswers } from './tools-answers.js';
@@ -46,15 +53,46 @@ export function hotRequest(body: unknown): HotRequest | undefined {
 }
 
 /**
+ * The `MCP-Protocol-Version` values (`null`: none) with which a hot request is served by the SDK's 2025 transport as
+ * it is (one it supports), and with which the SDK's own routing (`classifyInboundRequest`, what `isLegacyRequest`
+ * runs) classifies such a request legacy: asked of the SDK once, here, for a `tools/call` and a `tools/list` of each.
+ * A hot request carries no envelope claim (`hotRequest` refuses every `io.modelcontextprotocol/` key of `_meta`, and
+ * the claim is one); were the SDK's claim key another, no version is listed and every POST goes the SDK's road.
+ */
+const LEAN_VERSIONS: ReadonlySet<string | null> = new Set(
+  PROTOCOL_VERSION_META_KEY.startsWith('io.modelcontextprotocol/')
+    ? [null, ...SUPPORTED_PROTOCOL_VERSIONS].filter((version) =>
+        [
+          { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'a__b', arguments: {}, _meta: {} } },
+          { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        ].every(
+          (body) => classifyInboundRequest({ httpMethod: 'POST', ...(version === null ? {} : { protocolVersionHeader: version }), body }).kind === 'legacy',
+        ),
+      )
+    : [],
+);
+
+/**
  * Whether the headers of a POST on a live session pass the SDK transport's checks as they are: its `Accept` takes
  * both JSON and SSE (else the SDK answers 406), and its `MCP-Protocol-Version`, if any, is one the SDK supports
- * (else 400). A POST that fails them goes the SDK's road, which answers the refusal.
+ * (else 400) and one its routing classifies legacy (`LEAN_VERSIONS`). A POST that fails them goes the SDK's road,
+ * which answers the refusal.
  */
 export function hotHeaders(headers: Headers): boolean {
   const accept = headers.get('accept');
   if (accept === null || !accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
-  const version = headers.get('mcp-protocol-version');
-  return version === null || SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+  return LEAN_VERSIONS.has(headers.get('mcp-protocol-version'));
+}
+
+/**
+ * The POST as a request the lean road takes (`hotRequest` of its body, with `hotHeaders`), or `undefined`. The SDK's
+ * routing classifies every such POST legacy (`LEAN_VERSIONS`: no envelope claim, no modern version header), so the
+ * endpoint routes it to its 2025 sessions without asking `isLegacyRequest`, whose zod predicates (three of four
+ * failing, each building its issues) were a per-POST cost of the hot road.
+ */
+export function hotPost(body: unknown, headers: Headers): HotRequest | undefined {
+  const hot = hotRequest(body);
+  return hot !== undefined && hotHeaders(headers) ? hot : undefined;
 }
 
 type Validated = { ok: true; value: unknown } | { ok: false; reason: string; message?: string };

@@ -9,6 +9,13 @@ export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promi
 /** What undici's fetch sends as `User-Agent` when there is none: the same bytes reach the upstream either way. */
 const USER_AGENT = 'undici';
 
+/**
+ * An answer's headers as `[name, value]` pairs, in the order they came: the `Response` builds its `Headers` from
+ * them once (the same `append` of each pair). Filling a `Headers` here first had the `Response` copy it into another:
+ * two fills and a sort per upstream answer.
+ */
+type HeaderPairs = [string, string][];
+
 /** Statuses whose answer has no body (the Fetch standard's "null body status"): the `Response` is built with none. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
@@ -121,10 +128,10 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
     return new Promise<Response>((resolve, reject) => {
       let controller: Dispatcher.DispatchController | undefined;
       let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
-      let whole: { status: number; statusText: string; headers: Headers; chunks: Buffer[] } | undefined;
+      let whole: { status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[] } | undefined;
       /** An event stream held while it may turn out one response event (`oneResponseEvent`). */
       let held:
-        | { started: Dispatcher.DispatchController; status: number; statusText: string; headers: Headers; chunks: Buffer[]; data?: string; next?: NodeJS.Immediate }
+        | { started: Dispatcher.DispatchController; status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[]; data?: string; next?: NodeJS.Immediate }
         | undefined;
       let answered = false;
       let headed = false;
@@ -143,7 +150,7 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
         resolve(response);
       };
       /** Answers the body as a stream, as it arrives. */
-      const streamed = (started: Dispatcher.DispatchController, status: number, statusText: string, headers: Headers) => {
+      const streamed = (started: Dispatcher.DispatchController, status: number, statusText: string, headers: HeaderPairs) => {
         const body = new ReadableStream<Uint8Array>({
           start: (opened) => {
             stream = opened;
@@ -185,11 +192,11 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
           onResponseStart: (started, status, raw, message) => {
             const statusText = message ?? '';
             headed = true;
-            const headers = new Headers();
+            const headers: HeaderPairs = [];
             for (const name in raw) {
               const value = raw[name];
-              if (Array.isArray(value)) for (const item of value) headers.append(name, item);
-              else if (value !== undefined) headers.append(name, value);
+              if (Array.isArray(value)) for (const item of value) headers.push([name, item]);
+              else if (value !== undefined) headers.push([name, value]);
             }
             const encoding = firstValue(raw['content-encoding'])?.trim().toLowerCase();
             if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
@@ -251,8 +258,9 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
               const { status, statusText, headers, data, next } = held;
               held = undefined;
               clearImmediate(next);
-              headers.set('content-type', 'application/json');
-              answer(new Response(data, { status, statusText, headers }));
+              const turned: HeaderPairs = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
+              turned.push(['content-type', 'application/json']);
+              answer(new Response(data, { status, statusText, headers: turned }));
               return;
             }
             release();
