@@ -6,10 +6,13 @@
 // process's CPU (the client's own work: the SDK's parse and zod validation against a bare read).
 //   node bench/mcp-list-profile.mjs [servers] [blocks]            (after `npm run build`; servers: 20 → 400 tools)
 //   BENCH_PROFILE=1 node bench/mcp-list-profile.mjs …              with a CPU profile of the fleet over the timed lists
+// Beside them, the floor of any server: the same request and read of the very bytes of the list answered by a bare
+// node:http server (one Buffer, one write) in the fleet's process, and the client's JSON.parse of them alone.
+// BENCH_FLEET_NODE_ARGS: Node flags for the fleet's process alone (e.g. `--trace-gc`).
 //   node bench/mcp-list-profile.mjs ab CORE_A CORE_B [servers] [blocks]
 //     in-process A/B: two fleet processes, one with each build of @mcp-fleet/core (the path of its dist `index.js`,
 //     e.g. a copy of the build before under packages/core/node_modules/.base-dist/index.js so that its imports
-//     resolve), blocks of lists in turn; the fleet's CPU per list of each and the per-block ratio.
+//     resolve), blocks of lists in turn; the fleet's CPU per list of each, its writes, the p50s and per-block ratios.
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +49,19 @@ if (process.argv[2] === 'fleet') {
   await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
   let profiler;
   process.on('message', async (message) => {
+    if (message?.floor !== undefined) {
+      // The floor: a bare node:http server in this process answering every POST with the very bytes of a list (kept
+      // as one Buffer, its Content-Length, one write): what any server's answer costs the client, the fleet's work aside.
+      const bytes = Buffer.from(message.floor);
+      const floor = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': bytes.length });
+          res.end(bytes);
+        });
+      });
+      floor.listen(0, '127.0.0.1', () => process.send({ floorUrl: `http://127.0.0.1:${floor.address().port}/` }));
+    }
     if (message === 'cpu') {
       process.send({ cpu: process.cpuUsage(), counts: { ...counts } });
     }
@@ -84,6 +100,8 @@ if (process.argv[2] === 'fleet') {
   for (const core of cores) {
     const child = fork(fileURLToPath(import.meta.url), ['fleet', core, String(servers), JSON.stringify(many)], {
       env: { ...process.env, BENCH_PROFILE_DIR: dir ?? '' },
+      // Node flags for the fleet's process alone (e.g. `--trace-gc`), which NODE_OPTIONS would give every process.
+      execArgv: [...process.execArgv, ...(process.env.BENCH_FLEET_NODE_ARGS ?? '').split(' ').filter(Boolean)],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const { endpoint, secret } = await new Promise((resolve) => child.once('message', resolve));
@@ -113,13 +131,23 @@ if (process.argv[2] === 'fleet') {
       const { cpu, counts } = await new Promise((resolve) => child.once('message', resolve));
       return { cpu: cpu.user + cpu.system, ...counts };
     };
-    fleets.push({ core, child, client, version, sdk, raw, stats, era: transport.sessionId === undefined ? 'no session' : '2025 session' });
+    fleets.push({ core, child, client, version, sdk, raw, stats, endpoint, headers, era: transport.sessionId === undefined ? 'no session' : '2025 session' });
   }
+  // What one list looks like on the wire (the body as the client's socket delivered it: its pieces, its bytes).
+  const wire = async (f) => {
+    const { headers: answered, body } = await request(f.endpoint, { method: 'POST', headers: f.headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const pieces = [];
+    for await (const piece of body) pieces.push(piece);
+    const text = Buffer.concat(pieces).toString();
+    return { type: answered['content-type'], length: answered['content-length'], chunked: answered['transfer-encoding'], pieces: pieces.length, bytes: Buffer.byteLength(text), first: text.slice(0, 320) };
+  };
   for (const f of fleets) {
     let count = 0;
     for (let attempt = 0; attempt < 10 && count !== expected; attempt++) count = await f.sdk();
     if (count !== expected) throw new Error(`tools/list answered ${count} tools, expected ${expected}`);
     for (let i = 0; i < 20; i++) await f.raw();
+    const seen = await wire(f);
+    console.log(`${f.core}: ${seen.type}, content-length ${seen.length ?? '-'}, transfer-encoding ${seen.chunked ?? '-'}, ${seen.bytes} bytes in ${seen.pieces} pieces read; begins ${seen.first}`);
   }
 
   // One block: BLOCK lists by one client of one fleet; the fleet's CPU, writes and bytes, this process's CPU and the time.
@@ -152,22 +180,40 @@ if (process.argv[2] === 'fleet') {
       for (const which of round % 2 === 0 ? [0, 1] : [1, 0]) rows[which].push(await block(fleets[which], 'raw'));
     }
     console.log(`${expected} tools, ${blocks} rounds of ${BLOCK} lists (undici request on a ${fleets[0].era}), the fleet's CPU per list in ms:`);
-    for (const [i, f] of fleets.entries()) console.log(`  ${f.core}: ${fmt(rows[i].map((r) => r.fleetCpu), 3)}  writes/list ${fmt(rows[i].map((r) => r.writes), 1)}`);
+    for (const [i, f] of fleets.entries()) {
+      console.log(`  ${f.core}: ${fmt(rows[i].map((r) => r.fleetCpu), 3)}  writes/list ${fmt(rows[i].map((r) => r.writes), 1)}  p50 ${fmt(rows[i].map((r) => r.p50))} ms`);
+    }
     const ratios = rows[1].map((r, i) => r.fleetCpu / rows[0][i].fleetCpu);
-    console.log(`  B / A per round: ${fmt(ratios)}`);
+    console.log(`  B / A per round: fleet CPU ${fmt(ratios)}, p50 (the client's time: request, whole body, JSON.parse) ${fmt(rows[1].map((r, i) => r.p50 / rows[0][i].p50))}`);
   } else {
     const [f] = fleets;
     if (profile) {
       f.child.send('profile');
       await new Promise((resolve) => f.child.once('message', resolve));
     }
-    const rows = { sdk: [], raw: [] };
-    for (let round = 0; round < blocks; round++) for (const which of round % 2 === 0 ? ['sdk', 'raw'] : ['raw', 'sdk']) rows[which].push(await block(f, which));
+    // The same list from the floor server (the client's time with no fleet work), and the client's JSON.parse alone.
+    const listed = await (await request(f.endpoint, { method: 'POST', headers: f.headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) })).body.text();
+    f.child.send({ floor: listed });
+    const { floorUrl } = await new Promise((resolve) => f.child.once('message', resolve));
+    f.floor = async () => {
+      const { body } = await request(floorUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      return JSON.parse(await body.text()).result.tools.length;
+    };
+    f.parse = async () => JSON.parse(listed).result.tools.length;
+    const kinds = ['sdk', 'raw', 'floor', 'parse'];
+    const rows = Object.fromEntries(kinds.map((which) => [which, []]));
+    for (let round = 0; round < blocks; round++) for (const which of round % 2 === 0 ? kinds : [...kinds].reverse()) rows[which].push(await block(f, which));
     console.log(`${expected} tools; the SDK client negotiated ${f.version} (${f.era}); answer ${f.raw.type}, ${f.raw.bytes} bytes`);
     console.log(`${blocks} rounds of ${BLOCK} lists each, medians of the rounds (range):`);
-    for (const which of ['sdk', 'raw']) {
+    const label = {
+      sdk: 'SDK Client listTools             ',
+      raw: 'undici request + JSON.parse      ',
+      floor: 'the same from a bare node:http   ',
+      parse: 'JSON.parse of the body alone     ',
+    };
+    for (const which of kinds) {
       const r = rows[which];
-      console.log(`  ${which === 'sdk' ? 'SDK Client listTools      ' : 'undici request + JSON.parse'}  p50 ${fmt(r.map((x) => x.p50))} ms   client CPU ${fmt(r.map((x) => x.clientCpu))} ms   fleet CPU ${fmt(r.map((x) => x.fleetCpu))} ms   fleet writes ${fmt(r.map((x) => x.writes), 1)}`);
+      console.log(`  ${label[which]}  p50 ${fmt(r.map((x) => x.p50))} ms   client CPU ${fmt(r.map((x) => x.clientCpu))} ms   fleet CPU ${fmt(r.map((x) => x.fleetCpu))} ms   fleet writes ${fmt(r.map((x) => x.writes), 1)}`);
     }
   }
   for (const f of fleets) {

@@ -1,9 +1,10 @@
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import type { Principal } from '@mcp-fleet/core';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { createMcpHandler, Server, type Tool } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayUpstream, startGatewayUpstream } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
+import { PIECES_FROM } from '../../packages/core/src/mcp-endpoint/lean-road.js';
 import { listen, readBody } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
@@ -125,6 +126,24 @@ describe.each(ADAPTERS)('what /v1/mcp answers on its lean road ($name)', (adapte
     await client.close();
   });
 });
+
+/** A bare SDK upstream listing `tools` (at `{origin}/mcp`); `close` ends its handler and its server. */
+async function listingUpstream(name: string, tools: Tool[]): Promise<{ origin: string; close: () => Promise<void> }> {
+  const handler = createMcpHandler(() => {
+    const server = new Server({ name, version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler('tools/list', () => ({ tools }));
+    return server;
+  });
+  const node = toNodeHandler(handler);
+  const served = await listen(async (req, res) => node(req, res, req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined));
+  return {
+    origin: served.origin,
+    close: async () => {
+      await handler.close();
+      await served.close();
+    },
+  };
+}
 
 /** The headers of an answer that say what it is (not which request or session it answers). */
 const answerHeaders = (res: Response) => ({ status: res.status, type: res.headers.get('content-type'), session: res.headers.get('mcp-session-id') !== null });
@@ -259,18 +278,10 @@ describe.each(ADAPTERS)('the lean road answers as the SDK road does ($name)', (a
 
   it('a tool whose outputSchema the 2025 era wraps (SEP-2106) is listed as the SDK road lists it, from the cache too', async () => {
     // A 2026-07-28 upstream may declare a non-object output schema; a 2025 session gets it wrapped by the SDK's codec.
-    const handler = createMcpHandler(() => {
-      const server = new Server({ name: 'arrays', version: '1.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler('tools/list', () => ({
-        tools: [
-          { name: 'tags', inputSchema: { type: 'object' }, outputSchema: { type: 'array', items: { type: 'string' } } },
-          { name: 'plain', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
-        ],
-      }));
-      return server;
-    });
-    const node = toNodeHandler(handler);
-    const arrays = await listen(async (req, res) => node(req, res, req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined));
+    const arrays = await listingUpstream('arrays', [
+      { name: 'tags', inputSchema: { type: 'object' }, outputSchema: { type: 'array', items: { type: 'string' } } },
+      { name: 'plain', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
+    ]);
     try {
       const name = account();
       for (const fleet of [lean, sdk]) await createServer(api(fleet.served, name), { name: 'arrays', type: 'http', endpoint: `${arrays.origin}/mcp` });
@@ -285,8 +296,38 @@ describe.each(ADAPTERS)('the lean road answers as the SDK road does ($name)', (a
         expect(tools.find((tool) => tool.name === 'arrays__plain')?.outputSchema).toEqual({ type: 'object', properties: { n: { type: 'number' } } });
       }
     } finally {
-      await handler.close();
       await arrays.close();
+    }
+  });
+
+  it('a list larger than PIECES_FROM, sent as its kept bytes and a tail, arrives whole: its Content-Length, not chunked, byte for byte as the SDK road lists it, from the cache too', async () => {
+    // 300 tools of about 1.2 KB each: about 370 KB, past the size from which the lean road sends the kept list as it
+    // is, beside the request's tail, instead of one copy of both.
+    const tools = Array.from({ length: 300 }, (_, i) => ({ name: `t${i}`, description: `Tool ${i}: ${'é'.repeat(600)}`, inputSchema: { type: 'object' as const } }));
+    const many = await listingUpstream('many', tools);
+    try {
+      const name = account();
+      for (const fleet of [lean, sdk]) await createServer(api(fleet.served, name), { name: 'many', type: 'http', endpoint: `${many.origin}/mcp` });
+      const roads = { lean: await session(`${lean.served.url}/mcp`, name), sdk: await session(`${sdk.served.url}/mcp`, name) };
+      // A string id of characters of more than one byte each: the length is counted in bytes.
+      for (const id of [1, 'lïst-ü', 'lïst-ü-2']) {
+        const list = { jsonrpc: '2.0', id, method: 'tools/list' };
+        const [a, b] = await Promise.all([roads.lean(list), roads.sdk(list)]);
+        expect(a.headers.get('content-type')).toBe('application/json');
+        expect(a.headers.get('transfer-encoding')).toBeNull();
+        const bytes = Buffer.from(await a.arrayBuffer());
+        expect(bytes.length).toBeGreaterThan(PIECES_FROM);
+        expect(Number(a.headers.get('content-length'))).toBe(bytes.length);
+        const [x, y] = [bytes.toString(), (await b.text()).replace(/srv_\w+/g, 'srv_')];
+        expect(x.replace(/srv_\w+/g, 'srv_')).toBe(y);
+        const answer = JSON.parse(x) as { id: unknown; result: { tools: unknown[] } };
+        expect(answer.id).toBe(id);
+        expect(answer.result.tools).toHaveLength(300);
+        // The bytes `JSON.stringify` of the message gives: no whitespace, nothing added.
+        expect(x).toBe(JSON.stringify(answer));
+      }
+    } finally {
+      await many.close();
     }
   });
 

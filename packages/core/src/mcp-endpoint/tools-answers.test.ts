@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { ToolsAnswers } from './tools-answers.js';
+import { answerTail, ToolsAnswers } from './tools-answers.js';
 
 const tool = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
 
@@ -11,7 +11,8 @@ describe('ToolsAnswers', () => {
     const basis = ['srv_1', 'alpha', items];
     const kept = answers.set('view', basis, [tool('alpha__x')]);
     expect(kept.names).toEqual(['alpha__x']);
-    expect(answers.jsonOf(kept.tools, {}, () => true)?.toString()).toBe(JSON.stringify(kept.tools));
+    expect(kept.json.toString()).toBe(JSON.stringify(kept.tools));
+    expect(answers.messageOf(kept.tools, {}, () => true)?.toString()).toBe(`{"result":{"tools":${JSON.stringify(kept.tools)}}`);
     expect(answers.get('view', ['srv_1', 'alpha', items])).toBe(kept);
     // A listing fetched again is another array, whatever it holds; a renamed server, another name; one more server, a longer basis.
     expect(answers.get('view', ['srv_1', 'alpha', [tool('x')]])).toBeUndefined();
@@ -30,15 +31,16 @@ describe('ToolsAnswers', () => {
       asked.push(era);
       return verdict;
     };
-    const json = answers.jsonOf(kept.tools, plain, leaves(plain, true));
-    // UTF-8, the bytes of `JSON.stringify`.
-    expect(json?.equals(Buffer.from(JSON.stringify(kept.tools)))).toBe(true);
-    expect(answers.jsonOf(kept.tools, plain, leaves(plain, true))).toBe(json);
-    expect(answers.jsonOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
-    expect(answers.jsonOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
+    const message = answers.messageOf(kept.tools, plain, leaves(plain, true));
+    // UTF-8, the bytes of `JSON.stringify` of the answer's message, up to its `jsonrpc` and id (`answerTail`).
+    const whole = Buffer.concat([message!, answerTail('req-ü')]);
+    expect(whole.equals(Buffer.from(JSON.stringify({ result: { tools: kept.tools }, jsonrpc: '2.0', id: 'req-ü' })))).toBe(true);
+    expect(answers.messageOf(kept.tools, plain, leaves(plain, true))).toBe(message);
+    expect(answers.messageOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
+    expect(answers.messageOf(kept.tools, wrapping, leaves(wrapping, false))).toBeUndefined();
     expect(asked).toEqual([plain, wrapping]);
     // A list it did not make (the same tools in another array) has no JSON here.
-    expect(answers.jsonOf([...kept.tools], plain, () => true)).toBeUndefined();
+    expect(answers.messageOf([...kept.tools], plain, () => true)).toBeUndefined();
     expect(answers.size).toBe(Buffer.byteLength(JSON.stringify(kept.tools)));
   });
 

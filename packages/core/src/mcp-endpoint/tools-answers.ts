@@ -6,11 +6,23 @@ export interface ToolsAnswer {
   /** The visible tool names, sorted: what a listener last saw. */
   names: string[];
   /**
-   * `JSON.stringify(tools)` as UTF-8, made once: the lean road copies it into its answer instead of serializing and
-   * encoding the list again (and the HTTP layer sends bytes whose length it knows, with no string to scan).
+   * `JSON.stringify(tools)` as UTF-8, made once (a view of `message`'s bytes): the kept bytes, weighed against the
+   * bound.
    */
   json: Buffer;
+  /**
+   * The JSON-RPC answer's bytes up to its id, made once with `json` (one allocation): `{"result":{"tools":` + json +
+   * `}`. The lean road sends it as it is, followed by the request's own tail (`answerTail`), so that a list from the
+   * cache neither serializes, encodes nor copies the list.
+   */
+  message: Buffer;
 }
+
+/** What a `tools/list` answer's message holds before the list (`JSON.stringify` puts `result` first, as the SDK's road builds it). */
+const LIST_HEAD = '{"result":{"tools":';
+
+/** The rest of a `tools/list` answer's message after `message`: its `jsonrpc` and the request's id, as `JSON.stringify` gives them. */
+export const answerTail = (id: string | number): Buffer => Buffer.from(`,"jsonrpc":"2.0","id":${JSON.stringify(id)}}`);
 
 interface Kept extends ToolsAnswer {
   /** What the answer was built from, compared by identity: each server's id, name and listed items, in order. */
@@ -19,8 +31,8 @@ interface Kept extends ToolsAnswer {
 
 /** What is kept of a `tools` array this made, for as long as the array lives. */
 interface Serialized {
-  json: Buffer;
-  /** Each wire encoding asked (`jsonOf`), and whether it leaves the list as it is. */
+  message: Buffer;
+  /** Each wire encoding asked (`messageOf`), and whether it leaves the list as it is. */
   plainTo: WeakMap<object, boolean>;
 }
 
@@ -53,8 +65,10 @@ export class ToolsAnswers {
 
   /** Keeps a new answer of `view` (in place of the one it had), and returns it. */
   set(view: string, basis: readonly unknown[], tools: Tool[]): ToolsAnswer {
-    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json: Buffer.from(JSON.stringify(tools)) };
-    this.serialized.set(tools, { json: answer.json, plainTo: new WeakMap() });
+    const message = Buffer.from(`${LIST_HEAD}${JSON.stringify(tools)}}`);
+    const json = message.subarray(LIST_HEAD.length, message.length - 1);
+    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json, message };
+    this.serialized.set(tools, { message, plainTo: new WeakMap() });
     this.drop(view);
     if (answer.json.length > this.maxBytes) return answer;
     this.kept.set(view, answer);
@@ -67,18 +81,18 @@ export class ToolsAnswers {
   }
 
   /**
-   * The JSON of a `tools` array this made (an answer's), for as long as the array lives, when the wire encoding `era`
-   * (the SDK's codec of a protocol era) leaves the list as it is; `undefined` otherwise. `leaves` asks the codec; it is
-   * asked once per array and era, as neither changes: a kept array is never altered, and a codec's `tools/list`
-   * encoding depends on the tools alone (the 2025 one wraps a non-object `outputSchema`, SEP-2106). So a list from
-   * the cache costs no look at its tools.
+   * The answer's message up to its id (`ToolsAnswer.message`) of a `tools` array this made (an answer's), for as long
+   * as the array lives, when the wire encoding `era` (the SDK's codec of a protocol era) leaves the list as it is;
+   * `undefined` otherwise. `leaves` asks the codec; it is asked once per array and era, as neither changes: a kept
+   * array is never altered, and a codec's `tools/list` encoding depends on the tools alone (the 2025 one wraps a
+   * non-object `outputSchema`, SEP-2106). So a list from the cache costs no look at its tools.
    */
-  jsonOf(tools: Tool[], era: object, leaves: (tools: Tool[]) => boolean): Buffer | undefined {
+  messageOf(tools: Tool[], era: object, leaves: (tools: Tool[]) => boolean): Buffer | undefined {
     const kept = this.serialized.get(tools);
     if (kept === undefined) return undefined;
     let plain = kept.plainTo.get(era);
     if (plain === undefined) kept.plainTo.set(era, (plain = leaves(tools)));
-    return plain ? kept.json : undefined;
+    return plain ? kept.message : undefined;
   }
 
   /** The bytes kept (tests, metrics). */
