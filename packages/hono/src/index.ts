@@ -96,9 +96,20 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
     // and reads it from the Node request itself (the Web request's `arrayBuffer()` would copy it into a new buffer).
     const http1 = incoming?.httpVersionMajor === 1;
     const noBody = declaresNoBody(incoming);
-    const readBody = http1 && !noBody ? () => readWholeBody(incoming as IncomingMessage) : undefined;
+    let readingWhole = false;
+    const readBody =
+      http1 && !noBody
+        ? () => {
+            const reading = readWholeBody(incoming as IncomingMessage);
+            readingWhole = reading !== undefined;
+            return reading;
+          }
+        : undefined;
     const answer = fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
-    return noBody ? answer : answer.then((response) => closeIfBodyUnread(c, response));
+    // A body the core began reading whole before `handle` returned (the fleet's own memory answers without waiting)
+    // is read to its end, or its connection is gone, before the answer exists: nothing can be left unread, no look
+    // afterwards (a promise less on every create). Otherwise the answer may come first (a 401 or 413).
+    return noBody || readingWhole ? answer : answer.then((response) => closeIfBodyUnread(c, response));
   });
   return app;
 }

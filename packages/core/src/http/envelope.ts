@@ -179,7 +179,9 @@ function json(status: number, body: SuccessBody<unknown> | ErrorBody, meta: Meta
   headers['x-request-id'] = meta.request_id;
   if (light) return new EnvelopeResponse(status, headers, text) as unknown as Response;
   const response = new Response(text, { status, headers });
-  Object.defineProperty(response, BODY_TEXT, { value: text });
+  // Set, not `Object.defineProperty`: a define is a call into the runtime on every answer, where a set of the same
+  // key on the same class of object is a cached store. Only `envelopeText` reads it.
+  (response as unknown as Record<symbol, unknown>)[BODY_TEXT] = text;
   return response;
 }
 

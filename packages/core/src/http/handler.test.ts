@@ -262,6 +262,46 @@ describe('the handler', () => {
     });
   });
 
+  describe('what a create reads of the request', () => {
+    /** A create with a real key, its request's header reads and `url` reads counted. */
+    async function countedCreate(path: string) {
+      const { fleet } = fleetWith();
+      const { secret } = (await fleet.keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
+      const request = json('POST', path, { name: 'counted', type: 'http', endpoint: 'https://counted.example' }, { authorization: `Bearer ${secret}` });
+      const reads = new Map<string, number>();
+      const get = request.headers.get.bind(request.headers);
+      vi.spyOn(request.headers, 'get').mockImplementation((name) => {
+        reads.set(name.toLowerCase(), (reads.get(name.toLowerCase()) ?? 0) + 1);
+        return get(name);
+      });
+      let urlReads = 0;
+      const { url } = request;
+      Object.defineProperty(request, 'url', { get: () => (urlReads++, url) });
+      const response = await fleet.handle(request, { path: new URL(url).pathname.slice('/v1'.length) });
+      return { fleet, response, reads, urlReads: () => urlReads };
+    }
+
+    it('reads the Authorization header once: the route, the key and its token share it', async () => {
+      const { response, reads } = await countedCreate('/v1/servers');
+      expect(response.status).toBe(201);
+      expect(reads.get('authorization')).toBe(1);
+    });
+
+    it('a route that declares no query does not read the URL, and ignores a query as before', async () => {
+      const { fleet, response, urlReads } = await countedCreate('/v1/servers?ignored=1&limit=abc');
+      expect(response.status).toBe(201);
+      expect(urlReads()).toBe(0);
+      // A route that declares one still parses it, and refuses what it does not take.
+      const { secret } = (await fleet.keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
+      const headers = { authorization: `Bearer ${secret}` };
+      const refused = await fleet.handle(new Request(`${ORIGIN}/v1/servers?limit=abc`, { headers }));
+      expect(refused.status).toBe(400);
+      expect((await envelope(refused)).error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'limit' } });
+      const listed = await envelope(await fleet.handle(new Request(`${ORIGIN}/v1/servers?limit=1`, { headers })));
+      expect(listed).toMatchObject({ data: [{ name: 'counted' }], pagination: { limit: 1, total: 1 } });
+    });
+  });
+
   describe('request ids', () => {
     it('keeps a well-formed X-Request-Id and replaces any other with a req_ id', async () => {
       const { fleet } = fleetWith();

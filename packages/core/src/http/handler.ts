@@ -106,6 +106,8 @@ interface Routed {
   match: RouteMatch | undefined;
   /** The matched operation's name, for its rate limit. */
   operationName: string | undefined;
+  /** The `Authorization` header, read once for every step that needs it; `null`: none. */
+  authorization: string | null;
   /** No `Authorization` header. */
   keyless: boolean;
 }
@@ -232,7 +234,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
       const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
       const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true, context.readBody) : NO_BODY;
       if (body.isErr()) return x.fail(body.error);
-      const input: OperationInput = { principal, params, query: queryOf(request.url), body: body.value, request };
+      // Only a route that declares a query reads one: no URL to take apart for the others (every create).
+      const input: OperationInput = { principal, params, query: operation.schemas.query === undefined ? undefined : queryOf(request.url), body: body.value, request };
       const { charges } = operation;
       if (charges !== undefined && limiter !== undefined) input.charge = (count) => charge(x, limiter, principal, charges, count);
       const ran = run(operation, input);
@@ -250,7 +253,8 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     const mcp = deps.mcp === undefined || segments.isErr() ? undefined : mcpTargetOf(segments.value);
     const match = mcp === undefined && segments.isOk() ? matchRoute(deps.routes, segments.value, request.method) : undefined;
     const operationName = match?.kind === 'found' ? match.operation.name : undefined;
-    return { segments, mcp, match, operationName, keyless: request.headers.get('authorization') === null };
+    const authorization = request.headers.get('authorization');
+    return { segments, mcp, match, operationName, authorization, keyless: authorization === null };
   }
 
   /**
@@ -279,12 +283,12 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
    * once: one round trip, not two. A limiter deciding in this process has no round trip to save: then one after the other, as that is cheaper.
    */
   function identify(x: Exchange, routed: Routed): Principal | null | Promise<Principal | null> {
-    if (limiter === undefined || deps.authenticate !== undefined || limiter.decidesInProcess) return authenticate(x.request, deps);
+    if (limiter === undefined || deps.authenticate !== undefined || limiter.decidesInProcess) return authenticate(x.request, deps, routed.authorization);
     return identifyAndAdmit(x, limiter, routed);
   }
 
   async function identifyAndAdmit(x: Exchange, limiter: RateLimiter, routed: Routed): Promise<Principal | null> {
-    x.early = await admitEarly(x.request, limiter, deps.keys, routed.operationName, routed.mcp === undefined);
+    x.early = await admitEarly(routed.authorization, limiter, deps.keys, routed.operationName, routed.mcp === undefined);
     if (x.early.verified.isErr()) throw x.early.verified.error;
     return x.early.verified.value;
   }
@@ -310,7 +314,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
   /** The OAuth outcome of the request's bearer token; the token is read from the `Authorization` header only, never the query. */
   async function viaOAuth(x: Exchange, oauth: OAuthResourceServer, routed: Routed, path: string): Promise<OAuthOutcome | undefined> {
-    const token = bearerSecret(x.request);
+    const token = bearerSecret(routed.authorization);
     if (token === undefined || !oauth.checks(token)) return undefined;
     const outcome = await oauth.verify(token, canonicalAudiences(oauth, path, routed.mcp !== undefined), limiter === undefined ? undefined : () => hasFailuresLeft(limiter, x.context.clientAddress));
     if ('principal' in outcome) {
@@ -358,7 +362,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
 
   /** Respond: the envelope of the operation's outcome. */
   function respond(x: Exchange, outcome: Result<Outcome, FleetError>): Response {
-    return outcome.match(({ status, data, pagination }) => successResponse(status, data, x.meta(), pagination, x.limitHeaders, x.light), (error) => x.fail(error));
+    if (outcome.isErr()) return x.fail(outcome.error);
+    const { status, data, pagination } = outcome.value;
+    return successResponse(status, data, x.meta(), pagination, x.limitHeaders, x.light);
   }
 }
 
@@ -432,8 +438,8 @@ interface EarlyAsk {
  * in flight at the revocation, after which `verify` forgets its hint. `mayAdmit` is false for the MCP endpoint, which
  * counts the messages of a request itself.
  */
-async function admitEarly(request: Request, limiter: RateLimiter, keys: ApiKeys, operation: string | undefined, mayAdmit: boolean): Promise<EarlyAsk> {
-  const secret = bearerSecret(request);
+async function admitEarly(authorization: string | null, limiter: RateLimiter, keys: ApiKeys, operation: string | undefined, mayAdmit: boolean): Promise<EarlyAsk> {
+  const secret = bearerSecret(authorization);
   const hash = secret === undefined ? undefined : hashSecret(secret);
   const hint = hash === undefined || !mayAdmit ? undefined : keys.lastVerified(hash);
   const [verified, admitted] = await Promise.all([
@@ -443,15 +449,15 @@ async function admitEarly(request: Request, limiter: RateLimiter, keys: ApiKeys,
   return { verified, hint, admitted };
 }
 
-function bearerSecret(request: Request): string | undefined {
-  const header = request.headers.get('authorization');
+/** The token of an `Authorization: Bearer …` header (`Routed.authorization`). */
+function bearerSecret(header: string | null): string | undefined {
   return header === null ? undefined : BEARER.exec(header)?.[1];
 }
 
 /** The principal of the request; at once when the built-in keys are read from the fleet's own memory. */
-function authenticate(request: Request, deps: HandlerDeps): Principal | null | Promise<Principal | null> {
+function authenticate(request: Request, deps: HandlerDeps, authorization: string | null): Principal | null | Promise<Principal | null> {
   if (deps.authenticate !== undefined) return custom(request, deps.authenticate);
-  const secret = bearerSecret(request);
+  const secret = bearerSecret(authorization);
   if (secret === undefined) return null;
   // The key's entry is read on every request: at once over the fleet's own memory, else through the store.
   const verified = deps.keys.verifyHash(hashSecret(secret));

@@ -36,7 +36,8 @@ export interface Outcome {
 export interface OperationInput {
   principal: Principal;
   params: Record<string, string>;
-  query: URLSearchParams;
+  /** The URL's query, for a route that declares one (`RouteSpec.query`); `undefined` for the others, which ignore it. */
+  query: URLSearchParams | undefined;
   body: unknown;
   /**
    * The request itself, for what only some operations read: a tool call, its `signal`, so that a client gone before
@@ -301,7 +302,7 @@ function route<P extends ParamsSchema | undefined, Q extends QuerySchema | undef
         }
         // A route that declares no query ignores one, as it always has.
         let query: unknown = {};
-        if (querySpec !== undefined && input.query.size > 0) {
+        if (querySpec !== undefined && input.query !== undefined && input.query.size > 0) {
           const parsed = parseQuery(input.query, querySpec);
           if (parsed.isErr()) return err(parsed.error);
           query = parsed.value;

@@ -74,6 +74,7 @@ export class UpstreamCatalog {
   /** Forgets what is kept of a server (changed or deleted), and its pending re-lists. */
   forget(serverId: string): void {
     this.deps.listings.forget(serverId);
+    if (this.relists.size === 0) return;
     for (const kind of ['tools', 'prompts', 'resources'] as const) {
       const relist = this.relists.get(`${serverId}:${kind}`);
       if (relist === undefined) continue;

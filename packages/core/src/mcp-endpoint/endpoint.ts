@@ -336,7 +336,8 @@ export class McpEndpoint {
     for (const type of ['server.created', 'server.updated', 'server.deleted', 'server.health_changed'] as const) {
       this.unsubscribe.push(
         deps.events.on(type, (event) => {
-          if (type !== 'server.health_changed') deps.catalog.forget(event.server.id);
+          // A created server's id is new: nothing is kept under it yet, so only a change or a delete has lists to forget.
+          if (type === 'server.updated' || type === 'server.deleted') deps.catalog.forget(event.server.id);
           this.toolsMayHaveChanged({ account: event.account });
           this.modernToolsMayHaveChanged(event.account, event.server.id);
         }),
@@ -712,8 +713,11 @@ export class McpEndpoint {
    * costs a client one listing). Sessions that see the same (same key allowlist, same server) are listed for once.
    */
   private toolsMayHaveChanged(which: { account: string; serverId?: string }): void {
+    const sessions = this.sessions.of(which.account);
+    // Most changes find no session of the account: nothing to make for them (every create tells this).
+    if (sessions.size === 0) return;
     const listed = new Map<string, Promise<string[]>>();
-    for (const session of this.sessions.of(which.account).values()) {
+    for (const session of sessions.values()) {
       if (which.serverId !== undefined && session.record.server_id !== null && session.record.server_id !== which.serverId) continue;
       const key = viewKey(session.scope);
       let names = listed.get(key);

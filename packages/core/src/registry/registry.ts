@@ -61,8 +61,10 @@ export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 const SERVER_KEY = 'server:';
 const serverKey = (id: string) => `${SERVER_KEY}${id}`;
 const recordKey = memoKeys(serverKey);
+/** An account as the index's keys spell it, encoded once per account rather than on every key made of it. */
+const accountPart = memoKeys(encodeURIComponent);
 /** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
-const nameKey = (account: string, name: string) => ['name:', encodeURIComponent(account), ':', name].join('');
+const nameKey = (account: string, name: string) => ['name:', accountPart(account), ':', name].join('');
 
 function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
   let key = `servers:${encodeURIComponent(account)}`;
@@ -123,7 +125,7 @@ const score = (record: ServerRecord) => Date.parse(record.created_at);
  */
 const BELOW = '__below';
 const PREFIX_BELOW = 'prefix-below:';
-const belowSet = (account: string, prefix: string) => [PREFIX_BELOW, encodeURIComponent(account), ':', prefix].join('');
+const belowSet = (account: string, prefix: string) => [PREFIX_BELOW, accountPart(account), ':', prefix].join('');
 /** The name's place in the namespace, when it is the server's prefix. */
 const ownPrefix = (record: ServerRecord) => (namesItsPrefix(record.config.name) ? record.config.name : undefined);
 const abovesOf = (record: ServerRecord): string[] => {

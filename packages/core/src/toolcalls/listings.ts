@@ -241,6 +241,7 @@ export class ListingCache {
 
   /** Drops everything kept of a server (updated or deleted). */
   forget(serverId: string): void {
+    if (this.entries.size === 0) return;
     for (const kind of KINDS) this.remove(keyOf(serverId, kind));
   }
 
