@@ -32,79 +32,29 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
-function version1(schema: string): string {
-  const s = quoteIdentifier(schema);
+/** The advisory lock id of a claim key, a set name or a counter key (`expression`, SQL text) in `schema`. */
+function lockId(schema: string, kind: 'claim' | 'set' | 'counter', expression: string): string {
   // Lock ids are per schema: two stores in two schemas of one database never wait for each other.
-  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
-  return `
--- Records: the fleet's Keyv (servers, API keys, tool calls, webhooks, the outbox's events, MCP session records).
--- value is Keyv's serialised text; expires_at is on the database's clock, NULL for no expiry.
-CREATE TABLE ${s}.records (
-  key        text COLLATE "C" PRIMARY KEY,
-  value      text NOT NULL,
-  expires_at timestamptz
-);
-CREATE INDEX records_expires_at ON ${s}.records (expires_at) WHERE expires_at IS NOT NULL;
+  return `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
+}
 
--- Name claims: a key owned by one owner (a server's name by its id); since is Unix ms.
-CREATE TABLE ${s}.claims (
-  key   text COLLATE "C" PRIMARY KEY,
-  owner text NOT NULL,
-  since bigint NOT NULL
-);
+/**
+ * Every lock id an index commit `tx` (a jsonb expression) takes, duplicates included, as a UNION ALL of one-column
+ * SELECTs: one per claim key and released key, one per set it adds to, removes from or limits.
+ */
+function commitLockIds(schema: string, tx: string): string {
+  const each = (kind: 'claim' | 'set', part: string, field: string) =>
+    `SELECT ${lockId(schema, kind, `(e->>'${field}')`)} FROM jsonb_array_elements(coalesce(${tx}->'${part}', '[]')) e`;
+  return [each('claim', 'claims', 'key'), each('claim', 'releases', 'key'), each('set', 'add', 'set'), each('set', 'remove', 'set'), each('set', 'limits', 'set')].join('\n      UNION ALL ');
+}
 
--- Ordered sets (listings, quotas, due deliveries): members by score, then member byte by byte ("C").
-CREATE TABLE ${s}.set_members (
-  set_name text COLLATE "C" NOT NULL,
-  member   text COLLATE "C" NOT NULL,
-  score    double precision NOT NULL,
-  PRIMARY KEY (set_name, member)
-);
-CREATE INDEX set_members_order ON ${s}.set_members (set_name, score, member);
-
--- Each set's size, kept by commit_index, so that count() and a quota read one row at any size.
-CREATE TABLE ${s}.sets (
-  name text COLLATE "C" PRIMARY KEY,
-  size bigint NOT NULL
-);
-
--- Rate-limit counters and leases (a lease is a counter of limit 1): a fixed window ending at expires_at.
-CREATE TABLE ${s}.counters (
-  key        text COLLATE "C" PRIMARY KEY,
-  count      bigint NOT NULL,
-  expires_at timestamptz NOT NULL
-);
-CREATE INDEX counters_expires_at ON ${s}.counters (expires_at);
-
--- One index commit, all or nothing, in one call. tx: {claims, releases, add, remove, limits} as IndexTransaction,
--- scores as text ('Infinity' included). claimed_at: Unix ms of the claims taken, NULL for the database's clock.
--- Returns {"ok":true}, {"ok":false,"conflict":i,"owner":…,"since":…} (i: 1-based position in claims) or
--- {"ok":false,"full":i} (i: 1-based position in limits). A refused commit has written nothing.
-CREATE FUNCTION ${s}.commit_index(tx jsonb, claimed_at bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $fn$
-DECLARE
-  lock_id bigint;
-  found_at bigint;
-  held_owner text;
-  held_since bigint;
-BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION 'mcp-fleet: commit_index runs at READ COMMITTED, not %', current_setting('transaction_isolation');
-  END IF;
-  -- 1. Every claim key and set name the commit touches, locked in ascending id order.
-  FOR lock_id IN
-    SELECT DISTINCT id FROM (
-      SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) e
-      UNION ALL SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'releases', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'add', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) e
-    ) touched(id) ORDER BY id
-  LOOP
-    PERFORM pg_advisory_xact_lock(lock_id);
-  END LOOP;
-
-  -- 2. The first claim held by another owner (neither the claimant nor the one it replaces), in the order given.
+/**
+ * Steps 2 to 4 of an index commit (its checks and its writes), for a caller that holds every lock of `tx`: the body of
+ * `commit_index` in migration 1, of `commit_index_locked` from migration 4 on. Returns from the function it is in.
+ */
+function commitChecksAndWrites(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `-- 2. The first claim held by another owner (neither the claimant nor the one it replaces), in the order given.
   SELECT t.i, c.owner, c.since INTO found_at, held_owner, held_since
     FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
     JOIN ${s}.claims c ON c.key = t.e->>'key'
@@ -157,7 +107,81 @@ BEGIN
   SELECT set_name, count(*) FILTER (WHERE fresh) FROM added GROUP BY set_name
   ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size;
 
-  RETURN '{"ok":true}'::jsonb;
+  RETURN '{"ok":true}'::jsonb;`;
+}
+
+/** The refusal of any isolation level but READ COMMITTED, which the locks' argument needs (each statement a new snapshot). */
+function readCommittedOnly(name: string): string {
+  return `IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'mcp-fleet: ${name} runs at READ COMMITTED, not %', current_setting('transaction_isolation');
+  END IF;`;
+}
+
+function version1(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `
+-- Records: the fleet's Keyv (servers, API keys, tool calls, webhooks, the outbox's events, MCP session records).
+-- value is Keyv's serialised text; expires_at is on the database's clock, NULL for no expiry.
+CREATE TABLE ${s}.records (
+  key        text COLLATE "C" PRIMARY KEY,
+  value      text NOT NULL,
+  expires_at timestamptz
+);
+CREATE INDEX records_expires_at ON ${s}.records (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Name claims: a key owned by one owner (a server's name by its id); since is Unix ms.
+CREATE TABLE ${s}.claims (
+  key   text COLLATE "C" PRIMARY KEY,
+  owner text NOT NULL,
+  since bigint NOT NULL
+);
+
+-- Ordered sets (listings, quotas, due deliveries): members by score, then member byte by byte ("C").
+CREATE TABLE ${s}.set_members (
+  set_name text COLLATE "C" NOT NULL,
+  member   text COLLATE "C" NOT NULL,
+  score    double precision NOT NULL,
+  PRIMARY KEY (set_name, member)
+);
+CREATE INDEX set_members_order ON ${s}.set_members (set_name, score, member);
+
+-- Each set's size, kept by commit_index, so that count() and a quota read one row at any size.
+CREATE TABLE ${s}.sets (
+  name text COLLATE "C" PRIMARY KEY,
+  size bigint NOT NULL
+);
+
+-- Rate-limit counters and leases (a lease is a counter of limit 1): a fixed window ending at expires_at.
+CREATE TABLE ${s}.counters (
+  key        text COLLATE "C" PRIMARY KEY,
+  count      bigint NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX counters_expires_at ON ${s}.counters (expires_at);
+
+-- One index commit, all or nothing, in one call. tx: {claims, releases, add, remove, limits} as IndexTransaction,
+-- scores as text ('Infinity' included). claimed_at: Unix ms of the claims taken, NULL for the database's clock.
+-- Returns {"ok":true}, {"ok":false,"conflict":i,"owner":…,"since":…} (i: 1-based position in claims) or
+-- {"ok":false,"full":i} (i: 1-based position in limits). A refused commit has written nothing.
+CREATE FUNCTION ${s}.commit_index(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  found_at bigint;
+  held_owner text;
+  held_since bigint;
+BEGIN
+  ${readCommittedOnly('commit_index')}
+  -- 1. Every claim key and set name the commit touches, locked in ascending id order.
+  FOR lock_id IN
+    SELECT DISTINCT id FROM (
+      ${commitLockIds(schema, 'tx')}
+    ) touched(id) ORDER BY id
+  LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+
+  ${commitChecksAndWrites(schema)}
 END
 $fn$;
 
@@ -187,7 +211,6 @@ $fn$;
  */
 function consumeFunction(schema: string, verb: 'CREATE' | 'CREATE OR REPLACE', asyncCommit: boolean): string {
   const s = quoteIdentifier(schema);
-  const lock = (kind: string, expression: string) => `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
   return `-- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
 -- its cost is within its limit; then each cost > 0 is added (a counter is created, or started again once its window
 -- has ended, with expires_ms as its end). A refusal writes nothing. Returns {1 or 0 (allowed), each count after}.
@@ -198,14 +221,12 @@ DECLARE
   clock timestamptz;
   counts bigint[];
 BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION 'mcp-fleet: consume runs at READ COMMITTED, not %', current_setting('transaction_isolation');
-  END IF;${asyncCommit ? `
+  ${readCommittedOnly('consume')}${asyncCommit ? `
   -- The decision's commit does not wait for the WAL to reach the disk: the counters' locks are held for the call, not
   -- for a flush, and a hot account's requests stop queueing behind each other's fsync. A PostgreSQL crash can forget
   -- the last moments of counts (at most 3 × wal_writer_delay); nothing else of the schema commits this way.
   PERFORM set_config('synchronous_commit', 'off', true);` : ''}
-  FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
+  FOR lock_id IN SELECT DISTINCT ${lockId(schema, 'counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
     PERFORM pg_advisory_xact_lock(lock_id);
   END LOOP;
   -- Read after the locks: the window ends on the database's clock, whichever process asks.
@@ -231,6 +252,16 @@ END
 $fn$;`;
 }
 
+/** The write of the records `record_keys[i]`, `record_values[i]` (no expiry) in key order, a key given twice taking its last value. */
+function recordsInsert(schema: string, indent: string): string {
+  const s = quoteIdentifier(schema);
+  return [
+    `INSERT INTO ${s}.records AS r (key, value, expires_at)`,
+    `SELECT DISTINCT ON (e.key) e.key, e.value, NULL FROM unnest(record_keys, record_values) WITH ORDINALITY e(key, value, i) ORDER BY e.key, e.i DESC`,
+    `ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL`,
+  ].join(`\n${indent}`);
+}
+
 function version3(schema: string): string {
   const s = quoteIdentifier(schema);
   return `
@@ -246,11 +277,90 @@ DECLARE
 BEGIN
   answer := ${s}.commit_index(tx, claimed_at);
   IF (answer->>'ok')::boolean THEN
-    INSERT INTO ${s}.records AS r (key, value, expires_at)
-    SELECT DISTINCT ON (e.key) e.key, e.value, NULL FROM unnest(record_keys, record_values) WITH ORDINALITY e(key, value, i) ORDER BY e.key, e.i DESC
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL;
+    ${recordsInsert(schema, '    ')};
   END IF;
   RETURN answer;
+END
+$fn$;
+`;
+}
+
+function version4(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `
+-- Every lock id an index commit takes, duplicates included (callers take them DISTINCT, in ascending order).
+CREATE FUNCTION ${s}.commit_lock_ids(tx jsonb) RETURNS SETOF bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  ${commitLockIds(schema, 'tx')}
+$fn$;
+
+-- commit_index's checks and writes, for a caller already holding every lock commit_lock_ids(tx) names (commit_index,
+-- commit_batch). Called without them it is not exact: nothing else may call it.
+CREATE FUNCTION ${s}.commit_index_locked(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  found_at bigint;
+  held_owner text;
+  held_since bigint;
+BEGIN
+  ${commitChecksAndWrites(schema)}
+END
+$fn$;
+
+-- commit_index as before: its locks in ascending id order, then its checks and writes.
+CREATE OR REPLACE FUNCTION ${s}.commit_index(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+BEGIN
+  ${readCommittedOnly('commit_index')}
+  FOR lock_id IN SELECT DISTINCT id FROM ${s}.commit_lock_ids(tx) id ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  RETURN ${s}.commit_index_locked(tx, claimed_at);
+END
+$fn$;
+
+-- Records of commits that went through (Keyv's serialised text, no expiry), written as commit_with_records writes its
+-- own: in key order, a key given twice taking its last value.
+CREATE FUNCTION ${s}.write_records(record_keys text[], record_values text[]) RETURNS void
+LANGUAGE sql AS $fn$
+  ${recordsInsert(schema, '  ')};
+$fn$;
+
+-- Group commit: several commits with records in one transaction, one lock acquisition and one WAL flush for all.
+-- items: [{"tx": …, "claimed_at": Unix ms or null}, …], each as commit_with_records takes them; record_items[j] is the
+-- 1-based item record_keys[j] and record_values[j] belong to. The union of every item's locks is taken first, in
+-- ascending id order (as one commit takes its own: no deadlock with any other call); then each item is checked and
+-- written in order by commit_index_locked, seeing the writes of the items before it (a quota counts them). A refused
+-- item writes nothing, and its records are not written. Returns the items' answers, in order, as commit_index gives
+-- them. An error (of any item) rolls back every item.
+CREATE FUNCTION ${s}.commit_batch(items jsonb, record_items integer[], record_keys text[], record_values text[]) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  item jsonb;
+  answer jsonb;
+  answers jsonb[] := '{}';
+  landed integer[] := '{}';
+BEGIN
+  ${readCommittedOnly('commit_batch')}
+  FOR lock_id IN SELECT DISTINCT id FROM jsonb_array_elements(items) t(e), ${s}.commit_lock_ids(t.e->'tx') id ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  FOR item IN SELECT t.e FROM jsonb_array_elements(items) WITH ORDINALITY t(e, i) ORDER BY t.i LOOP
+    answer := ${s}.commit_index_locked(item->'tx', (item->>'claimed_at')::bigint);
+    answers := answers || answer;
+    IF (answer->>'ok')::boolean THEN
+      landed := landed || cardinality(answers);
+    END IF;
+  END LOOP;
+  -- The records of the items that went through, in one statement: in key order over the whole batch, as one
+  -- commit_with_records writes its own (no commit reads records, so writing them last changes no answer).
+  PERFORM ${s}.write_records(array_agg(r.key ORDER BY r.j), array_agg(r.value ORDER BY r.j))
+     FROM unnest(record_items, record_keys, record_values) WITH ORDINALITY r(item, key, value, j)
+    WHERE r.item = ANY(landed);
+  RETURN to_jsonb(answers);
 END
 $fn$;
 `;
@@ -263,11 +373,12 @@ export function migrations(schema: string): Migration[] {
     { version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) },
     { version: 2, name: 'consume commits without waiting for the WAL flush', sql: `\n${consumeFunction(schema, 'CREATE OR REPLACE', true)}\n` },
     { version: 3, name: 'commit_with_records: an index commit and its records in one call', sql: version3(schema) },
+    { version: 4, name: 'commit_batch: several commits with records in one transaction (group commit)', sql: version4(schema) },
   ];
 }
 
 /** The version this code brings the schema to. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with
