@@ -67,9 +67,22 @@ function consumeCall(s: string, first: number): string {
 /** `consume`'s arguments: the counters' keys, limits and costs (bigint text), and the window's end in Unix ms. */
 export type ConsumeArgs = [keys: string[], limits: string[], costs: string[], expiresMs: string];
 
+interface Read {
+  key: string;
+  resolve: (value: string | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Decision {
+  args: ConsumeArgs;
+  resolve: (answer: string[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The record reads and rate-limit decisions asked for in one turn, in the order asked. */
 interface Turn {
-  read?: { key: string; resolve: (value: string | undefined) => void; reject: (error: unknown) => void };
-  decision?: { args: ConsumeArgs; resolve: (answer: string[]) => void; reject: (error: unknown) => void };
+  reads: Read[];
+  decisions: Decision[];
 }
 
 /** How much later than `statementTimeoutMs` the client stops waiting: the server's cancel comes first, so a statement the client gave up on is one the server stopped. */
@@ -123,7 +136,7 @@ export class Connection {
   readonly timeoutMs: number;
   /** Statement names by text (`preparedStatements`). */
   private readonly names = new Map<string, string>();
-  /** The record read and the rate-limit decision asked for in this turn, still to be sent (`readRecord`, `decide`). */
+  /** The record reads and the rate-limit decisions asked for in this turn, still to be sent (`readRecord`, `decide`). */
   private turn: Turn | undefined;
 
   constructor(
@@ -235,26 +248,26 @@ export class Connection {
    * A live record's stored text by key, `undefined` for none. A read and a rate-limit decision asked for in the same
    * turn of the event loop (the handler's key read and its admission, `admitEarly`) go out as one statement: one
    * connection, one socket write, one backend's work instead of two (docs/postgres.md, "One statement per request
-   * step"). The pair is not sent again after a lost answer (the decision is not replayable); when it fails, the read
-   * is sent again alone, so that a failed decision fails only itself.
+   * step"). Several asked for in one turn (requests answered together, as a group commit of creates answers them) go
+   * as as many pairs, the n-th read with the n-th decision; what is left over goes alone. A pair is not sent again
+   * after a lost answer (the decision is not replayable); when it fails, the read is sent again alone, so that a
+   * failed decision fails only itself.
    */
   readRecord(key: string): Promise<string | undefined> {
-    const turn = this.thisTurn();
-    if (turn.read !== undefined) return this.readAlone(key);
-    return new Promise((resolve, reject) => (turn.read = { key, resolve, reject }));
+    const { reads } = this.thisTurn();
+    return new Promise((resolve, reject) => reads.push({ key, resolve, reject }));
   }
 
   /** One rate-limit decision (`consume(keys, limits, costs, expires_ms)`, its arguments as text), sent with a read of the same turn if one is asked for. */
   decide(args: ConsumeArgs): Promise<string[]> {
-    const turn = this.thisTurn();
-    if (turn.decision !== undefined) return this.decideAlone(args);
-    return new Promise((resolve, reject) => (turn.decision = { args, resolve, reject }));
+    const { decisions } = this.thisTurn();
+    return new Promise((resolve, reject) => decisions.push({ args, resolve, reject }));
   }
 
   private thisTurn(): Turn {
     let turn = this.turn;
     if (turn === undefined) {
-      const current: Turn = (turn = this.turn = {});
+      const current: Turn = (turn = this.turn = { reads: [], decisions: [] });
       queueMicrotask(() => {
         this.turn = undefined;
         this.send(current);
@@ -263,29 +276,33 @@ export class Connection {
     return turn;
   }
 
-  private send({ read, decision }: Turn): void {
-    if (read !== undefined && decision !== undefined) {
-      const { s } = this;
-      this.query<{ answer: string[]; value: string | null }>(
-        'a key read and a rate-limit decision',
-        `SELECT ${consumeCall(s, 1)} AS answer, (${readOneSql(s, '$5')}) AS value`,
-        [...decision.args, read.key],
-        false,
-      ).then(
-        ([row]) => {
-          if (row === undefined) return decision.reject(new Error('consume gave no answer'));
-          read.resolve(row.value ?? undefined);
-          decision.resolve(row.answer);
-        },
-        (error: unknown) => {
-          decision.reject(error);
-          // The read on its own again: a decision that failed (a counter's lock held past the deadline, a lost answer,
-          // which a decision cannot be sent again for) fails only itself, as when they went apart (`failOpen`).
-          this.readAlone(read.key).then(read.resolve, read.reject);
-        },
-      );
-    } else if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
-    else if (decision !== undefined) this.decideAlone(decision.args).then(decision.resolve, decision.reject);
+  private send({ reads, decisions }: Turn): void {
+    const pairs = Math.min(reads.length, decisions.length);
+    for (let i = 0; i < pairs; i++) this.sendPair(reads[i] as Read, decisions[i] as Decision);
+    for (const read of reads.slice(pairs)) this.readAlone(read.key).then(read.resolve, read.reject);
+    for (const decision of decisions.slice(pairs)) this.decideAlone(decision.args).then(decision.resolve, decision.reject);
+  }
+
+  private sendPair(read: Read, decision: Decision): void {
+    const { s } = this;
+    this.query<{ answer: string[]; value: string | null }>(
+      'a key read and a rate-limit decision',
+      `SELECT ${consumeCall(s, 1)} AS answer, (${readOneSql(s, '$5')}) AS value`,
+      [...decision.args, read.key],
+      false,
+    ).then(
+      ([row]) => {
+        if (row === undefined) return decision.reject(new Error('consume gave no answer'));
+        read.resolve(row.value ?? undefined);
+        decision.resolve(row.answer);
+      },
+      (error: unknown) => {
+        decision.reject(error);
+        // The read on its own again: a decision that failed (a counter's lock held past the deadline, a lost answer,
+        // which a decision cannot be sent again for) fails only itself, as when they went apart (`failOpen`).
+        this.readAlone(read.key).then(read.resolve, read.reject);
+      },
+    );
   }
 
   private async readAlone(key: string): Promise<string | undefined> {
