@@ -14,9 +14,9 @@ type Answer = { ok: true } | { ok: false; conflict: number; owner: string; since
 
 /**
  * The most commits with records one `commit_batch` call carries, and the most bytes of their JSON, keys and values
- * (an item larger than that goes alone). Measured on a loaded 2-core machine, a batch of 32 creates takes a few tens
- * of ms of the server's time: far within any sensible `statementTimeoutMs`, and few enough locks for the shared lock
- * table (`max_locks_per_transaction`).
+ * (an item larger than that goes alone). On a loaded 2-core machine a call of 32 creates took about 9 ms, its flush
+ * included (docs/performance.md): far within any sensible `statementTimeoutMs`, and few enough advisory locks for the
+ * shared lock table (`max_locks_per_transaction`).
  */
 export const BATCH_MAX_ITEMS = 32;
 export const BATCH_MAX_BYTES = 256 * 1024;
