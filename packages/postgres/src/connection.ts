@@ -76,8 +76,9 @@ interface Decision {
   reject: (error: unknown) => void;
 }
 
+/** The record reads and rate-limit decisions asked for in one turn, in the order asked. */
 interface Turn {
-  read?: Read;
+  reads: Read[];
   decisions: Decision[];
 }
 
@@ -93,10 +94,21 @@ function split(flat: string[], sizes: number[]): string[][] {
   return answers;
 }
 
-/** An error the server raised over a statement's data (SQLSTATE class 22: a number out of range, a byte text cannot hold). */
-function dataException(error: unknown): boolean {
+/** The SQLSTATE of an error the server raised (five characters, digits among them, unlike EPIPE); `undefined` for any other. */
+export function sqlStateOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' && /^(?=.*\d)[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * A grouped call (decisions, commits) failed with an error of the server that sending its parts one by one can
+ * isolate (one part's data refused, a deadlock the server broke): an SQLSTATE, but not a cancel or a timeout (57014:
+ * the parts waited `statementTimeoutMs` already), a server going away (57P01..57P03: the statement was already tried
+ * again) nor a connection's failure (class 08).
+ */
+export function refusedByServer(error: unknown): boolean {
+  const code = sqlStateOf(error);
+  return code !== undefined && code !== '57014' && !code.startsWith('57P0') && !code.startsWith('08');
 }
 
 /** The most decisions one `consume_batch` statement carries; more wait for the next. */
@@ -248,14 +260,13 @@ export class Connection {
       const result = await client.query<R>({ ...(name !== undefined && { name }), text, values, query_timeout: this.timeoutMs + CLIENT_GRACE_MS } as QueryConfig);
       return result.rows;
     } catch (error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+      const code = sqlStateOf(error);
       const timedOut = error instanceof Error && /Query read timeout/.test(error.message);
       // An error of the server (an SQLSTATE) leaves the connection usable; anything else (lost, timed out) does not.
-      if (!sqlState) broken ??= error instanceof Error ? error : new Error(String(error));
+      if (code === undefined) broken ??= error instanceof Error ? error : new Error(String(error));
       const failure = this.failure(what, timedOut ? new StatementTimeout(error instanceof Error ? error.message : '') : error);
-      if (sqlState && /^57P0[123]$/.test(code as string)) Object.assign(failure, { lost: 'terminating' });
-      else if (!sqlState && !timedOut && broken === error) Object.assign(failure, { lost: 'connection' });
+      if (code !== undefined && /^57P0[123]$/.test(code)) Object.assign(failure, { lost: 'terminating' });
+      else if (code === undefined && !timedOut && broken === error) Object.assign(failure, { lost: 'connection' });
       throw failure;
     } finally {
       if (cancel !== undefined) clearTimeout(cancel);
@@ -268,12 +279,11 @@ export class Connection {
    * A live record's stored text by key, `undefined` for none. A read asked for in the same turn of the event loop as a
    * rate-limit decision (the handler's key read and its admission, `admitEarly`) goes out in the decision's statement:
    * one connection, one socket write, one backend's work instead of two (docs/postgres.md, "One statement per request
-   * step"). A second read of the turn goes alone.
+   * step"). Several reads and decisions of one turn go as as many pairs (`send`).
    */
   readRecord(key: string): Promise<string | undefined> {
-    const turn = this.thisTurn();
-    if (turn.read !== undefined) return this.readAlone(key);
-    return new Promise((resolve, reject) => (turn.read = { key, resolve, reject }));
+    const { reads } = this.thisTurn();
+    return new Promise((resolve, reject) => reads.push({ key, resolve, reject }));
   }
 
   /**
@@ -291,7 +301,7 @@ export class Connection {
   private thisTurn(): Turn {
     let turn = this.turn;
     if (turn === undefined) {
-      const current: Turn = (turn = this.turn = { decisions: [] });
+      const current: Turn = (turn = this.turn = { reads: [], decisions: [] });
       queueMicrotask(() => {
         this.turn = undefined;
         this.send(current);
@@ -300,13 +310,15 @@ export class Connection {
     return turn;
   }
 
-  private send({ read, decisions }: Turn): void {
-    const [first] = decisions;
-    if (first === undefined) {
-      if (read !== undefined) this.readAlone(read.key).then(read.resolve, read.reject);
-      return;
-    }
-    if (read !== undefined) first.read = read;
+  /**
+   * The n-th read of the turn goes with its n-th decision (requests answered together, as a group commit of creates
+   * answers them, ask for their next key reads and decisions in one turn); a read left over goes alone.
+   */
+  private send({ reads, decisions }: Turn): void {
+    const pairs = Math.min(reads.length, decisions.length);
+    for (let i = 0; i < pairs; i++) (decisions[i] as Decision).read = reads[i];
+    for (const read of reads.slice(pairs)) this.readAlone(read.key).then(read.resolve, read.reject);
+    if (decisions.length === 0) return;
     this.waiting.push(...decisions);
     if (!this.deciding) this.decideWaiting();
   }
@@ -353,9 +365,9 @@ export class Connection {
       answers = split(row.answers, sizes);
       values = row.records ?? {};
     } catch (error) {
-      // The server refused the data of one of them (a number out of bigint's range, a key it cannot store): each is
-      // decided again alone, in order, so that one bad decision fails only itself.
-      if (batch.length > 1 && dataException(error)) {
+      // The server refused one of them (a number out of bigint's range, a key it cannot store): each is decided again
+      // alone, in order, so that one bad decision fails only itself.
+      if (batch.length > 1 && refusedByServer(error)) {
         for (const decision of batch) await this.decideTogether([decision]);
         return;
       }

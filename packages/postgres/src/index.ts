@@ -1,7 +1,7 @@
 import type { FleetStore } from '@mcp-fleet/core';
 import Keyv from 'keyv';
 import pg from 'pg';
-import { checkTimeout, Connection, DEFAULT_TIMEOUT_MS, inspectConnectionString, inspectPool, scrub, type Whereabouts } from './connection.js';
+import { checkTimeout, Connection, DEFAULT_TIMEOUT_MS, inspectConnectionString, inspectPool, scrub, sqlStateOf, type Whereabouts } from './connection.js';
 import { PostgresIndexStore } from './postgres-index-store.js';
 import { PostgresRateLimitStore } from './postgres-rate-limit-store.js';
 import { PostgresRecordAdapter } from './postgres-record-adapter.js';
@@ -142,9 +142,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     else pool.removeListener('error', poolError);
     if (error instanceof PostgresSchemaError) throw error;
     const reason = scrub(String((error as { reason?: unknown }).reason ?? (error instanceof Error ? error.message : String(error))), where.secrets);
-    const code = (error as { code?: unknown }).code;
-    // A DatabaseError (an SQLSTATE: five characters, digits among them, unlike EPIPE) came from the server: reached, then refused.
-    if (typeof code === 'string' && /^(?=.*\d)[0-9A-Z]{5}$/.test(code)) throw new Error(`PostgreSQL at ${address} (database ${where.database}) refused the store: ${reason}`);
+    // A DatabaseError (an SQLSTATE) came from the server: reached, then refused.
+    if (sqlStateOf(error) !== undefined) throw new Error(`PostgreSQL at ${address} (database ${where.database}) refused the store: ${reason}`);
     throw new Error(`Cannot connect to PostgreSQL at ${address} (database ${where.database}): ${reason}`);
   }
 

@@ -2,7 +2,7 @@ import type { Claim, CommitResult, IndexStore, IndexTransaction, JointPage, Rang
 import { transactionParts } from '@mcp-fleet/core';
 import type Keyv from 'keyv';
 import type { Connection } from './connection.js';
-import { LIVE } from './connection.js';
+import { LIVE, refusedByServer } from './connection.js';
 
 /** A score as the commit function reads it: text, so that ±Infinity survive JSON. */
 function scoreText(score: number): string {
@@ -13,11 +13,42 @@ function scoreText(score: number): string {
 type Answer = { ok: true } | { ok: false; conflict: number; owner: string; since: string | number } | { ok: false; full: number };
 
 /**
+ * The most commits with records one `commit_batch` call carries, and the most bytes of their JSON, keys and values
+ * (an item larger than that goes alone). On a loaded 2-core machine a call of 32 creates took about 9 ms, its flush
+ * included (docs/performance.md): far within any sensible `statementTimeoutMs`, and few enough advisory locks for the
+ * shared lock table (`max_locks_per_transaction`).
+ */
+export const BATCH_MAX_ITEMS = 32;
+export const BATCH_MAX_BYTES = 256 * 1024;
+
+/** A commit with records waiting for its call: its arguments as the functions take them, and who waits for the answer. */
+interface Pending {
+  /** `{"tx":…,"claimed_at":…}`: the item as `commit_batch` takes it. */
+  item: string;
+  tx: string;
+  since: string | null;
+  keys: string[];
+  values: string[];
+  bytes: number;
+  resolve: (answer: Answer) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
  * The IndexStore in PostgreSQL: claims in `claims`, ordered sets in `set_members` with their sizes in `sets`. A commit
  * is one call of `commit_index` (docs/postgres.md): it locks what it touches in one fixed order, checks every claim
  * and every limit, and writes only if all pass. Reads are single statements and take no lock.
+ *
+ * Commits with records (a server's create) are committed in groups: one call in flight per store; the commits asked
+ * for meanwhile wait and then go together as one call of `commit_batch`, one transaction and one WAL flush for all of
+ * them (docs/postgres.md, "Creates are committed in groups").
  */
 export class PostgresIndexStore implements IndexStore {
+  /** Commits with records waiting for the call in flight to return. */
+  private readonly waiting: Pending[] = [];
+  /** A call of commits with records is in flight (or its items are being sent again one by one). */
+  private sending = false;
+
   constructor(
     private readonly connection: Connection,
     /** Clock of the `since` of claims; `undefined`: the database's, which every process shares. */
@@ -35,40 +66,40 @@ export class PostgresIndexStore implements IndexStore {
 
   /**
    * `commit(tx)` and, only if it goes through, `records` written in the same transaction: one call of
-   * `commit_with_records` (docs/postgres.md). Without records, one call of `commit_index`.
+   * `commit_with_records`, or one item of a `commit_batch` (docs/postgres.md). Without records, one call of
+   * `commit_index`.
    */
   async commitWithRecords(tx: IndexTransaction, records: readonly RecordWrite[]): Promise<CommitResult> {
     // A limit of Infinity is none (`transactionParts` leaves it out).
     const { claims, releases, remove: removals, add: additions, limits, empty } = transactionParts(tx);
     if (empty && records.length === 0) return { ok: true };
     for (const { max } of limits) if (Number.isNaN(max)) throw new TypeError('a limit must be a number, not NaN');
-    const body = {
+    const body = JSON.stringify({
       claims: claims.map(({ key, owner, replacing }) => ({ key, owner, replacing })),
       releases: releases.map(({ key, owner }) => ({ key, owner })),
       add: additions.map(({ set, member, score }) => ({ set, member, score: scoreText(score) })),
       remove: removals.map(({ set, member }) => ({ set, member })),
       limits: limits.map(({ set, max }) => ({ set, max: max === -Infinity ? -1 : max })),
-    };
+    });
     const since = this.now === undefined ? null : String(Math.trunc(this.now()));
-    const { s } = this.connection;
-    let answer: Answer | undefined;
+    let answer: Answer;
     if (records.length === 0) {
-      const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${s}.commit_index($1::jsonb, $2::bigint) AS answer`, [JSON.stringify(body), since], false);
-      answer = row?.answer;
+      const [row] = await this.connection.query<{ answer: Answer }>('a commit', `SELECT ${this.connection.s}.commit_index($1::jsonb, $2::bigint) AS answer`, [body, since], false);
+      if (row === undefined) throw new Error('commit_index gave no answer');
+      answer = row.answer;
     } else {
       const keyv = this.jointRecords;
       if (keyv === undefined) throw new Error('this PostgresIndexStore has no records to write');
       // Each value as Keyv would store it (`keyv.set`): its serialised `{ value }`, no expiry.
       const values = await Promise.all(records.map(async ({ value }) => text(await keyv.serializeData({ value, expires: undefined }))));
-      const [row] = await this.connection.query<{ answer: Answer }>(
-        'a commit',
-        `SELECT ${s}.commit_with_records($1::jsonb, $2::bigint, $3::text[], $4::text[]) AS answer`,
-        [JSON.stringify(body), since, records.map(({ key }) => key), values],
-        false,
-      );
-      answer = row?.answer;
+      const keys = records.map(({ key }) => key);
+      const item = `{"tx":${body},"claimed_at":${since === null ? 'null' : since}}`;
+      const bytes = keys.concat(values).reduce((sum, part) => sum + Buffer.byteLength(part), Buffer.byteLength(item));
+      answer = await new Promise<Answer>((resolve, reject) => {
+        this.waiting.push({ item, tx: body, since, keys, values, bytes, resolve, reject });
+        if (!this.sending) this.sendWaiting();
+      });
     }
-    if (answer === undefined) throw new Error('commit_index gave no answer');
     if (answer.ok) return { ok: true };
     if ('full' in answer) {
       const limit = limits[answer.full - 1];
@@ -78,6 +109,82 @@ export class PostgresIndexStore implements IndexStore {
     const claim = claims[answer.conflict - 1];
     if (claim === undefined) throw new Error('commit_index named a claim that was not in the transaction');
     return { ok: false, conflict: { key: claim.key, owner: answer.owner, since: Number(answer.since) } };
+  }
+
+  /**
+   * Sends what waits, up to `BATCH_MAX_ITEMS` and `BATCH_MAX_BYTES` (at least one), as one call, and when it has
+   * returned sends what came meanwhile. No timer: a commit asked for while nothing is in flight goes at once, alone.
+   */
+  private sendWaiting(): void {
+    let count = 0;
+    let bytes = 0;
+    for (const { bytes: size } of this.waiting) {
+      if (count === BATCH_MAX_ITEMS || (count > 0 && bytes + size > BATCH_MAX_BYTES)) break;
+      count++;
+      bytes += size;
+    }
+    if (count === 0) {
+      this.sending = false;
+      return;
+    }
+    this.sending = true;
+    const batch = this.waiting.splice(0, count);
+    void (batch.length === 1 ? this.sendAlone(batch[0] as Pending) : this.sendBatch(batch)).finally(() => this.sendWaiting());
+  }
+
+  /** One commit with records, one call of `commit_with_records`; settles the item, never rejects. */
+  private async sendAlone({ tx, since, keys, values, resolve, reject }: Pending): Promise<void> {
+    try {
+      const [row] = await this.connection.query<{ answer: Answer }>(
+        'a commit',
+        `SELECT ${this.connection.s}.commit_with_records($1::jsonb, $2::bigint, $3::text[], $4::text[]) AS answer`,
+        [tx, since, keys, values],
+        false,
+      );
+      if (row === undefined) throw new Error('commit_with_records gave no answer');
+      resolve(row.answer);
+    } catch (error) {
+      reject(error);
+    }
+  }
+
+  /**
+   * Several, one call of `commit_batch`; settles every item, never rejects. Refused by the server (an SQLSTATE: one
+   * item it cannot take, a deadlock it broke), the transaction wrote nothing and the items are sent again one by one,
+   * so that a bad item fails only itself. A lost connection, a timeout or a server going away fails every item, as it
+   * would have failed each alone: the call is not sent again (it may have committed), and being one transaction it
+   * committed all of its items or none.
+   */
+  private async sendBatch(batch: Pending[]): Promise<void> {
+    const itemOf: number[] = [];
+    const keys: string[] = [];
+    const values: string[] = [];
+    batch.forEach((pending, i) => {
+      keys.push(...pending.keys);
+      values.push(...pending.values);
+      itemOf.push(...pending.keys.map(() => i + 1));
+    });
+    let answers: Answer[] | undefined;
+    try {
+      const [row] = await this.connection.query<{ answers: Answer[] }>(
+        'a commit',
+        `SELECT ${this.connection.s}.commit_batch($1::jsonb, $2::integer[], $3::text[], $4::text[]) AS answers`,
+        [`[${batch.map(({ item }) => item).join(',')}]`, itemOf, keys, values],
+        false,
+      );
+      answers = row?.answers;
+      if (answers?.length !== batch.length) throw new Error('commit_batch gave no answer for every commit');
+    } catch (error) {
+      if (!refusedByServer(error)) {
+        for (const { reject } of batch) reject(error);
+        return;
+      }
+    }
+    if (answers === undefined) {
+      await Promise.all(batch.map((pending) => this.sendAlone(pending)));
+      return;
+    }
+    batch.forEach(({ resolve }, i) => resolve(answers[i] as Answer));
   }
 
   /**

@@ -64,19 +64,21 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
     expect(absent).toBeUndefined();
     expect(refused).toEqual({ allowed: false, counts: [1] });
     expect(sent).toHaveLength(1);
-    // Two reads and two decisions of one turn: both decisions and the first read in one statement, the second read
-    // alone, every answer its own.
+    // Three reads and two decisions of one turn (requests answered together): both decisions in one statement with
+    // the first two reads (the n-th read with the n-th decision), the read left over alone; every answer its own.
     sent.length = 0;
     await store.records.set('pair:two', 'two');
     sent.length = 0;
-    const four = await Promise.all([
+    const five = await Promise.all([
       store.records.get('pair:one'),
       store.records.get('pair:two'),
+      store.records.get('pair:absent'),
       store.rateLimits.consume([{ key: 'pair:a', limit: 5 }], expiresAt),
       store.rateLimits.consume([{ key: 'pair:b', limit: 5 }], expiresAt, 2),
     ]);
-    expect(four).toEqual([{ n: 1 }, 'two', { allowed: true, counts: [1] }, { allowed: true, counts: [2] }]);
+    expect(five).toEqual([{ n: 1 }, 'two', undefined, { allowed: true, counts: [1] }, { allowed: true, counts: [2] }]);
     expect(sent).toHaveLength(2);
+    expect(sent.filter((text) => /\.consume_batch\(.*= ANY\(/s.test(text))).toHaveLength(1);
     // A decision that fails (a cost PostgreSQL's bigint cannot hold, refused by the server) fails only itself: the
     // read is sent again alone and answered (a limiter that fails open then admits the request).
     sent.length = 0;

@@ -55,7 +55,10 @@ describe('createPostgresStore without a database', () => {
     expect(text).toContain('CREATE SCHEMA IF NOT EXISTS "fleet_prod";');
     expect(text).toContain('CREATE TABLE IF NOT EXISTS "fleet_prod".migrations (');
     for (const name of ['records', 'claims', 'set_members', 'sets', 'counters']) expect(text).toContain(`CREATE TABLE "fleet_prod".${name} (`);
-    for (const name of ['commit_index', 'consume', 'sweep', 'commit_with_records']) expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
+    for (const name of ['commit_index', 'consume', 'sweep', 'commit_with_records', 'commit_lock_ids', 'commit_index_locked', 'write_records', 'commit_batch']) {
+      expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
+    }
+    expect(text).toContain('CREATE OR REPLACE FUNCTION "fleet_prod".commit_index(');
     expect(text).toContain(`INSERT INTO "fleet_prod".migrations (version, name) VALUES (${SCHEMA_VERSION},`);
   });
 });
@@ -132,6 +135,30 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     expect(await setting()).toBe('off');
     // Only consume's own transaction: the session's setting and every other statement keep theirs.
     expect(await sql(`SELECT current_setting('synchronous_commit') AS value`)).toEqual([{ value: 'on' }]);
+    await store.close();
+  });
+
+  it('a schema at version 3 with servers in it is brought to version 4: its servers stay, and creates then go in groups', async () => {
+    const schema = schemaFor('v3');
+    const three = migrations(schema).filter((m) => m.version <= 3);
+    const migrationsTable = `CREATE TABLE "${schema}".migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`;
+    await sql(`CREATE SCHEMA "${schema}"; ${migrationsTable} ${three.map((m) => `${m.sql}; INSERT INTO "${schema}".migrations (version, name) VALUES (${m.version}, 'v${m.version}');`).join('\n')}`);
+    expect(await sql(`SELECT to_regproc($1) IS NOT NULL AS there`, [`"${schema}".commit_batch`])).toEqual([{ there: false }]);
+    // A server created by the v3 functions, as a fleet of the previous version would have.
+    const tx = { claims: [{ key: 'name:acme:old', owner: 'srv_old' }], add: [{ set: 'servers:acme', member: 'srv_old', score: '1' }], limits: [{ set: 'servers:acme', max: 3 }] };
+    await sql(`SELECT "${schema}".commit_with_records($1::jsonb, NULL, ARRAY['k:old'], ARRAY['{"value":"old"}'])`, [JSON.stringify(tx)]);
+    const store = await createPostgresStore({ connectionString, schema, sweepIntervalMs: 0 });
+    expect(await sql(`SELECT version FROM "${schema}".migrations ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+    expect(await store.records.get('k:old')).toBe('old');
+    // Four creates at once into the account (limit 3, one taken): the first alone, the others in one batch; two land.
+    const create = (id: string) =>
+      store.index.commitWithRecords({ claims: [{ key: `name:acme:${id}`, owner: id }], add: [{ set: 'servers:acme', member: id, score: 2 }], limits: [{ set: 'servers:acme', max: 3 }] }, [
+        { key: `k:${id}`, value: id },
+      ]);
+    const answers = await Promise.all(['a', 'b', 'c', 'd'].map(create));
+    expect(answers.filter((a) => a.ok)).toHaveLength(2);
+    expect(await store.index.count('servers:acme')).toBe(3);
+    expect(await store.index.claimOf('name:acme:old')).toMatchObject({ owner: 'srv_old' });
     await store.close();
   });
 

@@ -32,12 +32,85 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
-/** The 64-bit advisory lock id of a key of `kind` (claim, set, counter), per schema: two schemas never wait for each other. */
-function lockIdOf(schema: string, kind: string, expression: string): string {
+/** The advisory lock id of a claim key, a set name or a counter key (`expression`, SQL text) in `schema`. */
+function lockId(schema: string, kind: 'claim' | 'set' | 'counter', expression: string): string {
+  // Lock ids are per schema: two stores in two schemas of one database never wait for each other.
   return `hashtextextended(${quoteLiteral(`${schema}:${kind}:`)} || ${expression}, 0)`;
 }
 
-/** A function's first check: it runs at READ COMMITTED, where each statement after its locks sees what the previous holder committed. */
+/**
+ * Every lock id an index commit `tx` (a jsonb expression) takes, duplicates included, as a UNION ALL of one-column
+ * SELECTs: one per claim key and released key, one per set it adds to, removes from or limits.
+ */
+function commitLockIds(schema: string, tx: string): string {
+  const each = (kind: 'claim' | 'set', part: string, field: string) =>
+    `SELECT ${lockId(schema, kind, `(e->>'${field}')`)} FROM jsonb_array_elements(coalesce(${tx}->'${part}', '[]')) e`;
+  return [each('claim', 'claims', 'key'), each('claim', 'releases', 'key'), each('set', 'add', 'set'), each('set', 'remove', 'set'), each('set', 'limits', 'set')].join('\n      UNION ALL ');
+}
+
+/**
+ * Steps 2 to 4 of an index commit (its checks and its writes), for a caller that holds every lock of `tx`: the body of
+ * `commit_index` in migration 1, of `commit_index_locked` from migration 4 on. Returns from the function it is in.
+ */
+function commitChecksAndWrites(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `-- 2. The first claim held by another owner (neither the claimant nor the one it replaces), in the order given.
+  SELECT t.i, c.owner, c.since INTO found_at, held_owner, held_since
+    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
+    JOIN ${s}.claims c ON c.key = t.e->>'key'
+   WHERE c.owner <> t.e->>'owner' AND c.owner IS DISTINCT FROM t.e->>'replacing'
+   ORDER BY t.i LIMIT 1;
+  IF found_at IS NOT NULL THEN
+    RETURN jsonb_build_object('ok', false, 'conflict', found_at, 'owner', held_owner, 'since', held_since);
+  END IF;
+
+  -- 3. The first limited set already holding max members or more, counted before the commit.
+  SELECT t.i INTO found_at
+    FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) WITH ORDINALITY t(e, i)
+    LEFT JOIN ${s}.sets st ON st.name = t.e->>'set'
+   WHERE coalesce(st.size, 0) >= (t.e->>'max')::numeric
+   ORDER BY t.i LIMIT 1;
+  IF found_at IS NOT NULL THEN
+    RETURN jsonb_build_object('ok', false, 'full', found_at);
+  END IF;
+
+  -- 4. The writes: releases, claims, removals, additions.
+  DELETE FROM ${s}.claims c USING jsonb_array_elements(coalesce(tx->'releases', '[]')) e
+   WHERE c.key = e->>'key' AND c.owner = e->>'owner';
+
+  INSERT INTO ${s}.claims AS c (key, owner, since)
+  SELECT DISTINCT ON (e->>'key') e->>'key', e->>'owner', coalesce(claimed_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
+   ORDER BY e->>'key', i DESC
+  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, since = excluded.since WHERE c.owner <> excluded.owner;
+
+  WITH gone AS (
+    DELETE FROM ${s}.set_members m
+     USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e) r
+     WHERE m.set_name = r.set_name AND m.member = r.member
+    RETURNING m.set_name
+  )
+  UPDATE ${s}.sets st SET size = st.size - g.n
+    FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
+   WHERE st.name = g.set_name;
+
+  -- A member named twice takes its last score; xmax = 0 tells a new member from a re-scored one.
+  WITH added AS (
+    INSERT INTO ${s}.set_members AS m (set_name, member, score)
+    SELECT DISTINCT ON (e->>'set', e->>'member') e->>'set', e->>'member', (e->>'score')::double precision
+      FROM jsonb_array_elements(coalesce(tx->'add', '[]')) WITH ORDINALITY t(e, i)
+     ORDER BY e->>'set', e->>'member', i DESC
+    ON CONFLICT (set_name, member) DO UPDATE SET score = excluded.score
+    RETURNING m.set_name, (m.xmax = 0) AS fresh
+  )
+  INSERT INTO ${s}.sets AS st (name, size)
+  SELECT set_name, count(*) FILTER (WHERE fresh) FROM added GROUP BY set_name
+  ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size;
+
+  RETURN '{"ok":true}'::jsonb;`;
+}
+
+/** The refusal of any isolation level but READ COMMITTED, which the locks' argument needs (each statement a new snapshot). */
 function readCommittedOnly(name: string): string {
   return `IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'mcp-fleet: ${name} runs at READ COMMITTED, not %', current_setting('transaction_isolation');
@@ -46,7 +119,6 @@ function readCommittedOnly(name: string): string {
 
 function version1(schema: string): string {
   const s = quoteIdentifier(schema);
-  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
   return `
 -- Records: the fleet's Keyv (servers, API keys, tool calls, webhooks, the outbox's events, MCP session records).
 -- value is Keyv's serialised text; expires_at is on the database's clock, NULL for no expiry.
@@ -103,70 +175,13 @@ BEGIN
   -- 1. Every claim key and set name the commit touches, locked in ascending id order.
   FOR lock_id IN
     SELECT DISTINCT id FROM (
-      SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) e
-      UNION ALL SELECT ${lock('claim', "(e->>'key')")} FROM jsonb_array_elements(coalesce(tx->'releases', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'add', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e
-      UNION ALL SELECT ${lock('set', "(e->>'set')")} FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) e
+      ${commitLockIds(schema, 'tx')}
     ) touched(id) ORDER BY id
   LOOP
     PERFORM pg_advisory_xact_lock(lock_id);
   END LOOP;
 
-  -- 2. The first claim held by another owner (neither the claimant nor the one it replaces), in the order given.
-  SELECT t.i, c.owner, c.since INTO found_at, held_owner, held_since
-    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
-    JOIN ${s}.claims c ON c.key = t.e->>'key'
-   WHERE c.owner <> t.e->>'owner' AND c.owner IS DISTINCT FROM t.e->>'replacing'
-   ORDER BY t.i LIMIT 1;
-  IF found_at IS NOT NULL THEN
-    RETURN jsonb_build_object('ok', false, 'conflict', found_at, 'owner', held_owner, 'since', held_since);
-  END IF;
-
-  -- 3. The first limited set already holding max members or more, counted before the commit.
-  SELECT t.i INTO found_at
-    FROM jsonb_array_elements(coalesce(tx->'limits', '[]')) WITH ORDINALITY t(e, i)
-    LEFT JOIN ${s}.sets st ON st.name = t.e->>'set'
-   WHERE coalesce(st.size, 0) >= (t.e->>'max')::numeric
-   ORDER BY t.i LIMIT 1;
-  IF found_at IS NOT NULL THEN
-    RETURN jsonb_build_object('ok', false, 'full', found_at);
-  END IF;
-
-  -- 4. The writes: releases, claims, removals, additions.
-  DELETE FROM ${s}.claims c USING jsonb_array_elements(coalesce(tx->'releases', '[]')) e
-   WHERE c.key = e->>'key' AND c.owner = e->>'owner';
-
-  INSERT INTO ${s}.claims AS c (key, owner, since)
-  SELECT DISTINCT ON (e->>'key') e->>'key', e->>'owner', coalesce(claimed_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
-    FROM jsonb_array_elements(coalesce(tx->'claims', '[]')) WITH ORDINALITY t(e, i)
-   ORDER BY e->>'key', i DESC
-  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, since = excluded.since WHERE c.owner <> excluded.owner;
-
-  WITH gone AS (
-    DELETE FROM ${s}.set_members m
-     USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM jsonb_array_elements(coalesce(tx->'remove', '[]')) e) r
-     WHERE m.set_name = r.set_name AND m.member = r.member
-    RETURNING m.set_name
-  )
-  UPDATE ${s}.sets st SET size = st.size - g.n
-    FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
-   WHERE st.name = g.set_name;
-
-  -- A member named twice takes its last score; xmax = 0 tells a new member from a re-scored one.
-  WITH added AS (
-    INSERT INTO ${s}.set_members AS m (set_name, member, score)
-    SELECT DISTINCT ON (e->>'set', e->>'member') e->>'set', e->>'member', (e->>'score')::double precision
-      FROM jsonb_array_elements(coalesce(tx->'add', '[]')) WITH ORDINALITY t(e, i)
-     ORDER BY e->>'set', e->>'member', i DESC
-    ON CONFLICT (set_name, member) DO UPDATE SET score = excluded.score
-    RETURNING m.set_name, (m.xmax = 0) AS fresh
-  )
-  INSERT INTO ${s}.sets AS st (name, size)
-  SELECT set_name, count(*) FILTER (WHERE fresh) FROM added GROUP BY set_name
-  ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size;
-
-  RETURN '{"ok":true}'::jsonb;
+  ${commitChecksAndWrites(schema)}
 END
 $fn$;
 
@@ -196,7 +211,6 @@ $fn$;
  */
 function consumeFunction(schema: string, verb: 'CREATE' | 'CREATE OR REPLACE', asyncCommit: boolean): string {
   const s = quoteIdentifier(schema);
-  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
   return `-- One rate-limit decision over every counter of a request, in one call. Admitted only if each counter's count plus
 -- its cost is within its limit; then each cost > 0 is added (a counter is created, or started again once its window
 -- has ended, with expires_ms as its end). A refusal writes nothing. Returns {1 or 0 (allowed), each count after}.
@@ -212,7 +226,7 @@ BEGIN
   -- for a flush, and a hot account's requests stop queueing behind each other's fsync. A PostgreSQL crash can forget
   -- the last moments of counts (at most 3 × wal_writer_delay); nothing else of the schema commits this way.
   PERFORM set_config('synchronous_commit', 'off', true);` : ''}
-  FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
+  FOR lock_id IN SELECT DISTINCT ${lockId(schema, 'counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
     PERFORM pg_advisory_xact_lock(lock_id);
   END LOOP;
   -- Read after the locks: the window ends on the database's clock, whichever process asks.
@@ -238,6 +252,16 @@ END
 $fn$;`;
 }
 
+/** The write of the records `record_keys[i]`, `record_values[i]` (no expiry) in key order, a key given twice taking its last value. */
+function recordsInsert(schema: string, indent: string): string {
+  const s = quoteIdentifier(schema);
+  return [
+    `INSERT INTO ${s}.records AS r (key, value, expires_at)`,
+    `SELECT DISTINCT ON (e.key) e.key, e.value, NULL FROM unnest(record_keys, record_values) WITH ORDINALITY e(key, value, i) ORDER BY e.key, e.i DESC`,
+    `ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL`,
+  ].join(`\n${indent}`);
+}
+
 function version3(schema: string): string {
   const s = quoteIdentifier(schema);
   return `
@@ -253,11 +277,90 @@ DECLARE
 BEGIN
   answer := ${s}.commit_index(tx, claimed_at);
   IF (answer->>'ok')::boolean THEN
-    INSERT INTO ${s}.records AS r (key, value, expires_at)
-    SELECT DISTINCT ON (e.key) e.key, e.value, NULL FROM unnest(record_keys, record_values) WITH ORDINALITY e(key, value, i) ORDER BY e.key, e.i DESC
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL;
+    ${recordsInsert(schema, '    ')};
   END IF;
   RETURN answer;
+END
+$fn$;
+`;
+}
+
+function version4(schema: string): string {
+  const s = quoteIdentifier(schema);
+  return `
+-- Every lock id an index commit takes, duplicates included (callers take them DISTINCT, in ascending order).
+CREATE FUNCTION ${s}.commit_lock_ids(tx jsonb) RETURNS SETOF bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  ${commitLockIds(schema, 'tx')}
+$fn$;
+
+-- commit_index's checks and writes, for a caller already holding every lock commit_lock_ids(tx) names (commit_index,
+-- commit_batch). Called without them it is not exact: nothing else may call it.
+CREATE FUNCTION ${s}.commit_index_locked(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  found_at bigint;
+  held_owner text;
+  held_since bigint;
+BEGIN
+  ${commitChecksAndWrites(schema)}
+END
+$fn$;
+
+-- commit_index as before: its locks in ascending id order, then its checks and writes.
+CREATE OR REPLACE FUNCTION ${s}.commit_index(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+BEGIN
+  ${readCommittedOnly('commit_index')}
+  FOR lock_id IN SELECT DISTINCT id FROM ${s}.commit_lock_ids(tx) id ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  RETURN ${s}.commit_index_locked(tx, claimed_at);
+END
+$fn$;
+
+-- Records of commits that went through (Keyv's serialised text, no expiry), written as commit_with_records writes its
+-- own: in key order, a key given twice taking its last value.
+CREATE FUNCTION ${s}.write_records(record_keys text[], record_values text[]) RETURNS void
+LANGUAGE sql AS $fn$
+  ${recordsInsert(schema, '  ')};
+$fn$;
+
+-- Group commit: several commits with records in one transaction, one lock acquisition and one WAL flush for all.
+-- items: [{"tx": …, "claimed_at": Unix ms or null}, …], each as commit_with_records takes them; record_items[j] is the
+-- 1-based item record_keys[j] and record_values[j] belong to. The union of every item's locks is taken first, in
+-- ascending id order (as one commit takes its own: no deadlock with any other call); then each item is checked and
+-- written in order by commit_index_locked, seeing the writes of the items before it (a quota counts them). A refused
+-- item writes nothing, and its records are not written. Returns the items' answers, in order, as commit_index gives
+-- them. An error (of any item) rolls back every item.
+CREATE FUNCTION ${s}.commit_batch(items jsonb, record_items integer[], record_keys text[], record_values text[]) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  item jsonb;
+  answer jsonb;
+  answers jsonb[] := '{}';
+  landed integer[] := '{}';
+BEGIN
+  ${readCommittedOnly('commit_batch')}
+  FOR lock_id IN SELECT DISTINCT id FROM jsonb_array_elements(items) t(e), ${s}.commit_lock_ids(t.e->'tx') id ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  FOR item IN SELECT t.e FROM jsonb_array_elements(items) WITH ORDINALITY t(e, i) ORDER BY t.i LOOP
+    answer := ${s}.commit_index_locked(item->'tx', (item->>'claimed_at')::bigint);
+    answers := answers || answer;
+    IF (answer->>'ok')::boolean THEN
+      landed := landed || cardinality(answers);
+    END IF;
+  END LOOP;
+  -- The records of the items that went through, in one statement: in key order over the whole batch, as one
+  -- commit_with_records writes its own (no commit reads records, so writing them last changes no answer).
+  PERFORM ${s}.write_records(array_agg(r.key ORDER BY r.j), array_agg(r.value ORDER BY r.j))
+     FROM unnest(record_items, record_keys, record_values) WITH ORDINALITY r(item, key, value, j)
+    WHERE r.item = ANY(landed);
+  RETURN to_jsonb(answers);
 END
 $fn$;
 `;
@@ -270,7 +373,6 @@ $fn$;
  */
 function version5(schema: string): string {
   const s = quoteIdentifier(schema);
-  const lock = (kind: string, expression: string) => lockIdOf(schema, kind, expression);
   return `
 -- Rate-limit decisions in one call, in order: decision d has the next sizes[d] entries of keys, limits and costs, and
 -- its window's end expires_ms[d]. The union of the decisions' counters is locked once, in ascending id order, and read
@@ -303,7 +405,7 @@ BEGIN
   END IF;
   -- The counters' locks are held for the call, not for a WAL flush (migration 2's reason).
   PERFORM set_config('synchronous_commit', 'off', true);
-  FOR lock_id IN SELECT DISTINCT ${lock('counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
+  FOR lock_id IN SELECT DISTINCT ${lockId(schema, 'counter', 'k')} AS id FROM unnest(keys) k ORDER BY id LOOP
     PERFORM pg_advisory_xact_lock(lock_id);
   END LOOP;
   -- Read after the locks: the window ends on the database's clock, whichever process asks.
@@ -372,6 +474,7 @@ export function migrations(schema: string): Migration[] {
     { version: 1, name: 'records, claims, ordered sets, counters; commit_index, consume, sweep', sql: version1(schema) },
     { version: 2, name: 'consume commits without waiting for the WAL flush', sql: `\n${consumeFunction(schema, 'CREATE OR REPLACE', true)}\n` },
     { version: 3, name: 'commit_with_records: an index commit and its records in one call', sql: version3(schema) },
+    { version: 4, name: 'commit_batch: several commits with records in one transaction (group commit)', sql: version4(schema) },
     { version: 5, name: 'consume_batch: rate-limit decisions in one call; consume is a batch of one', sql: version5(schema) },
   ];
 }
