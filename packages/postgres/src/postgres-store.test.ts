@@ -138,7 +138,7 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     await store.close();
   });
 
-  it('a schema at version 3 with servers in it is brought to version 4: its servers stay, and creates then go in groups', async () => {
+  it('a schema at version 3 with servers in it is brought to the current version: its servers stay, and creates then go in groups', async () => {
     const schema = schemaFor('v3');
     const three = migrations(schema).filter((m) => m.version <= 3);
     const migrationsTable = `CREATE TABLE "${schema}".migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`;
@@ -148,7 +148,7 @@ describe.skipIf(skip)('createPostgresStore on a real PostgreSQL', () => {
     const tx = { claims: [{ key: 'name:acme:old', owner: 'srv_old' }], add: [{ set: 'servers:acme', member: 'srv_old', score: '1' }], limits: [{ set: 'servers:acme', max: 3 }] };
     await sql(`SELECT "${schema}".commit_with_records($1::jsonb, NULL, ARRAY['k:old'], ARRAY['{"value":"old"}'])`, [JSON.stringify(tx)]);
     const store = await createPostgresStore({ connectionString, schema, sweepIntervalMs: 0 });
-    expect(await sql(`SELECT version FROM "${schema}".migrations ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+    expect(await sql(`SELECT version FROM "${schema}".migrations ORDER BY version`)).toEqual(migrations(schema).map(({ version }) => ({ version })));
     expect(await store.records.get('k:old')).toBe('old');
     // Four creates at once into the account (limit 3, one taken): the first alone, the others in one batch; two land.
     const create = (id: string) =>
