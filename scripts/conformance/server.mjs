@@ -105,14 +105,21 @@ async function freePort() {
   return port;
 }
 
+/** How much of a child's output after it is ready is kept for a failure's message (its last characters). */
+const KEPT_OUTPUT = 8192;
+
 /**
  * Spawns a Node script (on `node`, this process's own unless given) and resolves once a line of its output matches
- * `ready` (with the match), or rejects.
+ * `ready` (with the match, and `recent()`: the last of its output since, for a failure's message), or rejects.
  */
 function startProcess(label, script, scriptArgs, env, ready, node = process.execPath) {
   return new Promise((resolve, reject) => {
     const child = spawn(node, [script, ...scriptArgs], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
+    let recent = '';
+    const keep = (chunk) => {
+      recent = (recent + chunk).slice(-KEPT_OUTPUT);
+    };
     const timer = setTimeout(() => fail(new Error(`${label} did not start within 30 s:\n${output}`)), 30_000);
     const fail = (error) => {
       clearTimeout(timer);
@@ -126,9 +133,9 @@ function startProcess(label, script, scriptArgs, env, ready, node = process.exec
         clearTimeout(timer);
         child.stdout.off('data', onData);
         child.stderr.off('data', onData);
-        child.stdout.resume();
-        child.stderr.resume();
-        resolve({ child, match });
+        child.stdout.on('data', keep);
+        child.stderr.on('data', keep);
+        resolve({ child, match, recent: () => recent });
       }
     };
     child.stdout.on('data', onData);
@@ -170,7 +177,7 @@ async function startIdentityProvider(node) {
  * the identity provider; a token the provider issues for that resource (a client registered through its registration
  * endpoint, client credentials) opens the endpoint. Nothing of it goes through the proxy.
  */
-async function checkOAuth(origin, issuer) {
+async function checkOAuth(origin, issuer, serverOutput) {
   const fail = (message) => {
     throw new Error(`--oauth: ${message}`);
   };
@@ -202,7 +209,12 @@ async function checkOAuth(origin, issuer) {
   if (session !== null) {
     await fetch(`${origin}/v1/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': session, authorization: `Bearer ${tokens.access_token}` } }).then((answer) => answer.body?.cancel());
   }
-  if (opened.status !== 200) fail(`a token of ${issuer} for ${metadata.resource} answered ${opened.status} on /v1/mcp`);
+  if (opened.status !== 200) {
+    // Why the fleet refused it: its challenge, and what the reference server said meanwhile (its warnings name the
+    // cause, such as signing keys it could not read; they never carry a token).
+    const said = serverOutput().split('\n').filter((line) => line.includes('mcp-fleet')).slice(-10).join('\n');
+    fail(`a token of ${issuer} for ${metadata.resource} answered ${opened.status} on /v1/mcp, WWW-Authenticate ${JSON.stringify(opened.headers.get('www-authenticate') ?? '')}${said === '' ? '' : `; the reference server said:\n${said}`}`);
+  }
   console.log(`OAuth on: a bare request is challenged with ${metadataUrl}, which names ${issuer}; a token of its own opens /v1/mcp`);
 }
 
@@ -308,7 +320,7 @@ async function main() {
       );
       cleanup.push(() => reference.child.kill());
       const origin = reference.match[1];
-      if (oauth) await checkOAuth(origin, issuer);
+      if (oauth) await checkOAuth(origin, issuer, reference.recent);
       const created = await fetch(`${origin}/v1/servers`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
