@@ -61,13 +61,13 @@ export const DEFAULT_SERVERS_PER_ACCOUNT = 1000;
 const SERVER_KEY = 'server:';
 const serverKey = (id: string) => `${SERVER_KEY}${id}`;
 const recordKey = memoKeys(serverKey);
-/** An account as the index's keys spell it, encoded once per account rather than on every key made of it. */
+/** An account as the index's keys spell it (names, listings, prefixes), encoded once per account rather than on every key made of it. */
 const accountPart = memoKeys(encodeURIComponent);
 /** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
 const nameKey = (account: string, name: string) => ['name:', accountPart(account), ':', name].join('');
 
 function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
-  let key = `servers:${encodeURIComponent(account)}`;
+  let key = `servers:${accountPart(account)}`;
   if (filter.type !== undefined) key += `:type:${filter.type}`;
   if (filter.health !== undefined) key += `:health:${filter.health}`;
   return key;
