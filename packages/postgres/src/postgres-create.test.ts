@@ -71,6 +71,33 @@ describe.skipIf(skip)('a create over PostgreSQL', () => {
     await pool.end();
   });
 
+  it('with webhooks on, a create in an account listing no webhook is one statement; a webhook another process lists is honoured', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const { schema, store } = await open('create_guarded', pool);
+    const other = await createPostgresStore({ connectionString: DATABASE_URL as string, schema, sweepIntervalMs: 0 });
+    const fleet = createFleet({ store, webhooks: { worker: false } });
+    const elsewhere = createFleet({ store: other, webhooks: { worker: false } });
+    await fleet.ready();
+    (await fleet.servers.list('acme'))._unsafeUnwrap();
+    sent.length = 0;
+    (await fleet.servers.create('acme', http('one')))._unsafeUnwrap();
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/\.commit_with_records\(/);
+    // A webhook created through the other store, which this fleet has not seen: its create is refused by the listing,
+    // then reads the subscribers and stages the event, whose delivery is due.
+    const webhook = (await elsewhere.webhooks.create('acme', { url: 'https://h.example.com/', events: ['server.created'] }))._unsafeUnwrap();
+    const two = (await fleet.servers.create('acme', http('two')))._unsafeUnwrap();
+    const deliveries = (await elsewhere.webhooks.deliveries('acme', webhook.id))._unsafeUnwrap();
+    expect(deliveries.data).toHaveLength(1);
+    const [event] = await sql<{ value: string }>(`SELECT value FROM "${schema}".records WHERE key LIKE 'webhook-event:%'`);
+    expect(JSON.parse(event?.value ?? '{}').value).toMatchObject({ type: 'server.created', data: { server: { id: two.id } } });
+    expect((await fleet.servers.list('acme'))._unsafeUnwrap().pagination.total).toBe(2);
+    await Promise.all([fleet.close(), elsewhere.close()]);
+    await Promise.all([store.close(), other.close()]);
+    await pool.end();
+  });
+
   it('a create whose commit landed and whose answer was lost answers 201, its server whole', async () => {
     const { schema, store } = await open('create_landed');
     const losing = losingAnswers(store);

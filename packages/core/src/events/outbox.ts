@@ -48,6 +48,12 @@ export interface StagedEvent {
 export interface EventRecipients {
   /** Ids of the recipients of `type` in `account` (at once over stores held in this process); none: nothing is staged. */
   of(account: string, type: string): Ran<string[], FleetError>;
+  /**
+   * A limit that a change's own commit may carry instead of reading `of` first: it holds only while `account` has no
+   * recipient of any event, and every commit that gives the account a recipient takes the same set's lock, so the two
+   * commits are ordered. `undefined` where recipients are likely (this process saw some there): read them (`of`).
+   */
+  none(account: string): { set: string; max: number } | undefined;
   /** The id of the delivery of `eventId` to `recipient`: derived, so a recovering process names it the same. */
   deliveryId(eventId: string, recipient: string): string;
   /** Writes the pending deliveries of a new event, before it is published. */
@@ -99,6 +105,11 @@ export class EventOutbox {
         chainMap(this.deps.index.commit({ add: [{ set: INTENT_SET, member: intentMember(Date.parse(createdAt), staged.event.id), score: Date.parse(createdAt) }] }), () => staged),
       );
     });
+  }
+
+  /** `EventRecipients.none`: a limit under which a change may commit without staging, or `undefined`. */
+  none(account: string): { set: string; max: number } | undefined {
+    return this.deps.recipients.none(account);
   }
 
   /** An event that needs no change (the test ping): written and due at once for these recipients. */

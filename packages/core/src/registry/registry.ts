@@ -303,6 +303,10 @@ export class ServerRegistry {
    *
    * Over an index kept beside the records (`IndexStore.commitWithRecords`) the record is written by the commit itself:
    * one call, which writes nothing when refused, so neither the count before nor the undo after is needed.
+   *
+   * The commit is the change's one commit that `ChangeWriter.write(…, true)` asks for: in an account where this process
+   * saw no webhook, it carries the precondition that the account lists none instead of a read of its subscribers, and
+   * a refusal by it (`stale`) writes the create again with its event staged.
    */
   private insert(record: ServerRecord, ms: number): Ran<ServerRecord, FleetError> {
     const { records, index, maxPerAccount = DEFAULT_SERVERS_PER_ACCOUNT } = this.deps;
@@ -319,20 +323,30 @@ export class ServerRegistry {
     };
     if (index.joint !== undefined) {
       const writes = [{ key: records.storedKey(key), value: record }];
-      return this.deps.changes.write(event, ({ publish, abandon }) => {
-        const claimed = this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish), 1, writes), record);
-        return chainMap(otherwise(claimed, (error) => chain(abandon(), () => err(error))), () => record);
-      });
+      return this.deps.changes.write(
+        event,
+        ({ publish, abandon, stale }) => {
+          const claimed = this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish), 1, writes, stale), record);
+          return chainMap(otherwise(claimed, (error) => chain(abandon(), () => err(error))), () => record);
+        },
+        true,
+      );
     }
     return chain(index.count(quota), (count) => {
       if (count >= maxPerAccount) return err(quotaExceeded('servers', maxPerAccount));
-      return this.deps.changes.write(event, ({ publish, abandon }) => {
-        // Handed over, not copied: the record and its configuration were made here (the validator's output shares
-        // nothing with the input).
-        const written = chain(records.set(key, record, undefined, true), () => this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish)), record));
-        const undone = otherwise(written, (error) => chain(chain(records.delete(key), abandon), () => err(error)));
-        return chainMap(undone, () => record);
-      });
+      return this.deps.changes.write(
+        event,
+        ({ publish, abandon, stale }) => {
+          // Handed over, not copied: the record and its configuration were made here (the validator's output shares
+          // nothing with the input).
+          const written = chain(records.set(key, record, undefined, true), () =>
+            this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish), 1, undefined, stale), record),
+          );
+          const undone = otherwise(written, (error) => chain(chain(records.delete(key), abandon), () => err(error)));
+          return chainMap(undone, () => record);
+        },
+        true,
+      );
     });
   }
 
@@ -601,8 +615,16 @@ export class ServerRegistry {
    * stand there (a server gone, or renamed, whose last commit did not run) are taken out once and the commit tried
    * again. A commit refused by the claim of a name above names the server that carries it. With `writes` every
    * attempt writes them in its own commit (`IndexStore.commitWithRecords`): a create's record, only if it lands.
+   * `refusedBy`: the error of a commit refused by the precondition its change writer put in `tx` (`ChangeSteps.stale`),
+   * answered as it is.
    */
-  private claimName(record: ServerRecord, tx: IndexTransaction, repairs = 1, writes?: readonly RecordWrite[]): Ran<void, FleetError> {
+  private claimName(
+    record: ServerRecord,
+    tx: IndexTransaction,
+    repairs = 1,
+    writes?: readonly RecordWrite[],
+    refusedBy: ChangeSteps['stale'] = () => undefined,
+  ): Ran<void, FleetError> {
     const key = nameKey(record.account, record.config.name);
     const { index, records } = this.deps;
     const attempt = (replacing: string, above?: AboveTaken) => {
@@ -618,7 +640,7 @@ export class ServerRegistry {
         return chain(this.prefixHolders(record, outcome.prefixSet), ({ holder, stale }) => {
           if (holder !== undefined || stale.length === 0 || repairs === 0) return err(nameClash(record, holder));
           const remove = stale.map((member) => ({ set: outcome.prefixSet, member }));
-          return chain(this.commitQuietly({ remove }), () => this.claimName(record, tx, repairs - 1, writes));
+          return chain(this.commitQuietly({ remove }), () => this.claimName(record, tx, repairs - 1, writes, refusedBy));
         });
       }
       if (isAboveTaken(outcome)) {
@@ -626,17 +648,17 @@ export class ServerRegistry {
         return chain(records.get<ServerRecord>(recordKey(outcome.holder), true), (holder) => {
           if (holder !== undefined && holder.account === record.account && holder.config.name === name) return err(nameClash(record, holder));
           if (tookOver || outcome.since > this.deps.now() - this.deps.claimGraceMs) return err(nameClash(record, undefined));
-          return chain(attempt(BELOW, outcome), (retry) => settle(this.claimOutcome(retry, record, true), true));
+          return chain(attempt(BELOW, outcome), (retry) => settle(refusedBy(retry) ?? this.claimOutcome(retry, record, true), true));
         });
       }
       if (!isStale(outcome)) return err(outcome);
       return chain(records.get<ServerRecord>(recordKey(outcome.holder), true), (holder) => {
         if (carriesName(holder, record)) return err(nameExists(record.config.name));
         // After a takeover the outcome is never another stale claim (`tookOver`).
-        return chain(attempt(outcome.holder), (retry) => settle(this.claimOutcome(retry, record, true), true));
+        return chain(attempt(outcome.holder), (retry) => settle(refusedBy(retry) ?? this.claimOutcome(retry, record, true), true));
       });
     };
-    return chain(attempt(BELOW), (first) => settle(this.claimOutcome(first, record, false), false));
+    return chain(attempt(BELOW), (first) => settle(refusedBy(first) ?? this.claimOutcome(first, record, false), false));
   }
 
   /** Who holds the full `prefix-below` `set` against `record`: the first member that stands there, and the ids that do not. */

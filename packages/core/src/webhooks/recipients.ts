@@ -8,6 +8,7 @@ import { all, chainMap } from '../util/result.js';
 export function webhookRecipients(webhooks: WebhookStore, deliveries: DeliveryLog): EventRecipients {
   return {
     of: (account, type) => webhooks.subscriberIds(account, type as WebhookEventType),
+    none: (account) => webhooks.noneListed(account),
     deliveryId,
     prepare: (event) =>
       chainMap(

@@ -59,6 +59,11 @@ export function webhookNotFound(id: string): FleetError {
 /** The webhooks of every account: records in keyv, listed per account in the IndexStore. */
 export class WebhookStore {
   private readonly mutex = new KeyedMutex();
+  /**
+   * Accounts whose listing of webhooks this process last found not empty (at most 10,000): a hint, never an answer.
+   * For any other account a change commits under `noneListed`'s precondition rather than reading the subscribers.
+   */
+  private readonly listed = new Set<string>();
 
   constructor(
     private readonly deps: {
@@ -111,11 +116,11 @@ export class WebhookStore {
           ],
         }),
       )
-      .andThen((result) =>
-        result.ok
-          ? okAsync(record)
-          : toAsync(records.delete(webhookKey(record.id))).andThen(() => errAsync(quotaExceeded('webhooks', max))),
-      );
+      .andThen((result) => {
+        if (!result.ok) return toAsync(records.delete(webhookKey(record.id))).andThen(() => errAsync(quotaExceeded('webhooks', max)));
+        this.sawListed(account, true);
+        return okAsync(record);
+      });
   }
 
   get(account: string, id: string): ResultAsync<WebhookRecord, FleetError> {
@@ -215,11 +220,30 @@ export class WebhookStore {
    * only its id kept; at once over the memory stores.
    */
   subscriberIds(account: string, type: WebhookEventType): Ran<string[], FleetError> {
-    return chainMap(readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey, true, WEBHOOK_KEY), ({ found }) => {
+    return chainMap(readRange<WebhookRecord>(this.deps.index, this.deps.records, accountSet(account), { offset: 0, limit: this.maxPerAccount }, webhookKey, true, WEBHOOK_KEY), ({ ids, found }) => {
+      this.sawListed(account, ids.length > 0);
       const subscribed: string[] = [];
       for (const w of found) if (subscribes(w, account, type)) subscribed.push(w.id);
       return subscribed;
     });
+  }
+
+  /**
+   * A precondition for a change's own commit that holds only while the account lists no webhook at all, and so has no
+   * subscriber of any event: a limit of 1 on its listing, which every webhook create adds to in a commit of its own
+   * (locking it), so the two commits are ordered and the change sees a webhook listed before it. `undefined` when this
+   * process last found webhooks listed there (`listed`): then the subscribers are read (`subscriberIds`) as before.
+   */
+  noneListed(account: string): { set: string; max: number } | undefined {
+    return this.listed.has(account) ? undefined : { set: accountSet(account), max: 1 };
+  }
+
+  private sawListed(account: string, listed: boolean): void {
+    if (!listed) this.listed.delete(account);
+    else if (!this.listed.has(account)) {
+      if (this.listed.size >= 10_000) this.listed.clear();
+      this.listed.add(account);
+    }
   }
 }
 
