@@ -13,9 +13,14 @@
 //            Client kept per upstream: what an embedder would write without mcp-fleet, with the same extra MCP hop.
 //   base     with BENCH_BASELINE: the same as mcp on a second fleet of the baseline build (its core and hono dist),
 //            on its own port in this process, served by the same `serve`, with its own key and the same upstreams.
+//   floor    the floor of a hop (`floorRelay`): a bare `node:http` relay that answers the client's initialize with
+//            canned bytes and forwards its tools/call, as the fleet sends it, to the same upstream with undici and
+//            answers the upstream's message as JSON; `floorHono` the same relay in a bare Hono app on
+//            @hono/node-server. No work at all: `mcp − floor` is the fleet's own part of the hop.
 // Figures, each the median of per-round figures with the rounds' range and spread:
-//   7a/7b  mcp − direct (target ≤ +1.0 ms, both eras), relay − direct and mcp − relay (information); with
-//          BENCH_BASELINE also base − direct and mcp − base (this build − the baseline's, in the same rounds);
+//   7a/7b  mcp − direct (target ≤ +1.0 ms, both eras), relay − direct and mcp − relay (information); floor − direct,
+//          floorHono − direct, mcp − floor and mcp − floorHono (information); with BENCH_BASELINE also base − direct
+//          and mcp − base (this build − the baseline's, in the same rounds). BENCH_MCP_LATENCY_ONLY=1: 7a/7b alone;
 //   7d     calls/s with CONCURRENCY clients (own sessions) in a closed loop, /v1/mcp / relay (target ≥ 1.5×), and this
 //          process's CPU per call for each (clients and fleet, or clients and relay: the upstream is elsewhere);
 //   7c     tools/list p50 of 400 tools (20 × 20, target ≤ 1 ms) and of 10,000 (500 servers × 20, the 20 upstreams
@@ -59,6 +64,8 @@ const SESSIONS = Number(process.env.BENCH_MCP_SESSIONS ?? 1000);
 const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
 /** 7f/7g, stdio and WebSocket upstreams. `0`: not measured. */
 const TRANSPORTS = process.env.BENCH_MCP_TRANSPORTS !== '0';
+/** `1`: 7a/7b alone (the latency of one call), nothing after them. */
+const LATENCY_ONLY = process.env.BENCH_MCP_LATENCY_ONLY === '1';
 // Targets of issue 31.
 const TARGET_ADDED_MS = 1.0;
 const TARGET_THROUGHPUT = 1.5;
@@ -118,6 +125,80 @@ async function bareRelay(upstreams) {
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
   await new Promise((resolve) => (server.listening ? resolve() : server.once('listening', resolve)));
   return { server, url: `http://127.0.0.1:${server.address().port}/mcp` };
+}
+
+/**
+ * The floor of a hop: what relaying a tool call costs with no work at all. A bare `node:http` server (`floor`) and the
+ * same relay under a bare Hono app on `@hono/node-server` (`floorHono`) that answer the client's `initialize` and
+ * notifications with canned bytes, and forward its `tools/call` (the `{prefix}__` of the name cut, the 2026-07-28
+ * envelope added for that upstream, as the fleet sends them) to the same upstream with undici `request` on a kept
+ * `Pool` per upstream, answering the upstream's message as it came (the `data:` line of a 2025-era SSE answer, a
+ * 2026-07-28 JSON answer whole) as `application/json` in one write. No key, no session record, no allowlist, no
+ * validation, no record of the call: 7a/7b's `mcp − floor` is the fleet's own part of the hop.
+ */
+export async function floorRelay(urls) {
+  const { Pool } = await import('undici');
+  const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  // The 2025-era upstream: one session, opened once.
+  const init = await fetch(urls.v1, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench-floor', version: '1.0.0' } } }),
+  });
+  await init.text();
+  const session = init.headers.get('mcp-session-id');
+  const v1Headers = { ...json, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': session };
+  await (await fetch(urls.v1, { method: 'POST', headers: v1Headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'bench-floor', version: '1.0.0' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+  const upstreams = {
+    v1: { url: new URL(urls.v1), headers: v1Headers, meta: undefined },
+    v2: { url: new URL(urls.v2), headers: { ...json, 'mcp-method': 'tools/call', 'mcp-name': 'ping', 'mcp-protocol-version': '2026-07-28' }, meta: envelope },
+  };
+  for (const upstream of Object.values(upstreams)) upstream.pool = new Pool(upstream.url.origin);
+  const SESSION = 'bench-floor-session';
+  /** The answer to one POST body: `[status, body]`. */
+  const relay = async (text) => {
+    const message = JSON.parse(text);
+    if (message.method === 'initialize') {
+      const result = { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'bench-floor', version: '1.0.0' } };
+      return [200, JSON.stringify({ result, jsonrpc: '2.0', id: message.id })];
+    }
+    if (message.id === undefined) return [202, ''];
+    const { name, arguments: args } = message.params;
+    const upstream = upstreams[name.slice(6, 8)];
+    const params = { name: name.slice(name.indexOf('__') + 2), arguments: args, ...(upstream.meta === undefined ? {} : { _meta: upstream.meta }) };
+    const { body } = await upstream.pool.request({ path: upstream.url.pathname, method: 'POST', headers: upstream.headers, body: JSON.stringify({ method: 'tools/call', params, jsonrpc: '2.0', id: message.id }) });
+    const answer = await body.text();
+    const data = answer.indexOf('data: ');
+    return [200, data === -1 ? answer : answer.slice(data + 6, answer.indexOf('\n', data))];
+  };
+  const headers = { 'content-type': 'application/json', 'mcp-session-id': SESSION };
+  const node = createServer((req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
+      return;
+    }
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => {
+      relay(Buffer.concat(chunks).toString()).then(([status, body]) => res.writeHead(status, headers).end(body));
+    });
+  });
+  await new Promise((resolve) => node.listen(0, '127.0.0.1', resolve));
+  const app = new Hono();
+  app.all('/mcp', async (c) => {
+    if (c.req.method !== 'POST') return new Response(null, { status: c.req.method === 'DELETE' ? 200 : 405 });
+    const [status, body] = await relay(await c.req.text());
+    return new Response(status === 202 ? null : body, { status, headers });
+  });
+  const hono = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', createServer });
+  await new Promise((resolve) => (hono.listening ? resolve() : hono.once('listening', resolve)));
+  return {
+    servers: [node, hono],
+    url: `http://127.0.0.1:${node.address().port}/mcp`,
+    honoUrl: `http://127.0.0.1:${hono.address().port}/mcp`,
+    close: () => Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.close())),
+  };
 }
 
 /**
@@ -362,6 +443,8 @@ export async function runMcpEndpointBench() {
   const upstreamClients = present ? { 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) } : undefined;
   const relay = present ? await bareRelay(upstreamClients) : undefined;
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
+  const floor = present ? await floorRelay(urls) : undefined;
+  const floorClients = floor === undefined ? undefined : { floor: await kept(floor.url), floorHono: await kept(floor.honoUrl) };
   const result = { skipped: !present, figures: [] };
   let modernList;
   let bare;
@@ -372,6 +455,7 @@ export async function runMcpEndpointBench() {
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
     if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) }, { id: 'relay', run: caller(relayClient, `bench-${era}__ping`) });
     if (baseClient !== undefined) list.push({ id: 'base', run: caller(baseClient, `bench-${era}__ping`) });
+    if (floorClients !== undefined) for (const [id, client] of Object.entries(floorClients)) list.push({ id, run: caller(client, `bench-${era}__ping`) });
     for (const v of list) for (let i = 0; i < WARMUP; i++) await v.run();
     const perRound = await interleavedRounds(list, ROUNDS + 1, BATCH);
     for (const id of Object.keys(perRound)) perRound[id].shift();
@@ -389,6 +473,16 @@ export async function runMcpEndpointBench() {
       console.log(`  ${pad('mcp − direct', 56)} ${fmtAddedFigure(out.overDirect.added)}  ${rangeVerdict(out.overDirect.added, TARGET_ADDED_MS, { atMost: true, unit: ' ms' })}`);
       console.log(`  ${pad('relay − direct (information)', 56)} ${fmtAddedFigure(out.relayOverDirect.added)}`);
       console.log(`  ${pad('mcp − relay (information)', 56)} ${fmtAddedFigure(out.overRelay.added)}`);
+      // The floor of the hop (information): relays that do no work; mcp − floor is the fleet's own part.
+      out.floorOverDirect = addedFigures(perRound, 'floor', 'direct');
+      out.floorHonoOverDirect = addedFigures(perRound, 'floorHono', 'direct');
+      out.overFloor = addedFigures(perRound, 'mcp', 'floor');
+      out.overFloorHono = addedFigures(perRound, 'mcp', 'floorHono');
+      console.log(`  ${pad('floor: a bare node:http relay, undici, no work', 56)} ${fmtFigureMs(figure(perRound.floor))}`);
+      console.log(`  ${pad('floor − direct (information: the hop itself)', 56)} ${fmtAddedFigure(out.floorOverDirect.added)}`);
+      console.log(`  ${pad('floor Hono − direct (the same relay in bare Hono)', 56)} ${fmtAddedFigure(out.floorHonoOverDirect.added)}`);
+      console.log(`  ${pad('mcp − floor (information: the fleet\'s own part)', 56)} ${fmtAddedFigure(out.overFloor.added)}`);
+      console.log(`  ${pad('mcp − floor Hono (information)', 56)} ${fmtAddedFigure(out.overFloorHono.added)}`);
       const figures = { label, kind: 'added', target: TARGET_ADDED_MS, builds: { this: out.overDirect.added }, ratios: { this: out.overDirect.ratio } };
       if (baseClient !== undefined) {
         out.baseOverDirect = addedFigures(perRound, 'base', 'direct');
@@ -406,12 +500,12 @@ export async function runMcpEndpointBench() {
     if (era === 'v2') modernList = list.filter((v) => v.id !== 'base');
   }
 
-  if (present && TRANSPORTS) {
+  if (present && TRANSPORTS && !LATENCY_ONLY) {
     const call = async (client, name) => check(await client.callTool({ name, arguments: {} }));
     result.transports = await transportRounds({ fleet, account: 'bench-acct', mcp: mcpClient, call, rounds: ROUNDS, batch: BATCH, warmup: WARMUP });
   }
 
-  if (present) {
+  if (present && !LATENCY_ONLY) {
     // Throughput: CONCURRENCY clients (own sessions) on /v1/mcp, against as many on the bare relay, 2026-07-28 upstream.
     const mcpCallers = [];
     const relayCallers = [];
@@ -483,11 +577,13 @@ export async function runMcpEndpointBench() {
     }
   }
 
-  if (present && SESSIONS > 0) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
+  if (present && SESSIONS > 0 && !LATENCY_ONLY) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
 
   for (const client of clients) await client.close();
   server.close();
   relay?.server.close();
+  for (const s of floor?.servers ?? []) s.close();
+  await floor?.close();
   bare?.server.close();
   based?.server.close();
   await based?.fleet.close();

@@ -152,6 +152,7 @@ if (mcpEndpoint === undefined) {
     ['7b 2026-07-28 upstream', mcpEndpoint.modern],
   ]) {
     console.log(`  ${pad(`${name}: /v1/mcp − bare SDK relay`, 67)} ${fmtAddedFigure(r.overRelay.added)} (information: the relay pays the same extra hop)`);
+    console.log(`  ${pad(`${name}: floor − direct; /v1/mcp − floor`, 67)} ${fmtAddedFigure(r.floorOverDirect.added)}; ${fmtAddedFigure(r.overFloor.added)} (information: the hop with no work; the fleet's own part)`);
   }
   const sessions = mcpEndpoint.sessions;
   if (sessions !== undefined) {
@@ -165,7 +166,8 @@ if (mcpEndpoint === undefined) {
     if (r !== undefined) console.log(`  ${pad(name, 67)} ${fmtAddedFigure(r.added)} on ${fmtMs(r.directMs.median)} ms, time ×${r.ratio.median.toFixed(2)} ±${r.ratio.spreadPct.toFixed(1)}% (information)`);
   }
   const t = mcpEndpoint.throughput;
-  console.log(`  ${pad('7d CPU of the bench process per call, /v1/mcp / bare relay', 67)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (information)`);
+  // BENCH_MCP_LATENCY_ONLY=1: 7a/7b alone, no 7d.
+  if (t !== undefined) console.log(`  ${pad('7d CPU of the bench process per call, /v1/mcp / bare relay', 67)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (information)`);
 }
 if (telemetry?.http !== undefined) {
   for (const f of telemetry.http.figures) line(`9a ${f.label}`, f.builds.this.median, `${rounds(f.builds.this)} ±${f.builds.this.spreadPct.toFixed(1)}% (information)`);
