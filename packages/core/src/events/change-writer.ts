@@ -28,6 +28,9 @@ export interface ChangeSteps {
   abandon(): Ran<void, never>;
 }
 
+/** The steps of a change with nothing staged (no recipient, or webhooks off): one object for all of them. */
+const NOTHING_STAGED: ChangeSteps = Object.freeze({ publish: undefined, abandon: () => ok(undefined) });
+
 /**
  * The one seam between a capability that changes state (servers, tool calls) and whoever follows its events
  * (webhooks through the durable outbox, `fleet.events` listeners in this process). A writer hands its writes and the
@@ -47,20 +50,14 @@ export class ChangeWriter {
    * that answer at once.
    */
   write<T extends FleetEventType, R>(event: ChangeEvent<T> | undefined, writes: (steps: ChangeSteps) => Ran<R, FleetError>): Ran<R, FleetError> {
-    if (event === undefined) return writes({ publish: undefined, abandon: () => ok(undefined) });
+    if (event === undefined) return writes(NOTHING_STAGED);
     const staging = this.outbox === undefined ? ok(undefined) : this.outbox.stage(event.account, event.type, event.data, event.at, event.check);
     return chain(staging, (staged) =>
-      chainMap(
-        writes({
-          publish: staged?.publish,
-          abandon: () => (staged === undefined ? ok(undefined) : otherwise(staged.abandon(), () => ok(undefined))),
-        }),
-        (result) => {
-          staged?.published();
-          this.bus.emit(event.type, { account: event.account, ...event.data });
-          return result;
-        },
-      ),
+      chainMap(writes(staged === undefined ? NOTHING_STAGED : { publish: staged.publish, abandon: () => otherwise(staged.abandon(), () => ok(undefined)) }), (result) => {
+        staged?.published();
+        this.bus.emit(event.type, { account: event.account, ...event.data });
+        return result;
+      }),
     );
   }
 }
