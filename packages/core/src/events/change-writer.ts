@@ -36,6 +36,9 @@ export interface ChangeSteps {
 
 const neverStale = () => undefined;
 
+/** The steps of a change with nothing staged (no recipient, or webhooks off): one object for all of them. */
+const NOTHING_STAGED: ChangeSteps = Object.freeze({ publish: undefined, abandon: () => ok(undefined), stale: neverStale });
+
 /**
  * What a guarded change's `writes` answer when their commit was refused by the precondition (`ChangeSteps.stale`):
  * never seen outside `ChangeWriter.write`, which writes the change again with its event staged. Made once: an error's
@@ -69,7 +72,7 @@ export class ChangeWriter {
    * recipient to deliver to: nothing to stage, nothing a crash could lose.
    */
   write<T extends FleetEventType, R>(event: ChangeEvent<T> | undefined, writes: (steps: ChangeSteps) => Ran<R, FleetError>, guarded = false): Ran<R, FleetError> {
-    if (event === undefined) return writes({ publish: undefined, abandon: () => ok(undefined), stale: neverStale });
+    if (event === undefined) return writes(NOTHING_STAGED);
     const none = guarded ? this.outbox?.none(event.account) : undefined;
     const written = none === undefined ? this.staged(event, writes) : this.unstaged(event, writes, none);
     return chainMap(written, (result) => {
@@ -81,17 +84,10 @@ export class ChangeWriter {
   private staged<T extends FleetEventType, R>(event: ChangeEvent<T>, writes: (steps: ChangeSteps) => Ran<R, FleetError>): Ran<R, FleetError> {
     const staging = this.outbox === undefined ? ok(undefined) : this.outbox.stage(event.account, event.type, event.data, event.at, event.check);
     return chain(staging, (staged) =>
-      chainMap(
-        writes({
-          publish: staged?.publish,
-          abandon: () => (staged === undefined ? ok(undefined) : otherwise(staged.abandon(), () => ok(undefined))),
-          stale: neverStale,
-        }),
-        (result) => {
-          staged?.published();
-          return result;
-        },
-      ),
+      chainMap(writes(staged === undefined ? NOTHING_STAGED : { publish: staged.publish, abandon: () => otherwise(staged.abandon(), () => ok(undefined)), stale: neverStale }), (result) => {
+        staged?.published();
+        return result;
+      }),
     );
   }
 

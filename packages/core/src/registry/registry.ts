@@ -76,13 +76,10 @@ function setKey(account: string, filter: { type?: ServerType | undefined; health
 /** Items of the pages `list` keeps, at most, over all pages (about 5 MB of summaries' texts): then it starts again. */
 const MAX_PAGE_ITEMS_KEPT = 20_000;
 
-/** The listing that holds the account's quota: every server of the account, the first of `listingsOf`. */
-const quotaSetOf = (record: ServerRecord): string => listingsOf(record)[0] as string;
-
 /** Every server of every account, for the background monitor. Account keys start `servers:`, so no clash. */
 const ALL_SERVERS = 'servers-all';
 
-/** Every listing a server appears in: all, by type, by health, by both, and the global one. */
+/** Every listing a server appears in: all (the first, which holds the account's quota), by type, by health, by both, and the global one. */
 function setsOf(record: ServerRecord): string[] {
   const { account, health } = record;
   const type = record.config.type;
@@ -90,15 +87,17 @@ function setsOf(record: ServerRecord): string[] {
 }
 
 /** `setsOf` by account, type and health, made once (at most 10,000 accounts, then forgotten all at once). */
-const listingsKept = new Map<string, Map<string, readonly string[]>>();
+const listingsKept = new Map<string, Map<string, Map<string, readonly string[]>>>();
 
 /**
  * `setsOf(record)`, the same names kept and handed out again (never to be changed): the index looks each set up by
  * its name, and a name made afresh is a new string that must be flattened and hashed again (see `memoKeys`).
  */
 function listingsOf(record: ServerRecord): readonly string[] {
-  const byAccount = kept(listingsKept, record.account, () => new Map<string, readonly string[]>());
-  return kept(byAccount, `${record.config.type}:${record.health}`, () => setsOf(record));
+  // By type, then health: no key joined from the two (a new string to hash on every create).
+  const byAccount = kept(listingsKept, record.account, () => new Map<string, Map<string, readonly string[]>>());
+  const byType = kept(byAccount, record.config.type, () => new Map<string, readonly string[]>());
+  return kept(byType, record.health, () => setsOf(record));
 }
 
 /** Every listing any server of the account could appear in: where an orphaned id must be removed from. */
@@ -313,14 +312,13 @@ export class ServerRegistry {
     const { account, id } = record;
     const key = serverKey(id);
     const sets = listingsOf(record);
-    const quota = quotaSetOf(record);
+    // Every server of the account, which holds its quota (`setsOf`).
+    const quota = sets[0] as string;
     const event = { account, type: 'server.created' as const, data: { server: toDetail(record) }, at: record.created_at, check: { key } };
     const namespace = namespaceClaims(record, ms);
-    const tx: IndexTransaction = {
-      claims: namespace.claims,
-      add: [...sets.map((set) => ({ set, member: id, score: ms })), ...namespace.add],
-      limits: [{ set: quota, max: maxPerAccount }, ...namespace.limits],
-    };
+    const add = sets.map((set) => ({ set, member: id, score: ms }));
+    for (const entry of namespace.add) add.push(entry);
+    const tx: IndexTransaction = { claims: namespace.claims, add, limits: [{ set: quota, max: maxPerAccount }, ...namespace.limits] };
     if (index.joint !== undefined) {
       const writes = [{ key: records.storedKey(key), value: record }];
       return this.deps.changes.write(
@@ -628,10 +626,9 @@ export class ServerRegistry {
     const key = nameKey(record.account, record.config.name);
     const { index, records } = this.deps;
     const attempt = (replacing: string, above?: AboveTaken) => {
-      const claiming = {
-        ...tx,
-        claims: [{ key, owner: record.id, replacing }, ...(tx.claims ?? []).map((claim) => (claim.key === above?.key ? { ...claim, replacing: above.holder } : claim))],
-      };
+      const claims: { key: string; owner: string; replacing?: string }[] = [{ key, owner: record.id, replacing }];
+      for (const claim of tx.claims ?? []) claims.push(above !== undefined && claim.key === above.key ? { ...claim, replacing: above.holder } : claim);
+      const claiming = { ...tx, claims };
       return writes === undefined || index.joint === undefined ? index.commit(claiming) : index.joint.commitWithRecords(claiming, writes);
     };
     const settle = (outcome: ClaimOutcome, tookOver: boolean): Ran<void, FleetError> => {

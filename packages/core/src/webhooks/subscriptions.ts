@@ -4,6 +4,7 @@ import type { IndexCalls } from '../storage/index-calls.js';
 import { readPage, readRange } from '../storage/read-page.js';
 import type { RecordStore } from '../storage/records.js';
 import { isId, newId } from '../util/ids.js';
+import { memoKeys } from '../util/key-memo.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
 import { type Page, type PageQuery, pagination } from '../util/pagination.js';
 import type { SecretBox } from '../util/secret-box.js';
@@ -46,7 +47,11 @@ export const MAX_WEBHOOKS_PER_ACCOUNT = 100;
 
 const WEBHOOK_KEY = 'webhook:';
 export const webhookKey = (id: string) => `${WEBHOOK_KEY}${id}`;
-const accountSet = (account: string) => `webhooks:${encodeURIComponent(account)}`;
+/**
+ * The listing of an account's webhooks, made once per account (`memoKeys`): every create looks its recipients up in
+ * it, and a key made afresh is a new string for the index's `Map` to hash on each lookup.
+ */
+const accountSet = memoKeys((account: string) => ['webhooks:', encodeURIComponent(account)].join(''));
 /** Every account's webhooks, for work over all of them (rotating their secrets). Account sets start `webhooks:`. */
 const ALL_WEBHOOKS = 'webhooks-all';
 /** Where a webhook's sealed secret belongs: a ciphertext moved to another record does not open. */
