@@ -1,9 +1,10 @@
 // Section 2: the fleet against the bare framework it is mounted in. Every variant is a server in its own process
 // (bench/frameworks-server.mjs), the load comes from another (bench/http-load.mjs); with BENCH_PIN=1 the load
 // generator runs on CPU 0 and the servers on CPU 1 (bench/child.mjs). Three comparisons, each a set of server processes
-// measured in rounds; in a round every variant gets its time in parts, in mirror order (A B C C B A, the order rotated
-// and reversed from round to round), so that each variant's time in the round is centred on the same instant and a
-// machine that drifts within the round charges every variant alike. The first rounds are warm-up and dropped; a gc
+// measured in rounds; in a round every variant gets its time in parts, in mirrored pairs of passes (A B C C B A, the
+// order turned by one from each pair of passes to the next: partOrder), so that each variant's time in the round is
+// centred on the same instant, a machine that drifts within the round charges every variant alike, and every variant
+// takes every place in the order within each round. The first rounds are warm-up and dropped; a gc
 // runs in the load generator (shared by every variant) before every part, never in a server (frameworks-server.mjs). A figure is the median of the per-round ratios
 // (a round's ratio: the median over its mirrored pairs of parts, stats.mjs roundRatio), printed with the rounds' range
 // and its spread around the median, and under it the same comparison in server CPU per request:
@@ -19,7 +20,7 @@
 // Can run alone after a build: `node bench/frameworks.mjs`.
 import { BUILD_IDS, describeBuild } from './builds.mjs';
 import { cpuFor, forkChild, pinning } from './child.mjs';
-import { figure, fmtInt, fmtRatioFigure, max, median, min, pad, padLeft, printFigures, roundRatio } from './stats.mjs';
+import { figure, fmtInt, max, median, min, pad, padLeft, printFigures, printInformation, roundRatio } from './stats.mjs';
 
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 10);
 const WARMUP_ROUNDS = Number(process.env.BENCH_HTTP_WARMUP_ROUNDS ?? 1);
@@ -152,10 +153,8 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
   let reruns = 0;
   for (let round = 0; round < warmupRounds + rounds + reruns; round++) {
     if (c.reset) await Promise.all(c.variants.map((v) => s[v].proc.ask({ type: 'reset' }, 'reset-done')));
-    const order = c.variants.map((_, i) => c.variants[(i + round) % c.variants.length]);
-    if (round % 2 === 1) order.reverse();
     const parts = {};
-    for (let k = 0; k < PARTS; k++) for (const v of k % 2 === 0 ? order : [...order].reverse()) (parts[v] ??= []).push(await slice(s[v], c.method, sliceMs / PARTS));
+    for (let k = 0; k < PARTS; k++) for (const v of partOrder(c.variants, round, k)) (parts[v] ??= []).push(await slice(s[v], c.method, sliceMs / PARTS));
     if (round < warmupRounds) continue;
     const combined = c.variants.map((v) => combine(parts[v]));
     if (combined.some((r) => r.waited > MAX_WAIT) && reruns < maxReruns) {
@@ -213,8 +212,25 @@ export async function runComparison(c, { servers: s, load, builds, path = '/v1/s
     figures.push(entry);
   }
   printFigures(figures.filter((e) => !e.info), '  ');
-  for (const e of figures.filter((x) => x.info)) console.log(`  ${pad(`(information) ${e.label}`, 66)} ${fmtRatioFigure(e.builds.this)}`);
+  printInformation(figures.filter((x) => x.info), '  ');
   return { figures, results, waited };
+}
+
+/**
+ * The order of the variants in pass `k` of a round: passes go two by two, the second the mirror of the first (A B C
+ * C B A), so that each variant's two parts of a pair are centred on the same instant as every other variant's. The
+ * order turns by one from one pair of passes to the next (A B C C B A, B C A A C B, C A B B A C, …), and the round
+ * starts where the round before it left off, reversed every other round. Every variant thus takes every place in the
+ * order within a round, not in one place for the whole round: a place costs or gains alike for all (the middle ones
+ * always follow another server's part on the same core, an end one runs twice in a row at the mirror), and with the
+ * place fixed for a round that went into the round's ratio and moved from round to round.
+ */
+export function partOrder(variants, round, k) {
+  const n = variants.length;
+  const turn = round * Math.ceil(PARTS / 2) + Math.floor(k / 2);
+  const order = variants.map((_, i) => variants[(i + turn) % n]);
+  if (round % 2 === 1) order.reverse();
+  return k % 2 === 0 ? order : order.reverse();
 }
 
 /** A variant's figures in one round: its parts summed. */

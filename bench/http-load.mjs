@@ -1,7 +1,9 @@
 // The load generator of section 2, in its own process (pinned to its own CPU when the bench pins) so that it shares
 // neither the server's event loop nor its core. Keeps `connections` keep-alive HTTP/1.1 connections busy, one request
 // in flight on each, for a fixed duration: GET requests, or POST /v1/servers creates (`method: 'POST'`), each with a
-// name never sent before. Every answer is read to its end (Content-Length or chunked) and its status counted.
+// name never sent before. Every answer is read to its end (Content-Length or chunked) and its status counted. A part's
+// connections are opened before its timed window and closed after it, both finished before the part is reported done
+// (`run`), so that no server under test accepts or closes connections while another is measured.
 //
 // It writes requests and parses answers on plain `net` sockets, not through an HTTP client library: with undici's
 // Pool this process spent more CPU per request than the bare servers it loaded, so on 2 cores the client, not the
@@ -77,7 +79,14 @@ function percentile(sorted, p) {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 }
 
-function run({ origin, path, headers, connections, durationMs, method = 'GET' }) {
+/**
+ * One part: `connections` connections opened first, then `durationMs` of requests (the timed window: from the first
+ * request sent to the last answer read), then every connection closed and its close seen. Opening and closing are
+ * kept out of the window and finished before the part is reported done: the server under test accepts its
+ * connections before the clock starts, and has handled their end (its FIN back) before the next part's server is
+ * measured on the same core, instead of during it.
+ */
+async function run({ origin, path, headers, connections, durationMs, method = 'GET' }) {
   const url = new URL(origin);
   const host = url.host;
   const getRequest = Buffer.from(requestHead('GET', host, path, headers));
@@ -85,11 +94,28 @@ function run({ origin, path, headers, connections, durationMs, method = 'GET' })
   let non2xx = 0;
   let errors = 0;
   const latencies = [];
+  const sockets = [];
+  const opened = [];
+  // Each connection's answers go to the part's handler once it is set (`answered`), its errors are counted.
+  let answered = () => {};
+  let failed = () => {};
+  for (let i = 0; i < connections; i++) {
+    const socket = connection(url, (status) => answered(i, status), () => failed(i));
+    sockets.push(socket);
+    opened.push(new Promise((resolve) => {
+      socket.once('connect', resolve);
+      socket.once('error', resolve);
+    }));
+  }
+  await Promise.all(opened);
+  const closed = sockets.map((socket) => new Promise((resolve) => (socket.destroyed ? resolve() : socket.once('close', resolve))));
   const cpuStart = process.cpuUsage();
   const start = performance.now();
   const deadline = start + durationMs;
-  return new Promise((resolve) => {
+  const sent = new Array(connections).fill(0);
+  const result = await new Promise((resolve) => {
     let open = connections;
+    const done = new Array(connections).fill(false);
     const finish = () => {
       if (--open > 0) return;
       const elapsedMs = performance.now() - start;
@@ -97,40 +123,44 @@ function run({ origin, path, headers, connections, durationMs, method = 'GET' })
       latencies.sort((a, b) => a - b);
       resolve({ requests: ok + non2xx, ok, non2xx, errors, elapsedMs, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 });
     };
+    const send = (i) => {
+      sent[i] = performance.now();
+      const socket = sockets[i];
+      if (method === 'POST') {
+        const body = createBody();
+        socket.write(requestHead('POST', host, path, headers, Buffer.byteLength(body)) + body);
+      } else socket.write(getRequest);
+    };
+    const stop = (i) => {
+      if (done[i]) return;
+      done[i] = true;
+      finish();
+    };
+    answered = (i, status) => {
+      const now = performance.now();
+      latencies.push(now - sent[i]);
+      if (status >= 200 && status < 300) ok++;
+      else non2xx++;
+      if (now < deadline) send(i);
+      else stop(i);
+    };
+    failed = (i) => {
+      errors++;
+      sockets[i].destroy();
+      stop(i);
+    };
     for (let i = 0; i < connections; i++) {
-      let sent = 0;
-      let done = false;
-      const send = () => {
-        sent = performance.now();
-        if (method === 'POST') {
-          const body = createBody();
-          socket.write(requestHead('POST', host, path, headers, Buffer.byteLength(body)) + body);
-        } else socket.write(getRequest);
-      };
-      const close = () => {
-        if (done) return;
-        done = true;
-        socket.destroy();
-        finish();
-      };
-      const socket = connection(
-        url,
-        (status) => {
-          const now = performance.now();
-          latencies.push(now - sent);
-          if (status >= 200 && status < 300) ok++;
-          else non2xx++;
-          if (now < deadline) send();
-          else close();
-        },
-        () => {
-          errors++;
-          close();
-        },
-      );
-      socket.once('connect', send);
+      if (sockets[i].destroyed) failed(i);
+      else send(i);
     }
   });
+  // Every answer is read: close the connections and wait until the server has closed its ends too.
+  for (const socket of sockets) socket.end();
+  // A server that does not close within a second is closed on (it would otherwise hold the bench).
+  const late = setTimeout(() => sockets.forEach((socket) => socket.destroy()), 1000);
+  await Promise.all(closed);
+  clearTimeout(late);
+  return result;
 }
 
 process.on('message', async (message) => {

@@ -124,6 +124,11 @@ export function roundRatio(oursParts, theirsParts) {
   return median(ours.map((r, i) => r / theirs[i]));
 }
 
+/** Prints figures without a target (`info`), one line each: `(information) <label>  <figure>`. */
+export function printInformation(entries, indent = '  ') {
+  for (const e of entries) console.log(`${indent}${pad(`(information) ${e.label}`, 66)} ${fmtRatioFigure(e.builds.this)}`);
+}
+
 /** `±6.2%` */
 export function fmtSpread(f) {
   return `±${f.spreadPct.toFixed(1)}%`;

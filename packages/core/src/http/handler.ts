@@ -144,7 +144,7 @@ class Exchange implements McpDoorExchange {
   }
 
   limited(decision: RateLimitDecision | null): Response | undefined {
-    this.limitHeaders = RateLimiter.headers(decision, this.deps.now());
+    this.limitHeaders = RateLimiter.headers(decision, this.deps.now);
     return decision !== null && !decision.allowed ? this.fail(RateLimiter.refusal(decision)) : undefined;
   }
 }
@@ -355,7 +355,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     return chain(limiter.admit(principal, operation, { requests: 0, ofOperation: count }), (decision): Result<void, FleetError> => {
       if (decision === null) return ok(undefined);
       const remaining = Number(x.limitHeaders['x-ratelimit-remaining'] ?? Number.POSITIVE_INFINITY);
-      if (!decision.allowed || decision.remaining < remaining) x.limitHeaders = RateLimiter.headers(decision, deps.now());
+      if (!decision.allowed || decision.remaining < remaining) x.limitHeaders = RateLimiter.headers(decision, deps.now);
       return decision.allowed ? ok(undefined) : err(RateLimiter.refusal(decision));
     });
   }

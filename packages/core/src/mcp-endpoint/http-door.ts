@@ -76,7 +76,7 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
       admit: (batch) =>
         toAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
           okWith((decision) => {
-            x.limitHeaders = RateLimiter.headers(decision, deps.now());
+            x.limitHeaders = RateLimiter.headers(decision, deps.now);
             return decision;
           }),
         ),

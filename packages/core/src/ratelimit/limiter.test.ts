@@ -61,3 +61,41 @@ describe('RateLimiter, a batch (admit with its costs)', () => {
     expect(await admit(5, 0)).toMatchObject({ allowed: true, limit: 10, remaining: 0, scope: 'tier' });
   });
 });
+
+describe('RateLimiter, the counters kept for a window', () => {
+  it("counts each request against its own key's tier, when keys of one account carry different tiers", async () => {
+    const limiter = new RateLimiter({ tiers: { free: 3, pro: 5 } }, () => T0);
+    const free = { account: 'acme', tier: 'free' as const, scopes: null };
+    const pro = { account: 'acme', tier: 'pro' as const, scopes: null };
+    const decide = async (who: typeof free | typeof pro) => (await toAsync(limiter.admit(who, 'servers.list')))._unsafeUnwrap();
+    // One tier counter per account: the free key's decisions see its limit of 3, the pro key's its limit of 5.
+    expect(await decide(free)).toMatchObject({ allowed: true, limit: 3, remaining: 2 });
+    expect(await decide(pro)).toMatchObject({ allowed: true, limit: 5, remaining: 3 });
+    expect(await decide(free)).toMatchObject({ allowed: true, limit: 3, remaining: 0 });
+    expect(await decide(free)).toMatchObject({ allowed: false, limit: 3, remaining: 0 });
+    expect(await decide(pro)).toMatchObject({ allowed: true, limit: 5, remaining: 1 });
+    // The next window starts every counter again, the kept ones with it.
+    let now = T0;
+    const windows = new RateLimiter({ tiers: { free: 3 } }, () => now);
+    expect((await toAsync(windows.admit(free, undefined)))._unsafeUnwrap()).toMatchObject({ remaining: 2 });
+    expect((await toAsync(windows.admit(free, undefined)))._unsafeUnwrap()).toMatchObject({ remaining: 1 });
+    now += 60_000;
+    expect((await toAsync(windows.admit(free, undefined)))._unsafeUnwrap()).toMatchObject({ remaining: 2, reset: Math.floor(now / 60_000) * 60 + 60 });
+  });
+
+  it('reads the clock for the headers of a refusal only (Retry-After)', () => {
+    const reset = Math.floor(T0 / 60_000) * 60 + 60;
+    let reads = 0;
+    const clock = () => {
+      reads++;
+      return T0;
+    };
+    const admitted = { allowed: true, limit: 3, remaining: 2, reset, scope: 'tier' as const };
+    expect(RateLimiter.headers(admitted, clock)).toEqual({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': String(reset) });
+    expect(reads).toBe(0);
+    const refused = { ...admitted, allowed: false, remaining: 0 };
+    expect(RateLimiter.headers(refused, clock)['retry-after']).toBe('50');
+    expect(RateLimiter.headers(refused, T0)['retry-after']).toBe('50');
+    expect(reads).toBe(1);
+  });
+});

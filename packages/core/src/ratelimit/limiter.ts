@@ -67,6 +67,15 @@ interface AccountKeys {
   tier: string;
   /** By operation; kept only while keys are cached. */
   operations: Map<string, string> | undefined;
+  /** The counters of a request of one operation (`undefined`: the tier alone), kept only while keys are cached. */
+  decided: Map<string | undefined, Counters> | undefined;
+}
+
+/** What one decision counts: its counters, the scope of each, and the tier their tier limit is that of. */
+interface Counters {
+  tier: Tier;
+  counters: readonly RateLimitCounter[];
+  scopes: readonly RateLimitScope[];
 }
 
 const positiveLimit = (name: string, value: number) => checkOption(`rateLimit.${name}`, value, positiveInteger);
@@ -128,13 +137,14 @@ export class RateLimiter {
   admit(principal: Principal, operation: string | undefined, batch?: Batch): Decided {
     const window = this.window();
     const keys = this.keysOf(principal.account, window);
-    const operationLimit = operation === undefined || batch?.ofOperation === 0 ? undefined : this.operations.get(operation);
-    const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
-    const tier: RateLimitCounter = batch === undefined ? { key: keys.tier, limit: tierLimit } : { key: keys.tier, limit: tierLimit, cost: batch.requests };
-    if (operationLimit === undefined) return this.decide([tier], TIER_ONLY, window, 1);
-    const key = this.operationKey(keys, principal.account, operation as string, window);
-    const counter: RateLimitCounter = batch === undefined ? { key, limit: operationLimit } : { key, limit: operationLimit, cost: batch.ofOperation };
-    return this.decide([counter, tier], OPERATION_AND_TIER, window, 1);
+    // A single request's counters are the same objects for every request of the account, operation and tier in the
+    // window: kept with the keys (in memory), so a decision builds none. A batch's carry its own costs.
+    let counted = batch === undefined ? keys.decided?.get(operation) : undefined;
+    if (counted === undefined || counted.tier !== principal.tier) {
+      counted = this.countersOf(keys, principal, operation, batch, window);
+      if (batch === undefined && this.decidesInProcess) (keys.decided ??= new Map()).set(operation, counted);
+    }
+    return this.decide(counted.counters, counted.scopes, window, 1);
   }
 
   /** Counts one failed key against the client address: refused (429) once the address's budget is spent. */
@@ -153,15 +163,18 @@ export class RateLimiter {
     return this.decide([this.addressCounter(address, window)], ADDRESS, window, 0);
   }
 
-  /** The response headers of a decision. */
-  static headers(decision: RateLimitDecision | null, nowMs: number): Record<string, string> {
+  /**
+   * The response headers of a decision. `now`: the time (Unix ms), or the clock, read only for a refusal's
+   * `Retry-After` (an admitted request's headers need no clock).
+   */
+  static headers(decision: RateLimitDecision | null, now: number | (() => number)): Record<string, string> {
     if (decision === null) return {};
     const headers: Record<string, string> = {
       'x-ratelimit-limit': String(decision.limit),
       'x-ratelimit-remaining': String(decision.remaining),
       'x-ratelimit-reset': String(decision.reset),
     };
-    if (!decision.allowed) headers['retry-after'] = String(Math.max(1, decision.reset - Math.floor(nowMs / 1000)));
+    if (!decision.allowed) headers['retry-after'] = String(Math.max(1, decision.reset - Math.floor((typeof now === 'number' ? now : now()) / 1000)));
     return headers;
   }
 
@@ -192,10 +205,21 @@ export class RateLimiter {
   private keysOf(account: string, window: Window): AccountKeys {
     let keys = this.cacheKeys(window) ? this.accountKeys.get(account) : undefined;
     if (keys === undefined) {
-      keys = { tier: `rl:${encodeURIComponent(account)}:tier:${window.index}`, operations: undefined };
+      keys = { tier: `rl:${encodeURIComponent(account)}:tier:${window.index}`, operations: undefined, decided: undefined };
       if (this.decidesInProcess) this.accountKeys.set(account, keys);
     }
     return keys;
+  }
+
+  /** The counters one request (or `batch`) of `principal` counts on: its operation's limit when it has one, and its tier's. */
+  private countersOf(keys: AccountKeys, principal: Principal, operation: string | undefined, batch: Batch | undefined, window: Window): Counters {
+    const operationLimit = operation === undefined || batch?.ofOperation === 0 ? undefined : this.operations.get(operation);
+    const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
+    const tier: RateLimitCounter = batch === undefined ? { key: keys.tier, limit: tierLimit } : { key: keys.tier, limit: tierLimit, cost: batch.requests };
+    if (operationLimit === undefined) return { tier: principal.tier, counters: [tier], scopes: TIER_ONLY };
+    const key = this.operationKey(keys, principal.account, operation as string, window);
+    const counter: RateLimitCounter = batch === undefined ? { key, limit: operationLimit } : { key, limit: operationLimit, cost: batch.ofOperation };
+    return { tier: principal.tier, counters: [counter, tier], scopes: OPERATION_AND_TIER };
   }
 
   private operationKey(keys: AccountKeys, account: string, operation: string, window: Window): string {
@@ -230,7 +254,7 @@ export class RateLimiter {
    * else when its promise settles. A store that throws or rejects is unavailable: 503, or admitted without headers
    * when the limiter fails open.
    */
-  private decide(counters: RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
+  private decide(counters: readonly RateLimitCounter[], scopes: readonly RateLimitScope[], window: Window, cost: number): Decided {
     const consumed = portCall(() => this.store.consume(counters, window.end, cost), 'ratelimit', 'consume');
     const decided = chainMap(consumed, (result): RateLimitDecision | null => binding(counters, scopes, window, result, cost));
     return this.failOpen ? otherwise(decided, () => ok(null)) : decided;
