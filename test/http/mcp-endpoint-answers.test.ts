@@ -375,7 +375,7 @@ describe.each(ADAPTERS)('tools/list taken as kept over the memory stores ($name)
   });
   afterAll(() => other.close());
 
-  it('reads no listing while nothing changed, and sees every change another fleet sharing the store makes, and the end of a TTL', async () => {
+  it('reads no listing while no server changed (a tool call aside), and sees every change another fleet sharing the store makes, and the end of a TTL', async () => {
     const name = account();
     const tools: Tool[] = [{ name: 'first', inputSchema: { type: 'object' } }];
     const upstream = await listingUpstream('ttl', tools);
@@ -387,10 +387,13 @@ describe.each(ADAPTERS)('tools/list taken as kept over the memory stores ($name)
       const alphaTools = await names();
       expect(alphaTools.length).toBeGreaterThan(0);
 
-      // Nothing changed: the lists after the one that kept the answer read nothing of the account's servers.
+      // Nothing changed: the lists after the one that kept the answer read nothing of the account's servers; nor do
+      // they after tool calls (their records and listings are not the servers').
       await names();
       const reads = index.listingReads;
       for (let i = 0; i < 3; i++) expect(await names()).toEqual(alphaTools);
+      expect((await client.callTool({ name: 'alpha__count', arguments: {} })).isError).not.toBe(true);
+      expect(await names()).toEqual(alphaTools);
       expect(index.listingReads - reads).toBe(0);
 
       // Registered, renamed, probed unhealthy and deleted through the other fleet: each seen on the next list.

@@ -203,13 +203,13 @@ export class UpstreamCatalog {
   }
 
   /**
-   * Where what the answers of `list` are made of stands: the registry's stores (`ServerRegistry.changeCounts`), the
-   * listing cache's `revision`, and the cache's clock (`at`). While a later one is the `same`, and its `at` is before
-   * the `until` of every `listed` answer, `servers` and `listed` answer as they did. `undefined` when a store does not
-   * count its changes (a store shared by other processes).
+   * Where what the answers of `servers(account)` and `list` are made of stands: the server records and the account's
+   * listing (`ServerRegistry.changeCounts`), the listing cache's `revision`, and the cache's clock (`at`). While a later
+   * one is the `same`, and its `at` is before the `until` of every `listed` answer, `servers(account)` and `listed`
+   * answer as they did. `undefined` when a store does not count its changes (a store shared by other processes).
    */
-  revision(): CatalogRevision | undefined {
-    const counts = this.deps.registry.changeCounts();
+  revision(account: string): CatalogRevision | undefined {
+    const counts = this.deps.registry.changeCounts(account);
     if (counts === undefined) return undefined;
     return { records: counts.records, commits: counts.commits, listings: this.deps.listings.revision, at: this.deps.listings.now() };
   }

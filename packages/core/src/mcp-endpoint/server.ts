@@ -421,7 +421,7 @@ export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
     const { servers: gathered, until } = await gather(catalog, scope, 'tools');
     let stamp: AnswerStamp | undefined;
     if (before !== undefined && until !== undefined) {
-      const after = catalog.revision();
+      const after = catalog.revision(scope.principal.account);
       if (after !== undefined && sameSources(before, after)) stamp = { revision: before, until };
     }
     const basis = gathered.flatMap(({ server, items }) => [server.id, server.config.name, items]);
@@ -442,7 +442,7 @@ export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
       const view = viewKey(scope);
       // Over stores that count their changes, the view's answer is taken as it is while none of its sources changed
       // (`ToolsAnswers.current`): no read of the account's servers, no look-up of their listings.
-      const before = catalog.revision();
+      const before = catalog.revision(scope.principal.account);
       const current = before === undefined ? undefined : deps.answers.current(view, before);
       const listed = current ?? (await listAnew(view, scope, before));
       deps.onToolsListed?.(listed.names);

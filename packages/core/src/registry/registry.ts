@@ -26,7 +26,7 @@ import { okWith, otherwise, type Ran, chain, chainMap, toAsync } from '../util/r
  */
 export type ListView<V> = (record: ServerRecord, stored: boolean) => V;
 
-/** The counts of changes of the registry's two stores (`ServerRegistry.changeCounts`). */
+/** Counts of the changes of what `list` reads (`ServerRegistry.changeCounts`): the server records, and one listing. */
 export interface StoreCounts {
   records: number;
   commits: number;
@@ -475,15 +475,21 @@ export class ServerRegistry {
   }
 
   /**
-   * Where both stores stand, as the counts of the changes made to them by anyone (`RecordStore.memoryChanges`,
-   * `IndexStore.appliedCommits`), when both keep such a count, as the fleet's own memory stores do (held in this
-   * process: whoever shares them writes through the same objects, which count it): whatever `get`, `list` or
-   * `getByName` answered is still what they would answer while neither count has moved (server records carry no
-   * expiry). `undefined` over any store shared by other processes: nothing is known unchanged there without reading it.
+   * Where what `list` reads of the account's listing (by `query`'s type and health) stands, as counts of the changes
+   * made by anyone to the server records (`RecordStore.memoryChangesOf`) and to that listing (`IndexStore.setRevision`),
+   * when both stores keep such counts, as the fleet's own memory stores do (held in this process: whoever shares them
+   * writes through the same objects, which count it). Whatever `list` answered of that listing, and `get` of any
+   * server, is still what they would answer while neither count has moved (server records carry no expiry); other
+   * records and listings (tool calls, sessions, keys) do not move them. `undefined` over any store shared by other
+   * processes: nothing is known unchanged there without reading it.
    */
-  changeCounts(): StoreCounts | undefined {
-    const records = this.deps.records.memoryChanges;
-    const commits = this.deps.index.appliedCommits();
+  changeCounts(account: string, query: Pick<ListServersQuery, 'type' | 'health'> = {}): StoreCounts | undefined {
+    return this.setCounts(setKey(account, query));
+  }
+
+  private setCounts(set: string): StoreCounts | undefined {
+    const records = this.deps.records.memoryChangesOf(SERVER_KEY);
+    const commits = records === undefined ? undefined : this.deps.index.setRevision(set);
     return records === undefined || commits === undefined ? undefined : { records, commits };
   }
 
@@ -497,9 +503,10 @@ export class ServerRegistry {
   list<V>(account: string, query: ListServersQuery, view: ListView<V>): Ran<Page<V>, FleetError>;
   list<V>(account: string, query: ListServersQuery, view?: ListView<V>): Ran<Page<V | ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    // Over the memory stores, the same page as last time while neither the records nor the listings have changed
-    // since, by anyone: both memories count every change made to them. Server records carry no expiry.
-    const counts = view === undefined ? undefined : this.changeCounts();
+    // Over the memory stores, the same page as last time while neither the server records nor this listing have
+    // changed since, by anyone: both memories count every change made to them (`setCounts`). Server records carry no
+    // expiry.
+    const counts = view === undefined ? undefined : this.setCounts(set);
     const cacheKey = counts !== undefined ? `${set}\n${query.page}\n${query.limit}` : '';
     const known = counts !== undefined ? this.pages.get(cacheKey) : undefined;
     if (known !== undefined && known.changes === counts?.records && known.commits === counts.commits && known.view === view) {

@@ -41,6 +41,11 @@ export class IndexCalls {
   appliedCommits(): number | undefined {
     return this.store.appliedCommits?.();
   }
+
+  /** The store's revision of `set` (`IndexStore.setRevision`); `undefined` when it keeps none. */
+  setRevision(set: string): number | undefined {
+    return this.store.setRevision?.(set);
+  }
 }
 
 /** An index's joint calls with the records (`IndexStore.commitWithRecords`, `readPage`), seen through results. */
