@@ -1,5 +1,5 @@
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import type { Principal } from '@mcp-fleet/core';
+import { createFleet, createMemoryStore, type Fleet, type Principal, type Prober } from '@mcp-fleet/core';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, Server, type Tool } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { PIECES_FROM } from '../../packages/core/src/mcp-endpoint/lean-road.js';
 import { listen, readBody } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { CountingIndexStore } from '../support/counting-index.js';
 import { api, createServer, expectSuccess, serveForSuite } from '../support/http-client.js';
 
 // The lean road of /v1/mcp (issue 31, docs/performance.md "The MCP endpoint"): what it answers must stay what the
@@ -353,6 +354,75 @@ describe.each(ADAPTERS)('the lean road answers as the SDK road does ($name)', (a
       );
       expect(answers[0]?.status).toBe(status);
       expect(answers[0]).toEqual(answers[1]);
+    }
+  });
+});
+
+describe.each(ADAPTERS)('tools/list taken as kept over the memory stores ($name)', (adapter) => {
+  // One memory store shared by the served fleet and a second one in this process, which changes servers behind the
+  // first one's back; one clock for both, moved by the test.
+  const index = new CountingIndexStore();
+  const store = { ...createMemoryStore(), index };
+  let clock = Date.now();
+  const now = () => clock;
+  /** What the second fleet's probes answer. */
+  let probeOk = true;
+  const prober: Prober = async () => ({ ok: probeOk, era: '2025', responseTimeMs: 1, error: probeOk ? null : { code: 'UPSTREAM_UNREACHABLE', message: 'down' } });
+  const suite = serveForSuite(adapter, { authenticate, allowPrivateNetworks: true, onError: () => {}, store, now });
+  let other: Fleet;
+  beforeAll(() => {
+    other = createFleet({ store, now, prober, allowPrivateNetworks: true, onError: () => {} });
+  });
+  afterAll(() => other.close());
+
+  it('reads no listing while no server changed (a tool call aside), and sees every change another fleet sharing the store makes, and the end of a TTL', async () => {
+    const name = account();
+    const tools: Tool[] = [{ name: 'first', inputSchema: { type: 'object' } }];
+    const upstream = await listingUpstream('ttl', tools);
+    try {
+      const client = new V2Client({ name: 'kept', version: '1.0.0' });
+      await client.connect(new V2Transport(new URL(`${suite.served.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${name}` } } }));
+      const names = async () => (await client.listTools()).tools.map((tool) => tool.name).sort();
+      const a = (await other.servers.create(name, { name: 'alpha', type: 'http', endpoint: alpha.url }))._unsafeUnwrap();
+      const alphaTools = await names();
+      expect(alphaTools.length).toBeGreaterThan(0);
+
+      // Nothing changed: the lists after the one that kept the answer read nothing of the account's servers; nor do
+      // they after tool calls (their records and listings are not the servers').
+      await names();
+      const reads = index.listingReads;
+      for (let i = 0; i < 3; i++) expect(await names()).toEqual(alphaTools);
+      expect((await client.callTool({ name: 'alpha__count', arguments: {} })).isError).not.toBe(true);
+      expect(await names()).toEqual(alphaTools);
+      expect(index.listingReads - reads).toBe(0);
+
+      // Registered, renamed, probed unhealthy and deleted through the other fleet: each seen on the next list.
+      const b = (await other.servers.create(name, { name: 'beta', type: 'http', endpoint: beta.url }))._unsafeUnwrap();
+      const both = await names();
+      expect(both.some((tool) => tool.startsWith('beta__'))).toBe(true);
+      expect(await names()).toEqual(both);
+      (await other.servers.update(name, b.id, { name: 'gamma' }))._unsafeUnwrap();
+      expect((await names()).some((tool) => tool.startsWith('beta__'))).toBe(false);
+      expect((await names()).some((tool) => tool.startsWith('gamma__'))).toBe(true);
+      probeOk = false;
+      expect((await other.servers.health(name, a.id))._unsafeUnwrap().status).toBe('unhealthy');
+      expect((await names()).some((tool) => tool.startsWith('alpha__'))).toBe(false);
+      probeOk = true;
+      (await other.servers.delete(name, b.id))._unsafeUnwrap();
+      expect(await names()).toEqual([]);
+
+      // A listing kept within its TTL answers; past it, the upstream is asked again (it lists one more tool by then,
+      // and says nothing of it: no list_changed).
+      (await other.servers.create(name, { name: 'ttl', type: 'http', endpoint: `${upstream.origin}/mcp` }))._unsafeUnwrap();
+      expect(await names()).toEqual(['ttl__first']);
+      tools.push({ name: 'second', inputSchema: { type: 'object' } });
+      expect(await names()).toEqual(['ttl__first']);
+      expect(await names()).toEqual(['ttl__first']);
+      clock += 61_000;
+      expect(await names()).toEqual(['ttl__first', 'ttl__second']);
+      await client.close();
+    } finally {
+      await upstream.close();
     }
   });
 });

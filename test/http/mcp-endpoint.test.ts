@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { createMemoryStore, MemoryIndexStore, type Principal, type RangeOptions, type Scope } from '@mcp-fleet/core';
+import { createMemoryStore, type Principal, type Scope } from '@mcp-fleet/core';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -16,6 +16,7 @@ import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startSilentServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { CountingIndexStore } from '../support/counting-index.js';
 import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
 
 import { EVERYTHING, NODE } from '../../packages/core/src/stdio/test-helpers.js';
@@ -453,16 +454,6 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     await client.close();
   }, 30_000);
 });
-
-/** The memory index, counting the reads of account listings (`servers:{account}…` sets). */
-class CountingIndexStore extends MemoryIndexStore {
-  listingReads = 0;
-
-  override range(set: string, options: RangeOptions): string[] {
-    if (set.startsWith('servers:')) this.listingReads += 1;
-    return super.range(set, options);
-  }
-}
 
 describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or id ($name)', (adapter) => {
   const index = new CountingIndexStore();

@@ -17,6 +17,18 @@ export interface CatalogDeps {
   listTimeoutMs?: number;
 }
 
+/** Where the catalog's sources stood at `at` (`UpstreamCatalog.revision`). */
+export interface CatalogRevision {
+  records: number;
+  commits: number;
+  listings: number;
+  at: number;
+}
+
+/** Whether nothing `servers` and `listed` read changed between two revisions (the clock aside). */
+export const sameSources = (a: CatalogRevision, b: CatalogRevision): boolean =>
+  a.records === b.records && a.commits === b.commits && a.listings === b.listings;
+
 /** What the catalog keeps per server: the pool's list kinds, and `resources/templates/list`. */
 export type CatalogKind = ListingKind;
 
@@ -175,9 +187,35 @@ export class UpstreamCatalog {
    * or was too slow for this answer.
    */
   list<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Listing<ListingItems[K]> | undefined> {
-    if (server.health === 'unhealthy' || server.health === 'auth_failed') return Promise.resolve(undefined);
+    const kept = this.listed(server, kind);
+    return kept === undefined ? this.fetched(server, kind) : Promise.resolve(kept.listing);
+  }
+
+  /**
+   * What `list` answers without asking the upstream, and until when (the listing cache's clock) that holds while the
+   * cache does not change (`revision`): the server left out (unhealthy or `auth_failed`: until its record changes), or
+   * its listing (or refusal) kept within its TTL. `undefined` when `list` must ask the upstream (`fetched`).
+   */
+  listed<K extends CatalogKind>(server: ServerRecord, kind: K): { listing: Listing<ListingItems[K]> | undefined; until: number } | undefined {
+    if (server.health === 'unhealthy' || server.health === 'auth_failed') return { listing: undefined, until: Infinity };
     const cached = this.deps.listings.get(server, kind);
-    if (cached?.fresh === true) return Promise.resolve(cached.listing);
+    return cached?.fresh === true ? { listing: cached.listing, until: cached.expires } : undefined;
+  }
+
+  /**
+   * Where what the answers of `servers(account)` and `list` are made of stands: the server records and the account's
+   * listing (`ServerRegistry.changeCounts`), the listing cache's `revision`, and the cache's clock (`at`). While a later
+   * one is the `same`, and its `at` is before the `until` of every `listed` answer, `servers(account)` and `listed`
+   * answer as they did. `undefined` when a store does not count its changes (a store shared by other processes).
+   */
+  revision(account: string): CatalogRevision | undefined {
+    const counts = this.deps.registry.changeCounts(account);
+    if (counts === undefined) return undefined;
+    return { records: counts.records, commits: counts.commits, listings: this.deps.listings.revision, at: this.deps.listings.now() };
+  }
+
+  /** `list` past what is kept: the upstream asked, within the answer's time. */
+  private fetched<K extends CatalogKind>(server: ServerRecord, kind: K): Promise<Listing<ListingItems[K]> | undefined> {
     const fetching = this.fetch(server, kind);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {

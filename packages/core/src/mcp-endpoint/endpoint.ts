@@ -532,7 +532,7 @@ export class McpEndpoint {
     session.scope = scope;
     session.lastUsed = Date.now();
     if (hot !== undefined) {
-      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, request.signal);
+      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, () => request.signal);
       if (lean !== undefined) return lean;
     }
     const response = await session.transport.handleRequest(request, options);

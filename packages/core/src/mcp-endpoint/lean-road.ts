@@ -152,7 +152,8 @@ export async function serveLean(
   session: LeanSession,
   scope: EndpointScope,
   message: HotRequest,
-  signal: AbortSignal,
+  /** The HTTP request's signal (aborted when the client goes), asked only when a cancelled request waits for it: an adapter may make it on demand. */
+  signalOf: () => AbortSignal,
 ): Promise<Response | undefined> {
   const parts = partsOf(session.server);
   if (parts === undefined) return undefined;
@@ -208,7 +209,7 @@ export async function serveLean(
   // Cancelled, or the session closed: the SDK's road sends no answer and leaves the stream open until the client
   // goes or the session closes; so does this, then ends an empty stream.
   if (controller.signal.aborted) {
-    await gone(signal, session.closed);
+    await gone(signalOf(), session.closed);
     return new Response(null, { status: 200, headers: { 'content-type': 'text/event-stream', 'mcp-session-id': session.id } });
   }
   const headers = { 'content-type': 'application/json', 'mcp-session-id': session.id };

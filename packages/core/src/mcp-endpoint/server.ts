@@ -12,12 +12,13 @@ import { hasScope, type Principal, type Scope } from '../auth/scopes.js';
 import { type FleetError, isFleetError } from '../errors/fleet-error.js';
 import type { ToolOperations } from '../operations/index.js';
 import type { ServerRecord } from '../registry/views.js';
+import type { Listing } from '../toolcalls/listings.js';
 import type { ToolService } from '../toolcalls/tool-service.js';
 import { MAX_PREFIX_LENGTH, NAMESPACE_SEPARATOR, namespacedTool, toolAllowed } from '../toolcalls/tool-names.js';
 import { type McpContentMessage, type McpServerMessage, mcpContentChannel, mcpServerChannel } from '../trace/channels.js';
 import { traced } from '../trace/traced.js';
-import type { UpstreamCatalog } from './catalog.js';
-import type { ToolsAnswers } from './tools-answers.js';
+import { type CatalogRevision, sameSources, type UpstreamCatalog } from './catalog.js';
+import type { AnswerStamp, ToolsAnswers } from './tools-answers.js';
 
 /** Who an exchange acts for, and which servers it sees: all of the account's, or one (`/servers/{id}/mcp`). */
 export interface EndpointScope {
@@ -124,6 +125,16 @@ type ItemOf<K> = K extends 'tools' ? Tool : K extends 'prompts' ? Prompt : K ext
 /** The items of a server left out of an answer: one array, so that an answer's basis (`ToolsAnswers`) stays the same. */
 const NO_ITEMS: readonly never[] = Object.freeze([]);
 
+/**
+ * The servers of an aggregate, each with its items; `until`: when all of them were taken from what the catalog keeps
+ * (`UpstreamCatalog.listed`), until when (the listing cache's clock) that holds, while nothing they were read from
+ * changes (`UpstreamCatalog.revision`); `undefined` when an upstream was asked.
+ */
+interface Gathered<K> {
+  servers: { server: ServerRecord; items: ItemOf<K>[] }[];
+  until: number | undefined;
+}
+
 /** What an aggregate adds to an item at most: a `{prefix}__` of up to 64 characters and the `_meta` naming its server. */
 const PER_ITEM_BYTES = 160;
 
@@ -137,7 +148,7 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
   catalog: UpstreamCatalog,
   scope: EndpointScope,
   kind: K,
-): Promise<{ server: ServerRecord; items: ItemOf<K>[] }[]> {
+): Promise<Gathered<K>> {
   let servers: ServerRecord[];
   try {
     servers = await catalog.servers(scope.principal.account, scope.serverId);
@@ -145,15 +156,30 @@ async function gather<K extends 'tools' | 'prompts' | 'resources' | 'resourceTem
     if (isFleetError(error) && error.code === 'SERVER_NOT_FOUND') throw invalidParams('Unknown server.');
     throw upstreamFailure(error);
   }
-  const lists = await Promise.all(servers.map((server) => catalog.list(server, kind)));
+  // Whatever is kept is taken as it is; the upstreams of the rest are asked together.
+  const lists: (Listing<ItemOf<K>> | undefined | Promise<Listing<ItemOf<K>> | undefined>)[] = new Array(servers.length);
+  let until: number | undefined = Infinity;
+  for (let i = 0; i < servers.length; i++) {
+    const server = servers[i] as ServerRecord;
+    const kept = catalog.listed(server, kind);
+    if (kept === undefined) {
+      until = undefined;
+      lists[i] = catalog.list(server, kind) as Promise<Listing<ItemOf<K>> | undefined>;
+    } else {
+      if (until !== undefined && kept.until < until) until = kept.until;
+      lists[i] = kept.listing as Listing<ItemOf<K>> | undefined;
+    }
+  }
+  const listed = until === undefined ? await Promise.all(lists) : (lists as (Listing<ItemOf<K>> | undefined)[]);
   let room = catalog.answerBytes;
-  return servers.map((server, i) => {
-    const listing = lists[i];
+  const shown = servers.map((server, i) => {
+    const listing = listed[i];
     const weight = listing === undefined ? 0 : listing.bytes + PER_ITEM_BYTES * listing.items.length;
     if (listing === undefined || weight > room) return { server, items: NO_ITEMS as never };
     room -= weight;
-    return { server, items: listing.items as never };
+    return { server, items: listing.items };
   });
+  return { servers: shown, until };
 }
 
 /** The kinds whose items a key reaches through its tools, or through its own `prompts`/`resources` patterns. */
@@ -193,7 +219,7 @@ async function allowance(catalog: UpstreamCatalog, principal: Principal, server:
 
 /** `gather`, each server's items narrowed to those that exist for the exchange's principal. */
 async function gatherAllowed<K extends DoorKind>(catalog: UpstreamCatalog, scope: EndpointScope, kind: K): Promise<{ server: ServerRecord; items: ItemOf<K>[] }[]> {
-  const gathered = await gather(catalog, scope, kind);
+  const gathered = (await gather(catalog, scope, kind)).servers;
   const keyOf = itemKeyOf[kind] as (item: ItemOf<K>) => string;
   return Promise.all(
     gathered.map(async ({ server, items }) => {
@@ -250,7 +276,7 @@ async function resolveName(catalog: UpstreamCatalog, scope: EndpointScope, name:
 
 /** The visible tool names of an exchange, sorted: what a session remembers to tell whether its union changed. */
 export async function visibleTools(catalog: UpstreamCatalog, scope: EndpointScope): Promise<string[]> {
-  const gathered = await gather(catalog, scope, 'tools');
+  const gathered = (await gather(catalog, scope, 'tools')).servers;
   const names: string[] = [];
   for (const { server, items } of gathered) {
     for (const tool of items) {
@@ -386,23 +412,39 @@ export function createEndpointServer(version: string, handlers: EndpointHandlers
 /** What each method the endpoint serves answers: the one implementation both roads call. */
 export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
   const { catalog } = deps;
+  /**
+   * The view's `tools/list` answer from a gather: the one kept when built from the same basis, else a new one. Read
+   * from what the catalog keeps alone, and with no change to the catalog's sources since `before`, it is stamped
+   * (`AnswerStamp`) so that the next lists take it without a gather.
+   */
+  const listAnew = async (view: string, scope: EndpointScope, before: CatalogRevision | undefined) => {
+    const { servers: gathered, until } = await gather(catalog, scope, 'tools');
+    let stamp: AnswerStamp | undefined;
+    if (before !== undefined && until !== undefined) {
+      const after = catalog.revision(scope.principal.account);
+      if (after !== undefined && sameSources(before, after)) stamp = { revision: before, until };
+    }
+    const basis = gathered.flatMap(({ server, items }) => [server.id, server.config.name, items]);
+    const kept = deps.answers.get(view, basis, stamp);
+    if (kept !== undefined) return kept;
+    const tools: Tool[] = [];
+    for (const { server: upstream, items } of gathered) {
+      for (const tool of items) {
+        if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
+        tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
+      }
+    }
+    return deps.answers.set(view, basis, tools, stamp);
+  };
   return {
     'tools/list': async (_request, { scope }) => {
       requireScope(scope.principal, 'tools/list');
-      const gathered = await gather(catalog, scope, 'tools');
-      const basis = gathered.flatMap(({ server, items }) => [server.id, server.config.name, items]);
       const view = viewKey(scope);
-      let listed = deps.answers.get(view, basis);
-      if (listed === undefined) {
-        const tools: Tool[] = [];
-        for (const { server: upstream, items } of gathered) {
-          for (const tool of items) {
-            if (!toolAllowed(scope.principal.tools, namespacedTool({ id: upstream.id, name: upstream.config.name }, tool.name))) continue;
-            tools.push(withServerMeta({ ...tool, name: exposedName(scope, upstream, tool.name) }, upstream));
-          }
-        }
-        listed = deps.answers.set(view, basis, tools);
-      }
+      // Over stores that count their changes, the view's answer is taken as it is while none of its sources changed
+      // (`ToolsAnswers.current`): no read of the account's servers, no look-up of their listings.
+      const before = catalog.revision(scope.principal.account);
+      const current = before === undefined ? undefined : deps.answers.current(view, before);
+      const listed = current ?? (await listAnew(view, scope, before));
       deps.onToolsListed?.(listed.names);
       return { tools: listed.tools };
     },

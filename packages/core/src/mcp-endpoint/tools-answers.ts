@@ -1,4 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/client';
+import { type CatalogRevision, sameSources } from './catalog.js';
 
 /** One view's `tools/list` answer, with what it was built from. */
 export interface ToolsAnswer {
@@ -27,6 +28,19 @@ export const answerTail = (id: string | number): Buffer => Buffer.from(`,"jsonrp
 interface Kept extends ToolsAnswer {
   /** What the answer was built from, compared by identity: each server's id, name and listed items, in order. */
   basis: readonly unknown[];
+  /** When it was built from what the catalog keeps alone: where the catalog's sources stood, and until when it holds. */
+  stamp: AnswerStamp | undefined;
+}
+
+/**
+ * An answer built from what the catalog keeps alone (`gather`'s `until`), over stores that count their changes: the
+ * catalog's revision it was read at, unchanged until its end, and the earliest end of a listing's TTL among those
+ * it shows. While the catalog's sources are the same and its clock is before `until`, a new gather would read the very
+ * same servers and listings, and build this answer again.
+ */
+export interface AnswerStamp {
+  revision: CatalogRevision;
+  until: number;
 }
 
 /** What is kept of a `tools` array this made, for as long as the array lives. */
@@ -52,22 +66,31 @@ export class ToolsAnswers {
 
   constructor(private readonly maxBytes: number) {}
 
-  /** The answer kept for `view` when it was built from the same basis. */
-  get(view: string, basis: readonly unknown[]): ToolsAnswer | undefined {
+  /**
+   * The answer kept for `view` when it bears a stamp (`AnswerStamp`) that still holds at `revision`: nothing it was
+   * built from has changed since, so it is what `get` would find after a gather, without the gather.
+   */
+  current(view: string, revision: CatalogRevision): ToolsAnswer | undefined {
+    const kept = this.kept.get(view);
+    const stamp = kept?.stamp;
+    if (stamp === undefined || revision.at >= stamp.until || !sameSources(stamp.revision, revision)) return undefined;
+    return this.used(view, kept as Kept);
+  }
+
+  /** The answer kept for `view` when it was built from the same basis; it takes `stamp` (or none) from now on. */
+  get(view: string, basis: readonly unknown[], stamp?: AnswerStamp): ToolsAnswer | undefined {
     const kept = this.kept.get(view);
     if (kept === undefined) return undefined;
     if (kept.basis.length !== basis.length || kept.basis.some((part, i) => part !== basis[i])) return undefined;
-    // Most recently used last.
-    this.kept.delete(view);
-    this.kept.set(view, kept);
-    return kept;
+    kept.stamp = stamp;
+    return this.used(view, kept);
   }
 
-  /** Keeps a new answer of `view` (in place of the one it had), and returns it. */
-  set(view: string, basis: readonly unknown[], tools: Tool[]): ToolsAnswer {
+  /** Keeps a new answer of `view` (in place of the one it had), with its stamp if it has one, and returns it. */
+  set(view: string, basis: readonly unknown[], tools: Tool[], stamp?: AnswerStamp): ToolsAnswer {
     const message = Buffer.from(`${LIST_HEAD}${JSON.stringify(tools)}}`);
     const json = message.subarray(LIST_HEAD.length, message.length - 1);
-    const answer: Kept = { basis, tools, names: tools.map((tool) => tool.name).sort(), json, message };
+    const answer: Kept = { basis, stamp, tools, names: tools.map((tool) => tool.name).sort(), json, message };
     this.serialized.set(tools, { message, plainTo: new WeakMap() });
     this.drop(view);
     if (answer.json.length > this.maxBytes) return answer;
@@ -103,6 +126,13 @@ export class ToolsAnswers {
   clear(): void {
     this.kept.clear();
     this.bytes = 0;
+  }
+
+  /** `kept`, now the most recently used (last). */
+  private used(view: string, kept: Kept): Kept {
+    this.kept.delete(view);
+    this.kept.set(view, kept);
+    return kept;
   }
 
   private drop(view: string): void {

@@ -26,6 +26,12 @@ import { okWith, otherwise, type Ran, chain, chainMap, toAsync } from '../util/r
  */
 export type ListView<V> = (record: ServerRecord, stored: boolean) => V;
 
+/** Counts of the changes of what `list` reads (`ServerRegistry.changeCounts`): the server records, and one listing. */
+export interface StoreCounts {
+  records: number;
+  commits: number;
+}
+
 export interface ListServersQuery extends PageQuery {
   type?: ServerType;
   health?: Health;
@@ -481,6 +487,25 @@ export class ServerRegistry {
   }
 
   /**
+   * Where what `list` reads of the account's listing (by `query`'s type and health) stands, as counts of the changes
+   * made by anyone to the server records (`RecordStore.memoryChangesOf`) and to that listing (`IndexStore.setRevision`),
+   * when both stores keep such counts, as the fleet's own memory stores do (held in this process: whoever shares them
+   * writes through the same objects, which count it). Whatever `list` answered of that listing, and `get` of any
+   * server, is still what they would answer while neither count has moved (server records carry no expiry); other
+   * records and listings (tool calls, sessions, keys) do not move them. `undefined` over any store shared by other
+   * processes: nothing is known unchanged there without reading it.
+   */
+  changeCounts(account: string, query: Pick<ListServersQuery, 'type' | 'health'> = {}): StoreCounts | undefined {
+    return this.setCounts(setKey(account, query));
+  }
+
+  private setCounts(set: string): StoreCounts | undefined {
+    const records = this.deps.records.memoryChangesOf(SERVER_KEY);
+    const commits = records === undefined ? undefined : this.deps.index.setRevision(set);
+    return records === undefined || commits === undefined ? undefined : { records, commits };
+  }
+
+  /**
    * One page of the account's servers. With a `view`, each record is shown through it as read, without a copy of the
    * whole record first: the view must only read the record and build a value of its own from its strings and
    * numbers (`toSummary`), since over the fleet's own memory it is given the stored object. The view's second
@@ -490,25 +515,24 @@ export class ServerRegistry {
   list<V>(account: string, query: ListServersQuery, view: ListView<V>): Ran<Page<V>, FleetError>;
   list<V>(account: string, query: ListServersQuery, view?: ListView<V>): Ran<Page<V | ServerRecord>, FleetError> {
     const set = setKey(account, query);
-    // Over the memory stores, the same page as last time while neither the records nor the listings have changed
-    // since, by anyone: both memories count every change made to them. Server records carry no expiry.
-    const changes = this.deps.records.memoryChanges;
-    const commits = this.deps.index.appliedCommits();
-    const counted = view !== undefined && changes !== undefined && commits !== undefined;
-    const cacheKey = counted ? `${set}\n${query.page}\n${query.limit}` : '';
-    const known = counted ? this.pages.get(cacheKey) : undefined;
-    if (known !== undefined && known.changes === changes && known.commits === commits && known.view === view) {
+    // Over the memory stores, the same page as last time while neither the server records nor this listing have
+    // changed since, by anyone: both memories count every change made to them (`setCounts`). Server records carry no
+    // expiry.
+    const counts = view === undefined ? undefined : this.setCounts(set);
+    const cacheKey = counts !== undefined ? `${set}\n${query.page}\n${query.limit}` : '';
+    const known = counts !== undefined ? this.pages.get(cacheKey) : undefined;
+    if (known !== undefined && known.changes === counts?.records && known.commits === counts.commits && known.view === view) {
       // A page of its own, as the one kept is (the items are the view's values: the summaries' texts are strings), so
       // that whoever holds one cannot change what the next request is given.
       return ok({ data: known.page.data.slice() as V[], pagination: { ...known.page.pagination } });
     }
     const read = readPage<ServerRecord>(this.deps.index, this.deps.records, set, query, recordKey, { shared: view !== undefined, keyPrefix: SERVER_KEY });
     // Kept only when read at once, so that nothing changed between the counts and the read.
-    const keep = counted && !(read instanceof ResultAsync);
+    const keep = read instanceof ResultAsync ? undefined : counts;
     return chain(read, (page) => {
       const shown = this.shown(account, set, query, page, view);
       if (shown.repairs.length === 0) {
-        if (keep) this.keepPage(cacheKey, changes as number, commits as number, view as ListView<unknown>, shown.page);
+        if (keep !== undefined) this.keepPage(cacheKey, keep.records, keep.commits, view as ListView<unknown>, shown.page);
         return ok(shown.page);
       }
       return chainMap(this.commitQuietly(mergeTransactions(...shown.repairs)), () => shown.page);

@@ -37,9 +37,9 @@ export class IndexCalls {
     return portCall(() => this.store.count(set), 'index', 'count');
   }
 
-  /** The store's count of applied commits (`IndexStore.appliedCommits`); `undefined` when it keeps none. */
-  appliedCommits(): number | undefined {
-    return this.store.appliedCommits?.();
+  /** The store's revision of `set` (`IndexStore.setRevision`); `undefined` when it keeps none. */
+  setRevision(set: string): number | undefined {
+    return this.store.setRevision?.(set);
   }
 }
 

@@ -28,6 +28,12 @@ export interface IndexStore {
    */
   appliedCommits?(): number;
   /**
+   * With `appliedCommits`, optional: a number that moves whenever `set` changes (a member added, moved or removed),
+   * and never comes back to one it had with other members: what was read of `set` (`range`, `count`) is still what it
+   * holds while this has not moved, whatever other sets did meanwhile.
+   */
+  setRevision?(set: string): number;
+  /**
    * Optional, with `commitWithRecords` and `readPage`: for an index kept in the same database as the fleet's records
    * (`@mcp-fleet/postgres`), the Keyv whose records those two write and read. The fleet calls them only when this is
    * its own `records`, and otherwise (and over every store without them) writes the record and commits, or counts,

@@ -42,6 +42,8 @@ class SortedSet {
   private readonly starts: number[] = [];
   private startsKnown = 0;
   private count = 0;
+  /** The store's count of applied commits when this set last changed (`MemoryIndexStore.setRevision`). */
+  revision = 0;
 
   get size(): number {
     return this.count;
@@ -225,7 +227,7 @@ export class MemoryIndexStore implements IndexStore {
     for (const { set, member } of tx.remove ?? []) {
       const sorted = this.sets.get(set);
       if (sorted === undefined) continue;
-      this.remove(sorted, member);
+      if (this.remove(sorted, member)) sorted.revision = this.applied;
       if (sorted.size === 0) {
         this.sets.delete(set);
         this.lastSets.delete(sorted);
@@ -262,24 +264,26 @@ export class MemoryIndexStore implements IndexStore {
         scores[at] = score;
       } else continue;
       sorted.insert(member, score);
+      sorted.revision = this.applied;
       changed = true;
     }
     if (listing === undefined) this.members.set(member, { sets: this.sharedSets(sets), scores: scoresOf(scores) });
     else if (changed) this.relist(listing, sets, scores);
   }
 
-  /** Takes `member` out of `sorted`; absent, nothing happens. */
-  private remove(sorted: SortedSet, member: string): void {
+  /** Takes `member` out of `sorted`, answering whether it was there; absent, nothing happens. */
+  private remove(sorted: SortedSet, member: string): boolean {
     const listing = this.members.get(member);
     const at = listing === undefined ? -1 : listing.sets.indexOf(sorted);
-    if (listing === undefined || at === -1) return;
+    if (listing === undefined || at === -1) return false;
     sorted.delete(member, scoreIn(listing, at));
     if (listing.sets.length === 1) {
       this.members.delete(member);
-      return;
+      return true;
     }
     const keep = (_: unknown, i: number) => i !== at;
     this.relist(listing, listing.sets.filter(keep), listing.sets.map((_, i) => scoreIn(listing, i)).filter(keep));
+    return true;
   }
 
   /** Puts a changed listing's sets (shared where they can be) and scores in place. */
@@ -314,6 +318,16 @@ export class MemoryIndexStore implements IndexStore {
 
   appliedCommits(): number {
     return this.applied;
+  }
+
+  /**
+   * The count of applied commits when `set` last changed (a member added, moved or removed); for a set that holds
+   * nobody, the count now. What `range` and `count` answer of `set` is the same while this has not moved: a set made
+   * again after it emptied starts at a later count than any it answered before, and an empty set's answer moves with
+   * every commit (never the same number for two different contents).
+   */
+  setRevision(set: string): number {
+    return this.sets.get(set)?.revision ?? this.applied;
   }
 
   async close(): Promise<void> {}

@@ -57,11 +57,22 @@ export function createMemoryStorage(): Keyv {
  * each record, of which a store may hold millions. Keyv still reads, writes and iterates it in its own layout (`get`,
  * `set` and the iterator translate), so a Keyv over it works as any Keyv, for the fleet's keys as for the host's.
  *
- * It counts every change, through the fleet or through Keyv (`set`, `delete`, `clear`): a value read from it earlier
- * is still what it holds while the count has not moved.
+ * It counts the changes of the keys of each prefix asked (`changesOf`), through the fleet or through Keyv (`set`,
+ * `delete`, `clear`): a value read from it earlier is still what it holds while its count has not moved.
  */
 class ObjectMemory extends Map<string, unknown> {
-  changes = 0;
+  /** Changes counted apart for the keys that begin with each prefix asked of `changesOf`, since it was first asked. */
+  private readonly families: { prefix: string; changes: number }[] = [];
+
+  /**
+   * How many changes the keys beginning with `prefix` have seen since it was first asked (a `clear` counts for all):
+   * what was read of those keys is still what is held while this has not moved, whatever other keys did.
+   */
+  changesOf(prefix: string): number {
+    let family = this.families.find((counted) => counted.prefix === prefix);
+    if (family === undefined) this.families.push((family = { prefix, changes: 0 }));
+    return family.changes;
+  }
 
   /** What is kept under `key`: the value, or an `Expiring` around it. */
   held(key: string): unknown {
@@ -69,7 +80,7 @@ class ObjectMemory extends Map<string, unknown> {
   }
 
   hold(key: string, held: unknown): void {
-    this.changes++;
+    this.changed(key);
     super.set(key, held);
   }
 
@@ -86,13 +97,17 @@ class ObjectMemory extends Map<string, unknown> {
   }
 
   override delete(key: string): boolean {
-    this.changes++;
+    this.changed(key);
     return super.delete(key);
   }
 
   override clear(): void {
-    this.changes++;
+    for (const family of this.families) family.changes++;
     super.clear();
+  }
+
+  private changed(key: string): void {
+    for (const family of this.families) if (key.startsWith(family.prefix)) family.changes++;
   }
 
   /** Keyv's iterator (`keyv.iterator()`): the entries in its layout. */
@@ -185,11 +200,12 @@ export class RecordStore {
   }
 
   /**
-   * How many changes the object memory has seen, by any fleet or through Keyv itself: what was read from it is
-   * still what it holds while this has not moved. `undefined` over any other store.
+   * How many changes the object memory has seen to the records whose keys begin with `prefix` (this store's own prefix
+   * put before it), by any fleet or through Keyv itself, since it was first asked: what was read of them is still
+   * what it holds while this has not moved; changes to other records do not move it. `undefined` over any other store.
    */
-  get memoryChanges(): number | undefined {
-    return this.memory?.changes;
+  memoryChangesOf(prefix: string): number | undefined {
+    return this.memory?.changesOf(this.prefixed(prefix));
   }
 
   /**

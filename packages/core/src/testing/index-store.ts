@@ -272,6 +272,29 @@ export function indexStoreContract(
         expect(store.appliedCommits()).toBe(after);
       });
 
+      it('setRevision, where the store has it, moves with every change of its set, never with another set or a refused commit', async () => {
+        if (store.setRevision === undefined) return;
+        const revision = (set: string) => (store.setRevision as (set: string) => number)(set);
+        const seen = [revision('watched')];
+        await commitOk({ add: [{ set: 'watched', member: 'm', score: 1 }] });
+        seen.push(revision('watched'));
+        await commitOk({ add: [{ set: 'other', member: 'm', score: 1 }] });
+        expect(revision('watched')).toBe(seen.at(-1));
+        // The same member at the same score changes nothing.
+        await commitOk({ add: [{ set: 'watched', member: 'm', score: 1 }] });
+        expect(revision('watched')).toBe(seen.at(-1));
+        expect((await store.commit({ add: [{ set: 'watched', member: 'n', score: 2 }], limits: [{ set: 'watched', max: 1 }] })).ok).toBe(false);
+        expect(revision('watched')).toBe(seen.at(-1));
+        await commitOk({ add: [{ set: 'watched', member: 'm', score: 2 }] });
+        seen.push(revision('watched'));
+        await commitOk({ remove: [{ set: 'watched', member: 'm' }] });
+        seen.push(revision('watched'));
+        // Emptied, then holding its first member again: every state answered a number of its own.
+        await commitOk({ add: [{ set: 'watched', member: 'm', score: 1 }] });
+        seen.push(revision('watched'));
+        expect(new Set(seen).size).toBe(seen.length);
+      });
+
       it('a limit of Number.MAX_SAFE_INTEGER reads the whole set', async () => {
         await seed();
         expect(await store.range('s', { offset: 0, limit: Number.MAX_SAFE_INTEGER })).toHaveLength(5);

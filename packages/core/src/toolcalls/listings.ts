@@ -161,6 +161,8 @@ export interface Cached<T> {
   listing: Listing<T> | undefined;
   refused: FleetError | undefined;
   fresh: boolean;
+  /** Until when (the cache's clock, Unix ms) it is within its TTL. */
+  expires: number;
 }
 
 const configOf = (server: ServerRecord) => `${server.id}@${server.updated_at}`;
@@ -189,6 +191,7 @@ export class ListingCache {
   private readonly accountBytes = new Map<string, number>();
   private totalBytes = 0;
   private readonly defaultTtlMs: number;
+  private changes = 0;
 
   constructor(private readonly deps: ListingCacheDeps) {
     this.defaultTtlMs = deps.defaultTtlMs ?? 60_000;
@@ -196,6 +199,19 @@ export class ListingCache {
 
   get limits(): ResolvedListings {
     return this.deps.limits;
+  }
+
+  /**
+   * How many times what the cache holds has changed (an entry kept, dropped, or all cleared): every `get` answers
+   * as before while this has not moved, but for `fresh`, which the clock decides (`expires`).
+   */
+  get revision(): number {
+    return this.changes;
+  }
+
+  /** The cache's clock (Unix ms): what `fresh` is decided against. */
+  now(): number {
+    return this.deps.now();
   }
 
   /** A server's entries never outlive its configuration. */
@@ -213,7 +229,7 @@ export class ListingCache {
     // Most recently used now: to the end of both orders.
     this.entries.delete(key);
     this.entries.set(key, entry);
-    return { listing: entry.listing as Listing<ListingItems[K]> | undefined, refused: entry.refused, fresh: entry.expires > this.deps.now() };
+    return { listing: entry.listing as Listing<ListingItems[K]> | undefined, refused: entry.refused, fresh: entry.expires > this.deps.now(), expires: entry.expires };
   }
 
   /** The server's tools by name, from its kept `tools/list` (any age), or `undefined` when none is kept. */
@@ -246,6 +262,7 @@ export class ListingCache {
   }
 
   clear(): void {
+    this.changes++;
     this.entries.clear();
     this.accountBytes.clear();
     this.totalBytes = 0;
@@ -272,6 +289,7 @@ export class ListingCache {
 
   private put(entry: Entry): void {
     const key = keyOf(entry.serverId, entry.kind);
+    this.changes++;
     this.remove(key);
     const bytes = entry.listing?.bytes ?? 0;
     this.entries.set(key, entry);
@@ -294,6 +312,7 @@ export class ListingCache {
   private remove(key: string): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
+    this.changes++;
     this.entries.delete(key);
     const bytes = entry.listing?.bytes ?? 0;
     const left = (this.accountBytes.get(entry.account) ?? 0) - bytes;
