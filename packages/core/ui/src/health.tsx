@@ -61,11 +61,16 @@ function Timeline({ name, history }: { name: string; history: HealthHistory }) {
   );
 }
 
-/** "Check health" / "Check now": probes the server (`GET /servers/{id}/health`) and says what came of it. */
+/**
+ * "Check health" / "Check now": probes the server (`GET /servers/{id}/health`) and says what came of it. Its button
+ * takes `aria-disabled={checking}`, not `disabled`: a button disabled under the keyboard's focus loses it, and the
+ * user their place on the page; a press while checking does nothing.
+ */
 export function useHealthCheck(serverId: string, onChecked: (record: HealthRecord) => void) {
   const [checking, setChecking] = useState(false);
   const [note, setNote] = useState('');
   const check = async () => {
+    if (checking) return;
     setChecking(true);
     setNote('');
     const answer = await api((client) => client.servers.health(serverId));
@@ -95,7 +100,7 @@ function ServerHealth({ server }: { server: Server }) {
       <div class="title">
         <h2 id={id}>{server.name}</h2>
         <span class={`health ${status}`}>{status}</span>
-        <button type="button" onClick={check} disabled={checking} aria-describedby={id}>
+        <button type="button" onClick={check} aria-disabled={checking} aria-describedby={id}>
           {checking ? 'Checking…' : 'Check now'}
         </button>
       </div>

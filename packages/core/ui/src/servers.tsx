@@ -48,7 +48,7 @@ function ServerRow({ server, onEdit, onChanged }: { server: Server; onEdit: () =
       <td>{figures?.error_rate ?? '—'}</td>
       <td>{figures && <Bars label={`Health of ${server.name} over the last 24 hours`} values={hourlyHealth(figures)} max={100} tone={tone} />}</td>
       <td class="actions">
-        <button type="button" onClick={check} disabled={checking} aria-describedby={`srv-${server.id}`}>
+        <button type="button" onClick={check} aria-disabled={checking} aria-describedby={`srv-${server.id}`}>
           {checking ? 'Checking…' : 'Check health'}
         </button>
         <button type="button" onClick={onEdit}>
