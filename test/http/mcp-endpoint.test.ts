@@ -447,8 +447,9 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     const rest = api(suite.served, name);
     await createServer(rest, { name: 'everything', type: 'stdio', command: NODE, args: [EVERYTHING, 'stdio'], timeout: 15_000 });
     const client = await v2Client(mcpUrl(), name);
-    const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toContain('everything__echo');
+    // A child process started cold on a loaded machine may miss the first answer's 5 s (it is then left out, and its
+    // listing kept for the next answer, as the test above shows): listed again until it is there.
+    await expect.poll(async () => (await client.listTools()).tools.map((t) => t.name), { timeout: 20_000, interval: 500 }).toContain('everything__echo');
     const echoed = await client.callTool({ name: 'everything__echo', arguments: { message: 'through the fleet' } });
     expect(JSON.stringify(echoed.content)).toContain('through the fleet');
     await client.close();
