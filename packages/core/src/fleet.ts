@@ -171,7 +171,7 @@ export function createFleet(options: FleetOptions = {}): Fleet {
   const healthLog = new HealthLog(records, now);
   const listingLimits = resolved.listings;
   const pool = new ConnectionPool(
-    { fetch: outbound, mcpFetch: outbound.direct, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, resolved.maxUpstreamBytes) },
+    { fetch: outbound, mcpFetch: outbound.direct, mcpExchange: outbound.exchange, dispatcher: outbound.dispatcher, maxMessageBytes: outbound.maxResponseBytes, tokens, now, stdioTransportFor: (server) => stdioTransportFor(supervisor, server, resolved.maxUpstreamBytes) },
     { ...(toolCalls.idleMs === undefined ? {} : { idleMs: toolCalls.idleMs }), maxListChangedPerMinute: listingLimits.maxListChangedPerMinute },
   );
   const listings = new ListingCache({ now, limits: listingLimits });

@@ -10,6 +10,7 @@ import {
 import type { Dispatcher } from 'undici';
 import type { HttpServerConfig, ServerConfig, StdioServerConfig, WebSocketServerConfig } from '../registry/schema.js';
 import { traceRequests } from '../trace/publish.js';
+import { AnswerReplay, type McpExchange, withLeanRequests } from './lean-requests.js';
 import { keepResultValidators } from './result-validators.js';
 import { ERROR_HINTS } from '../errors/codes.js';
 import { FleetError, type UpstreamError } from '../errors/fleet-error.js';
@@ -37,6 +38,12 @@ export interface McpClientDeps {
    * whatever it does. @default fetch
    */
   mcpFetch?: FetchLike;
+  /**
+   * The lean road of the Streamable HTTP transport's hot requests (`withLeanRequests`): one POST over the same
+   * dispatcher as `mcpFetch` (the guarded fetch's `exchange`), whose other answers the SDK's transport reads as it
+   * reads `mcpFetch`'s. @default undefined: every request goes the SDK transport's way
+   */
+  mcpExchange?: McpExchange;
   /** The undici dispatcher WebSocket handshakes go through (the guarded Agent of `net/`). @default undici's global dispatcher */
   dispatcher?: Dispatcher;
   /** Where oauth2 tokens are kept between probes and calls; share one per fleet. @default a new MemoryTokenCache per call, so nothing is reused */
@@ -142,8 +149,10 @@ export function openTransport(
         options.signal,
       );
     }
-    const mcpFetch = deps.mcpFetch === undefined ? fetch : withoutRedirects(deps.mcpFetch);
-    transport = new StreamableHTTPClientTransport(url, {
+    // With oauth2 every request is the SDK transport's (its token, refresh and step-up): no lean road.
+    const lean = source === undefined && deps.mcpFetch !== undefined && deps.mcpExchange !== undefined ? new AnswerReplay() : undefined;
+    const mcpFetch = deps.mcpFetch === undefined ? fetch : withoutRedirects(lean === undefined ? deps.mcpFetch : lean.fetch(deps.mcpFetch));
+    const streamable = new StreamableHTTPClientTransport(url, {
       fetch: source === undefined ? mcpFetch : withScopeStepUp(mcpFetch, source),
       requestInit,
       ...(authProvider === undefined ? {} : { authProvider }),
@@ -151,6 +160,8 @@ export function openTransport(
       // credentials, and a refusal after it is final.
       onInsufficientScope: 'throw',
     });
+    if (lean !== undefined && deps.mcpExchange !== undefined) withLeanRequests(streamable, deps.mcpExchange, lean);
+    transport = streamable;
   } else {
     transport = new WebSocketClientTransport(url, {
       headers: async () => (source === undefined ? (bearer ?? {}) : { Authorization: `Bearer ${await source.token()}` }),

@@ -123,164 +123,204 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
     if (!isPlain(input, init)) return fallback(input, init);
     const url = typeof input === 'string' ? new URL(input) : input;
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return fallback(input, init);
-    const signal = init?.signal ?? undefined;
-    if (signal?.aborted === true) return Promise.reject(abortReason(signal));
-    return new Promise<Response>((resolve, reject) => {
-      let controller: Dispatcher.DispatchController | undefined;
-      let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
-      let whole: { status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[] } | undefined;
-      /** An event stream held while it may turn out one response event (`oneResponseEvent`). */
-      let held:
-        | { started: Dispatcher.DispatchController; status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[]; data?: string; next?: NodeJS.Immediate }
-        | undefined;
-      let answered = false;
-      let headed = false;
-      let cancelled = false;
-      let aborted: unknown;
-      /** A failure of a released stream, given to its reader once it has read what was held (`pull`). */
-      let failAfterHeld: { reason: unknown } | undefined;
-      const onAbort = () => {
-        aborted = abortReason(signal as AbortSignal);
-        controller?.abort(aborted as Error);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const done = () => signal?.removeEventListener('abort', onAbort);
-      const answer = (response: Response) => {
-        answered = true;
-        resolve(response);
-      };
-      /** Answers the body as a stream, as it arrives. */
-      const streamed = (started: Dispatcher.DispatchController, status: number, statusText: string, headers: HeaderPairs) => {
-        const body = new ReadableStream<Uint8Array>({
-          start: (opened) => {
-            stream = opened;
-          },
-          pull: (opened) => {
-            if (failAfterHeld !== undefined) opened.error(failAfterHeld.reason);
-          },
-          cancel: (reason) => {
-            cancelled = true;
-            done();
-            started.abort(reason instanceof Error ? reason : new Error('The body was cancelled.'));
-          },
-        });
-        answer(new Response(body, { status, statusText, headers }));
-      };
-      /** The held event stream given to its reader as it came: what was held first, then the rest as it arrives. */
-      const release = () => {
-        if (held === undefined) return;
-        const { started, status, statusText, headers, chunks, next } = held;
-        held = undefined;
-        if (next !== undefined) clearImmediate(next);
-        streamed(started, status, statusText, headers);
-        for (const chunk of chunks) stream?.enqueue(chunk);
-      };
-
-      dispatcher.dispatch(
-        {
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
-          method: init?.method ?? 'GET',
-          headers: flatHeaders(init?.headers),
-          body: (init?.body as string | null | undefined) ?? null,
-        },
-        {
-          onRequestStart: (started) => {
-            controller = started;
-            if (aborted !== undefined) started.abort(aborted as Error);
-          },
-          onResponseStart: (started, status, raw, message) => {
-            const statusText = message ?? '';
-            headed = true;
-            const headers: HeaderPairs = [];
-            for (const name in raw) {
-              const value = raw[name];
-              if (Array.isArray(value)) for (const item of value) headers.push([name, item]);
-              else if (value !== undefined) headers.push([name, value]);
-            }
-            const encoding = firstValue(raw['content-encoding'])?.trim().toLowerCase();
-            if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
-              started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server compressed its answer (content-encoding: ${encoding}) though no compression was asked for.` }));
-              return;
-            }
-            const tooLarge = declaredTooLarge(firstValue(raw['content-length']) ?? null, maxResponseBytes);
-            if (tooLarge !== undefined) {
-              started.abort(tooLarge);
-              return;
-            }
-            if (status < 200 || status > 599) {
-              started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server answered with HTTP status ${status}, which is no final answer.` }));
-              return;
-            }
-            if (NULL_BODY.has(status) || init?.method === 'HEAD' || essence(firstValue(raw['content-type'])) === 'application/json') {
-              whole = { status, statusText, headers, chunks: [] };
-              return;
-            }
-            if (status === 200 && init?.method === 'POST' && essence(firstValue(raw['content-type'])) === 'text/event-stream') {
-              held = { started, status, statusText, headers, chunks: [] };
-              return;
-            }
-            streamed(started, status, statusText, headers);
-          },
-          onResponseData: (_started, chunk) => {
-            if (whole !== undefined) {
-              whole.chunks.push(chunk);
-              return;
-            }
-            if (held !== undefined) {
-              held.chunks.push(chunk);
-              // Anything after the response event, or a CR line end: the stream as it came.
-              if (held.data !== undefined || chunk.includes(CR)) return release();
-              // No line ended in this chunk: still no event complete.
-              if (!chunk.includes(LF)) return;
-              const one = oneResponseEvent(held.chunks.length === 1 ? chunk : Buffer.concat(held.chunks));
-              if (one === 'wait') return;
-              if (one === undefined) return release();
-              held.data = one;
-              // The response is complete: its answer's end is waited for this turn only, then it goes as a stream.
-              held.next = setImmediate(release);
-              return;
-            }
-            if (stream === undefined || cancelled) return;
-            // Queued without pausing the connection: the dispatcher's bound cuts any answer off past maxResponseBytes,
-            // so what waits here for the reader never exceeds it.
-            stream.enqueue(chunk);
-          },
-          onResponseEnd: () => {
-            done();
-            if (whole !== undefined) {
-              const { status, statusText, headers, chunks } = whole;
-              const body = NULL_BODY.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-              answer(new Response(body ?? null, { status, statusText, headers }));
-              return;
-            }
-            if (held?.data !== undefined) {
-              const { status, statusText, headers, data, next } = held;
-              held = undefined;
-              clearImmediate(next);
-              const turned: HeaderPairs = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
-              turned.push(['content-type', 'application/json']);
-              answer(new Response(data, { status, statusText, headers: turned }));
-              return;
-            }
-            release();
-            stream?.close();
-          },
-          onResponseError: (_started, error) => {
-            done();
-            // After the answer's head, a failure is the body's, as fetch fails a body it cut off midway.
-            const reason = aborted ?? (headed ? terminated(error) : fetchFailed(error));
-            // A held event stream fails as it would have failed its reader: given as it came, read, then failed.
-            const wasHeld = held !== undefined;
-            release();
-            if (!answered) reject(reason);
-            // A body the reader cancelled is not failed again.
-            else if (cancelled) return;
-            else if (wasHeld && (stream?.desiredSize ?? 1) <= 0) failAfterHeld = { reason };
-            else stream?.error(reason);
-          },
-        },
-      );
-    });
+    const request = { method: init?.method, headers: flatHeaders(init?.headers), body: init?.body, signal: init?.signal };
+    return dispatched(dispatcher, maxResponseBytes, url, request, false) as Promise<Response>;
   };
+}
+
+/**
+ * The body of a `200` answer to a POST that is one JSON text: an `application/json` answer's, or the data of an event
+ * stream of one response event (what the dispatch fetch turns into JSON). Anything else is answered as a `Response`.
+ */
+export interface PlainAnswer {
+  readonly plain: string;
+}
+
+/** What `createDispatchExchange` is given: a POST's headers already flat (`[name, value, …]`), its text body, a signal. */
+export interface ExchangeInit {
+  headers: string[];
+  body: string;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * One POST of the MCP client's lean requests (`mcp/lean-requests.ts`) over the dispatcher: the dispatch fetch's very
+ * road (the same bounds, refusals, failures and turning of a one-event stream), except that a `200` answer which is
+ * one JSON text is given as that text (`PlainAnswer`) without a `Response` around it; any other answer is the
+ * `Response` the dispatch fetch would have given. The headers go as they are given (with undici's `User-Agent`
+ * appended when they hold none, as the fetch appends it).
+ */
+export function createDispatchExchange(dispatcher: Dispatcher, maxResponseBytes: number): (url: URL, init: ExchangeInit) => Promise<Response | PlainAnswer> {
+  return (url, init) => dispatched(dispatcher, maxResponseBytes, url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal }, true);
+}
+
+interface DispatchInit {
+  method?: string | undefined;
+  headers: string[];
+  body?: RequestInit['body'];
+  signal?: AbortSignal | null | undefined;
+}
+
+function dispatched(dispatcher: Dispatcher, maxResponseBytes: number, url: URL, init: DispatchInit, plainAnswers: boolean): Promise<Response | PlainAnswer> {
+  const signal = init.signal ?? undefined;
+  if (signal?.aborted === true) return Promise.reject(abortReason(signal));
+  return new Promise<Response | PlainAnswer>((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let whole: { status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[] } | undefined;
+    /** An event stream held while it may turn out one response event (`oneResponseEvent`). */
+    let held:
+      | { started: Dispatcher.DispatchController; status: number; statusText: string; headers: HeaderPairs; chunks: Buffer[]; data?: string; next?: NodeJS.Immediate }
+      | undefined;
+    let answered = false;
+    let headed = false;
+    let cancelled = false;
+    let aborted: unknown;
+    /** A failure of a released stream, given to its reader once it has read what was held (`pull`). */
+    let failAfterHeld: { reason: unknown } | undefined;
+    const onAbort = () => {
+      aborted = abortReason(signal as AbortSignal);
+      controller?.abort(aborted as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => signal?.removeEventListener('abort', onAbort);
+    const answer = (response: Response | PlainAnswer) => {
+      answered = true;
+      resolve(response);
+    };
+    /** Answers the body as a stream, as it arrives. */
+    const streamed = (started: Dispatcher.DispatchController, status: number, statusText: string, headers: HeaderPairs) => {
+      const body = new ReadableStream<Uint8Array>({
+        start: (opened) => {
+          stream = opened;
+        },
+        pull: (opened) => {
+          if (failAfterHeld !== undefined) opened.error(failAfterHeld.reason);
+        },
+        cancel: (reason) => {
+          cancelled = true;
+          done();
+          started.abort(reason instanceof Error ? reason : new Error('The body was cancelled.'));
+        },
+      });
+      answer(new Response(body, { status, statusText, headers }));
+    };
+    /** The held event stream given to its reader as it came: what was held first, then the rest as it arrives. */
+    const release = () => {
+      if (held === undefined) return;
+      const { started, status, statusText, headers, chunks, next } = held;
+      held = undefined;
+      if (next !== undefined) clearImmediate(next);
+      streamed(started, status, statusText, headers);
+      for (const chunk of chunks) stream?.enqueue(chunk);
+    };
+
+    dispatcher.dispatch(
+      {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: init.method ?? 'GET',
+        headers: init.headers,
+        body: (init.body as string | null | undefined) ?? null,
+      },
+      {
+        onRequestStart: (started) => {
+          controller = started;
+          if (aborted !== undefined) started.abort(aborted as Error);
+        },
+        onResponseStart: (started, status, raw, message) => {
+          const statusText = message ?? '';
+          headed = true;
+          const headers: HeaderPairs = [];
+          for (const name in raw) {
+            const value = raw[name];
+            if (Array.isArray(value)) for (const item of value) headers.push([name, item]);
+            else if (value !== undefined) headers.push([name, value]);
+          }
+          const encoding = firstValue(raw['content-encoding'])?.trim().toLowerCase();
+          if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+            started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server compressed its answer (content-encoding: ${encoding}) though no compression was asked for.` }));
+            return;
+          }
+          const tooLarge = declaredTooLarge(firstValue(raw['content-length']) ?? null, maxResponseBytes);
+          if (tooLarge !== undefined) {
+            started.abort(tooLarge);
+            return;
+          }
+          if (status < 200 || status > 599) {
+            started.abort(new FleetError('UPSTREAM_PROTOCOL_ERROR', { message: `The server answered with HTTP status ${status}, which is no final answer.` }));
+            return;
+          }
+          if (NULL_BODY.has(status) || init.method === 'HEAD' || essence(firstValue(raw['content-type'])) === 'application/json') {
+            whole = { status, statusText, headers, chunks: [] };
+            return;
+          }
+          if (status === 200 && init.method === 'POST' && essence(firstValue(raw['content-type'])) === 'text/event-stream') {
+            held = { started, status, statusText, headers, chunks: [] };
+            return;
+          }
+          streamed(started, status, statusText, headers);
+        },
+        onResponseData: (_started, chunk) => {
+          if (whole !== undefined) {
+            whole.chunks.push(chunk);
+            return;
+          }
+          if (held !== undefined) {
+            held.chunks.push(chunk);
+            // Anything after the response event, or a CR line end: the stream as it came.
+            if (held.data !== undefined || chunk.includes(CR)) return release();
+            // No line ended in this chunk: still no event complete.
+            if (!chunk.includes(LF)) return;
+            const one = oneResponseEvent(held.chunks.length === 1 ? chunk : Buffer.concat(held.chunks));
+            if (one === 'wait') return;
+            if (one === undefined) return release();
+            held.data = one;
+            // The response is complete: its answer's end is waited for this turn only, then it goes as a stream.
+            held.next = setImmediate(release);
+            return;
+          }
+          if (stream === undefined || cancelled) return;
+          // Queued without pausing the connection: the dispatcher's bound cuts any answer off past maxResponseBytes,
+          // so what waits here for the reader never exceeds it.
+          stream.enqueue(chunk);
+        },
+        onResponseEnd: () => {
+          done();
+          if (whole !== undefined) {
+            const { status, statusText, headers, chunks } = whole;
+            const body = NULL_BODY.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+            if (plainAnswers && status === 200 && body !== undefined && body !== null) answer({ plain: body.toString('utf8') });
+            else answer(new Response(body ?? null, { status, statusText, headers }));
+            return;
+          }
+          if (held?.data !== undefined) {
+            const { status, statusText, headers, data, next } = held;
+            held = undefined;
+            clearImmediate(next);
+            if (plainAnswers) return answer({ plain: data });
+            const turned: HeaderPairs = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
+            turned.push(['content-type', 'application/json']);
+            answer(new Response(data, { status, statusText, headers: turned }));
+            return;
+          }
+          release();
+          stream?.close();
+        },
+        onResponseError: (_started, error) => {
+          done();
+          // After the answer's head, a failure is the body's, as fetch fails a body it cut off midway.
+          const reason = aborted ?? (headed ? terminated(error) : fetchFailed(error));
+          // A held event stream fails as it would have failed its reader: given as it came, read, then failed.
+          const wasHeld = held !== undefined;
+          release();
+          if (!answered) reject(reason);
+          // A body the reader cancelled is not failed again.
+          else if (cancelled) return;
+          else if (wasHeld && (stream?.desiredSize ?? 1) <= 0) failAfterHeld = { reason };
+          else stream?.error(reason);
+        },
+      },
+    );
+  });
 }

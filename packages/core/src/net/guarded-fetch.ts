@@ -2,7 +2,7 @@ import { type Agent, type Dispatcher, Request as UndiciRequest, fetch as undiciF
 import type { FleetError } from '../errors/fleet-error.js';
 import { checkOption, positiveInteger } from '../util/options.js';
 import { badPortRefusal, hasBadPort } from './bad-ports.js';
-import { createDispatchFetch } from './dispatch-fetch.js';
+import { createDispatchExchange, createDispatchFetch, type ExchangeInit, type PlainAnswer } from './dispatch-fetch.js';
 import { createGuardedAgent, isGuardedAgent, type GuardedAgentOptions } from './guarded-agent.js';
 import { cutOff, declaredTooLarge, tooLarge } from './response-bound.js';
 
@@ -22,6 +22,11 @@ export interface GuardedFetch {
    * this fetch.
    */
   readonly direct: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /**
+   * `direct`'s road for the MCP client's lean requests (`createDispatchExchange`): a POST of flat headers and a text
+   * body, whose `200` answer of one JSON text comes as that text, any other as the `Response` `direct` would give.
+   */
+  readonly exchange: (url: URL, init: ExchangeInit) => Promise<Response | PlainAnswer>;
 }
 
 export interface GuardedFetchOptions extends GuardedAgentOptions {
@@ -182,5 +187,8 @@ export function createGuardedFetch(options: GuardedFetchOptions = {}): GuardedFe
     if (!(url instanceof URL) || !hasBadPort(url)) return dispatched(url, init);
     return portRefusal(url).then(() => dispatched(url, init));
   };
-  return Object.assign(guardedFetch, { dispatcher: agent, maxResponseBytes, direct });
+  const exchanged = createDispatchExchange(dispatcher, maxResponseBytes);
+  const exchange = (url: URL, init: ExchangeInit): Promise<Response | PlainAnswer> =>
+    hasBadPort(url) ? portRefusal(url).then(() => exchanged(url, init)) : exchanged(url, init);
+  return Object.assign(guardedFetch, { dispatcher: agent, maxResponseBytes, direct, exchange });
 }

@@ -13,6 +13,7 @@ import { probeConnected, type ProbeResult } from '../mcp/probe.js';
 import type { EventSource } from '../events/bus.js';
 import type { ServerRecord } from '../registry/views.js';
 import { parseRetryAfter } from './retry.js';
+import type { ExchangeInit, PlainAnswer } from '../net/dispatch-fetch.js';
 
 /** The client layer's dependencies; stdio transports are opened per server (the supervisor keys processes by id). */
 export interface ConnectionPoolDeps extends Omit<McpClientDeps, 'stdioTransport'> {
@@ -254,17 +255,23 @@ export class ConnectionPool {
       noticesSince: 0,
       notices: 0,
     };
-    // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only.
+    // Remembers a Retry-After for the retry policy: the SDK's HTTP error carries the status only. (A plain answer of
+    // the lean exchange is a 200.)
+    const noteRetryAfter = <T extends Response | PlainAnswer>(answer: T): T => {
+      if (answer instanceof Response && (answer.status === 429 || answer.status === 503)) entry.retryAfterMs = parseRetryAfter(answer.headers.get('retry-after'));
+      return answer;
+    };
     const watching =
       (fetch: FetchLike): FetchLike =>
-      async (url, init) => {
-        const response = await fetch(url, init);
-        if (response.status === 429 || response.status === 503) entry.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
-        return response;
-      };
+      async (url, init) =>
+        noteRetryAfter(await fetch(url, init));
     const fetch = this.deps.fetch ?? globalThis.fetch;
-    const mcpFetch = this.deps.mcpFetch;
-    const watched = { fetch: watching(fetch), ...(mcpFetch === undefined ? {} : { mcpFetch: watching(mcpFetch) }) };
+    const { mcpFetch, mcpExchange } = this.deps;
+    const watched = {
+      fetch: watching(fetch),
+      ...(mcpFetch === undefined ? {} : { mcpFetch: watching(mcpFetch) }),
+      ...(mcpExchange === undefined ? {} : { mcpExchange: async (url: URL, init: ExchangeInit) => noteRetryAfter(await mcpExchange(url, init)) }),
+    };
     const timer = setTimeout(() => lifetime.abort(), timeoutMs);
     entry.ready = connectClient(server.config, this.clientDeps(server, watched), { signal: lifetime.signal, timeoutMs, serverId: server.id, ...(era === undefined ? {} : { era }) }).then(
       (connected) => {
@@ -314,7 +321,7 @@ export class ConnectionPool {
     return entry;
   }
 
-  private clientDeps(server: ServerRecord, watched: Pick<McpClientDeps, 'fetch' | 'mcpFetch'>): McpClientDeps {
+  private clientDeps(server: ServerRecord, watched: Pick<McpClientDeps, 'fetch' | 'mcpFetch' | 'mcpExchange'>): McpClientDeps {
     const { stdioTransportFor, ...deps } = this.deps;
     const stdioTransport = stdioTransportFor?.(server);
     return { ...deps, ...watched, ...(stdioTransport === undefined ? {} : { stdioTransport }) };
