@@ -1,5 +1,5 @@
 import { parseJSONRPCMessage, type FetchLike, type JSONRPCMessage, type StreamableHTTPClientTransport, type TransportSendOptions } from '@modelcontextprotocol/client';
-import type { ExchangeInit, PlainAnswer } from '../net/dispatch-fetch.js';
+import { type ExchangeInit, type PlainAnswer, USER_AGENT } from '../net/dispatch-fetch.js';
 
 /** One POST over the guarded dispatcher whose plain `200` JSON answer comes as its text (`GuardedFetch.exchange`). */
 export type McpExchange = (url: URL, init: ExchangeInit) => Promise<Response | PlainAnswer>;
@@ -26,9 +26,6 @@ function hasInternals(transport: object): boolean {
 
 /** The requests a tool call and a listing make, whose answer is one JSON-RPC response: the lean road's. */
 const LEAN_METHODS = new Set(['tools/call', 'tools/list', 'ping']);
-
-/** undici's fetch sends this `User-Agent` when a request has none (`dispatch-fetch.ts`): the same bytes either way. */
-const USER_AGENT = 'undici';
 
 /**
  * Answers handed back to the SDK transport's own `send`: the transport's fetch, asked for a body an answer was kept

@@ -7,7 +7,7 @@ import { declaredTooLarge } from './response-bound.js';
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** What undici's fetch sends as `User-Agent` when there is none: the same bytes reach the upstream either way. */
-const USER_AGENT = 'undici';
+export const USER_AGENT = 'undici';
 
 /**
  * An answer's headers as `[name, value]` pairs, in the order they came: the `Response` builds its `Headers` from
@@ -147,8 +147,8 @@ export interface ExchangeInit {
  * One POST of the MCP client's lean requests (`mcp/lean-requests.ts`) over the dispatcher: the dispatch fetch's very
  * road (the same bounds, refusals, failures and turning of a one-event stream), except that a `200` answer which is
  * one JSON text is given as that text (`PlainAnswer`) without a `Response` around it; any other answer is the
- * `Response` the dispatch fetch would have given. The headers go as they are given (with undici's `User-Agent`
- * appended when they hold none, as the fetch appends it).
+ * `Response` the dispatch fetch would have given. The headers go as they are given: the caller's flat list, its
+ * `User-Agent` included.
  */
 export function createDispatchExchange(dispatcher: Dispatcher, maxResponseBytes: number): (url: URL, init: ExchangeInit) => Promise<Response | PlainAnswer> {
   return (url, init) => dispatched(dispatcher, maxResponseBytes, url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal }, true);
@@ -161,6 +161,7 @@ interface DispatchInit {
   signal?: AbortSignal | null | undefined;
 }
 
+/** The one road of both: the request over the dispatcher, its answer a `Response` (or, with `plainAnswers`, a plain `200` as its text). */
 function dispatched(dispatcher: Dispatcher, maxResponseBytes: number, url: URL, init: DispatchInit, plainAnswers: boolean): Promise<Response | PlainAnswer> {
   const signal = init.signal ?? undefined;
   if (signal?.aborted === true) return Promise.reject(abortReason(signal));
