@@ -638,7 +638,7 @@ export async function runMcpEndpointBench() {
     }
   }
 
-  if (present && SESSIONS > 0 && !LATENCY_ONLY) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
+  if (present && SESSIONS > 0 && !LATENCY_ONLY && !LIST_ONLY) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
 
   for (const client of clients) await client.close();
   server.close();
