@@ -596,6 +596,9 @@ export async function runMcpEndpointBench() {
         const baseLister = await kept(based.endpoint, baseKey);
         await fill(baseLister, expected);
         variants.push({ id: 'base', list: httpLister(based.endpoint, baseKey, baseLister) });
+        // Filling the baseline's 500 listings takes long on a loaded machine: the fleet's own may be past their TTL
+        // by now, and a list that asks an upstream again leaves out one that misses its 5 s.
+        await fill(lister, expected);
       }
       for (const v of variants) for (let i = 0; i < 3; i++) await v.list();
       const { timed, perRound } = await listRounds(variants, expected);
