@@ -34,7 +34,8 @@
 //          very bytes of the fleet's answer, kept as one Buffer (its Content-Length, one write): the least any server
 //          can do (information, printed beside the target; `http − floor` is the fleet's own part); with
 //          BENCH_BASELINE `base`, the same `http` client on the baseline build's fleet listing the same servers, and
-//          http / base per round. BENCH_MCP_LIST_ONLY=1: 7c alone (no 7a/7b/7d/7e/7f/7g).
+//          http / base per round (400 tools; 10,000 too with BENCH_MCP_LIST_BASE_LARGE=1). BENCH_MCP_LIST_ONLY=1:
+//          7c alone (no 7a/7b/7d/7e/7f/7g).
 //   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
 //          with them open (target: within 10 % of without).
 //   7f/7g  mcp − direct for a stdio and a WebSocket upstream (information; bench/mcp-transports.mjs).
@@ -71,6 +72,13 @@ const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
 const TRANSPORTS = process.env.BENCH_MCP_TRANSPORTS !== '0';
 /** `1`: 7a/7b alone (the latency of one call), nothing after them. */
 const LATENCY_ONLY = process.env.BENCH_MCP_LATENCY_ONLY === '1';
+/**
+ * `1`: 7c's 10,000 tools on the baseline build's fleet too (BENCH_BASELINE). Off by default: filling a second fleet's
+ * 500 listings on a loaded machine can outlast the first's 60 s TTL, and a list that asks again leaves out the
+ * upstreams that miss their 5 s (the answer is then short, and the section fails); the CPU A/B of
+ * bench/mcp-list-profile.mjs `ab` measures it instead.
+ */
+const LIST_BASE_LARGE = process.env.BENCH_MCP_LIST_BASE_LARGE === '1';
 /** `1`: 7c alone (the lists from the cache), no call figures. */
 const LIST_ONLY = process.env.BENCH_MCP_LIST_ONLY === '1';
 // Targets of issue 31.
@@ -572,7 +580,7 @@ export async function runMcpEndpointBench() {
     bare = await bareLister();
     floor = await floorLister();
     const lists = [];
-    const listSection = async (account, servers, named, target) => {
+    const listSection = async (account, servers, named, target, withBase = based !== undefined) => {
       const { secret: key } = (await fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
       for (let s = 0; s < servers; s++) await register(account, named(s), urls.many[s % urls.many.length]);
       const expected = servers * 20;
@@ -589,7 +597,7 @@ export async function runMcpEndpointBench() {
         { id: 'sdk', list: async () => (await lister.listTools()).tools },
         { id: 'bare', list: async () => (await bareClient.listTools()).tools },
       ];
-      if (based !== undefined) {
+      if (withBase) {
         // The baseline build's fleet lists the same servers to the same client code, in the same rounds.
         const { secret: baseKey } = (await based.fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
         for (let s = 0; s < servers; s++) (await based.fleet.servers.create(account, { name: named(s), type: 'http', endpoint: urls.many[s % urls.many.length] }))._unsafeUnwrap();
@@ -603,12 +611,14 @@ export async function runMcpEndpointBench() {
       for (const v of variants) for (let i = 0; i < 3; i++) await v.list();
       const { timed, perRound } = await listRounds(variants, expected);
       const overFloor = figure(perRound.http.map((t, i) => t - perRound.floor[i]));
-      const overBase = based === undefined ? undefined : figure(perRound.http.map((t, i) => t / perRound.base[i]));
+      const overBase = withBase ? figure(perRound.http.map((t, i) => t / perRound.base[i])) : undefined;
       lists.push({ expected, target, version: lister.getNegotiatedProtocolVersion(), type: http.type, bytes: http.bytes, parseMs: median(http.parseMs), timed, overFloor, overBase });
       return timed;
     };
     result.list = await listSection('bench-list', 20, (s) => `many${String(s).padStart(2, '0')}`, TARGET_LIST_MS);
-    if (LARGE_SERVERS > 0) result.listLarge = await listSection('bench-large', LARGE_SERVERS, (s) => `large${String(s).padStart(3, '0')}`, TARGET_LARGE_LIST_MS);
+    if (LARGE_SERVERS > 0) {
+      result.listLarge = await listSection('bench-large', LARGE_SERVERS, (s) => `large${String(s).padStart(3, '0')}`, TARGET_LARGE_LIST_MS, based !== undefined && LIST_BASE_LARGE);
+    }
     const [first] = lists;
     console.log(`\n7c. tools/list on /v1/mcp from the cache (${LIST_ROUNDS} rounds of ${LISTS} lists per client after those that fill it, interleaved; per-round p50)`);
     console.log(`  the SDK client negotiated ${first.version}${first.version.startsWith('2025') ? ' (a 2025 session: the lean road)' : ''}; the fleet answered ${first.type}`);
