@@ -646,7 +646,7 @@ export async function runMcpEndpointBench() {
       }
       result.figures.push(httpFigure);
       // The floor against the same target (information): above it, no server makes the target on this machine.
-      result.figures.push({ label: `${label}: the floor, a bare node:http, same bytes (information)`, kind: 'ms', target, builds: { this: timed.floor.p50 } });
+      result.figures.push({ label: `7c floor: ${fmtInt(expected)} tools from a bare node:http (information)`, kind: 'ms', target, builds: { this: timed.floor.p50 } });
       result.figures.push({ label: `${label} (SDK Client listTools)`, kind: 'ms', target, builds: { this: timed.sdk.p50 } });
     }
   }
