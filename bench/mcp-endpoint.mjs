@@ -29,7 +29,13 @@
 //          JSON.parse'd (what any client must at least do: the fleet's answer time, which the targets apply to); `sdk`
 //          the SDK Client's listTools on that session (its parse and zod validation of the result included, which no
 //          server change removes; verdict printed too); `bare` the SDK Client's listTools of the very same tools from
-//          a bare SDK server in this process (information: what the SDK client's own work costs without the fleet).
+//          a bare SDK server in this process (information: what the SDK client's own work costs without the fleet);
+//          `floor` the same client code as `http` posting to a bare node:http server in this process that answers the
+//          very bytes of the fleet's answer, kept as one Buffer (its Content-Length, one write): the least any server
+//          can do (information, printed beside the target; `http − floor` is the fleet's own part); with
+//          BENCH_BASELINE `base`, the same `http` client on the baseline build's fleet listing the same servers, and
+//          http / base per round (400 tools; 10,000 too with BENCH_MCP_LIST_BASE_LARGE=1). BENCH_MCP_LIST_ONLY=1:
+//          7c alone (no 7a/7b/7d/7e/7f/7g).
 //   7e     1,000 live 2025 sessions over 50 accounts: RSS added per session (target ≤ 20 KB), and 7b's calls again
 //          with them open (target: within 10 % of without).
 //   7f/7g  mcp − direct for a stdio and a WebSocket upstream (information; bench/mcp-transports.mjs).
@@ -66,6 +72,15 @@ const SESSION_ACCOUNTS = Number(process.env.BENCH_MCP_SESSION_ACCOUNTS ?? 50);
 const TRANSPORTS = process.env.BENCH_MCP_TRANSPORTS !== '0';
 /** `1`: 7a/7b alone (the latency of one call), nothing after them. */
 const LATENCY_ONLY = process.env.BENCH_MCP_LATENCY_ONLY === '1';
+/**
+ * `1`: 7c's 10,000 tools on the baseline build's fleet too (BENCH_BASELINE). Off by default: filling a second fleet's
+ * 500 listings on a loaded machine can outlast the first's 60 s TTL, and a list that asks again leaves out the
+ * upstreams that miss their 5 s (the answer is then short, and the section fails); the CPU A/B of
+ * bench/mcp-list-profile.mjs `ab` measures it instead.
+ */
+const LIST_BASE_LARGE = process.env.BENCH_MCP_LIST_BASE_LARGE === '1';
+/** `1`: 7c alone (the lists from the cache), no call figures. */
+const LIST_ONLY = process.env.BENCH_MCP_LIST_ONLY === '1';
 // Targets of issue 31.
 const TARGET_ADDED_MS = 1.0;
 const TARGET_THROUGHPUT = 1.5;
@@ -282,6 +297,7 @@ function httpLister(url, secret, client) {
     const { statusCode, headers: answered, body } = await request(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: `bench-list-${++id}`, method: 'tools/list' }) });
     const text = await body.text();
     if (statusCode !== 200) throw new Error(`tools/list answered ${statusCode}: ${text.slice(0, 200)}`);
+    list.text = text;
     list.bytes = Buffer.byteLength(text);
     list.type = answered['content-type'];
     // A JSON answer (the fleet's lean road), else the one event of an SSE stream.
@@ -294,6 +310,24 @@ function httpLister(url, secret, client) {
   /** How long each `JSON.parse` took, in ms: the client's share of the figure. */
   list.parseMs = [];
   return list;
+}
+
+/**
+ * 7c's floor: a bare `node:http` server answering every POST, once its body is read, with `floor.bytes` (one `Buffer`,
+ * its `Content-Length`, one write): what any server's answer of those bytes costs the same client, no work at all.
+ */
+async function floorLister() {
+  const floor = { bytes: Buffer.alloc(0) };
+  floor.server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': floor.bytes.length });
+      res.end(floor.bytes);
+    });
+  });
+  await new Promise((resolve) => floor.server.listen(0, '127.0.0.1', resolve));
+  floor.url = `http://127.0.0.1:${floor.server.address().port}/mcp`;
+  return floor;
 }
 
 /** A bare SDK server (createMcpHandler, Hono) listing whatever `tools` holds: 7c's baseline of the SDK client's own work. */
@@ -314,7 +348,8 @@ async function bareLister() {
 
 /**
  * `LIST_ROUNDS` rounds of `LISTS` lists by each variant (`{ id, list }`, `list` answering the tools), interleaved list
- * by list in an order that turns each round; answers each variant's per-round p50 and p99 in ms.
+ * by list in an order that turns each round; answers each variant's p50 and p99 in ms (`timed`: the figures of the
+ * per-round values; `perRound`: the per-round p50s, for differences and ratios round by round).
  */
 async function listRounds(variants, expected) {
   const times = Object.fromEntries(variants.map((v) => [v.id, { p50: [], p99: [] }]));
@@ -336,7 +371,10 @@ async function listRounds(variants, expected) {
       times[v.id].p99.push(quantile(taken[v.id], 0.99));
     }
   }
-  return Object.fromEntries(variants.map((v) => [v.id, { p50: figure(times[v.id].p50), p99: figure(times[v.id].p99) }]));
+  return {
+    timed: Object.fromEntries(variants.map((v) => [v.id, { p50: figure(times[v.id].p50), p99: figure(times[v.id].p99) }])),
+    perRound: Object.fromEntries(variants.map((v) => [v.id, times[v.id].p50])),
+  };
 }
 
 /** Lists until every server's tools are cached (a server slow to answer its first list is left out of that answer). */
@@ -443,15 +481,17 @@ export async function runMcpEndpointBench() {
   const upstreamClients = present ? { 'bench-v1__ping': await kept(urls.v1), 'bench-v2__ping': await kept(urls.v2) } : undefined;
   const relay = present ? await bareRelay(upstreamClients) : undefined;
   const relayClient = relay === undefined ? undefined : await kept(relay.url);
-  const floor = present ? await floorRelay(urls) : undefined;
-  const floorClients = floor === undefined ? undefined : { floor: await kept(floor.url), floorHono: await kept(floor.honoUrl) };
+  const hop = present && !LIST_ONLY ? await floorRelay(urls) : undefined;
+  const floorClients = hop === undefined ? undefined : { floor: await kept(hop.url), floorHono: await kept(hop.honoUrl) };
   const result = { skipped: !present, figures: [] };
   let modernList;
   let bare;
+  let floor;
   for (const [era, title, label] of [
     ['v1', '7a. 2025-era server: v1 SDK McpServer, sessionful Streamable HTTP', '7a /v1/mcp tools/call − direct SDK call, 2025-era upstream'],
     ['v2', '7b. 2026-07-28 server: v2 SDK createMcpHandler', '7b /v1/mcp tools/call − direct SDK call, 2026-07-28 upstream'],
   ]) {
+    if (LIST_ONLY) break;
     const list = [{ id: 'direct', run: caller(await kept(urls[era]), 'ping') }];
     if (mcpClient !== undefined) list.push({ id: 'mcp', run: caller(mcpClient, `bench-${era}__ping`) }, { id: 'relay', run: caller(relayClient, `bench-${era}__ping`) });
     if (baseClient !== undefined) list.push({ id: 'base', run: caller(baseClient, `bench-${era}__ping`) });
@@ -500,12 +540,12 @@ export async function runMcpEndpointBench() {
     if (era === 'v2') modernList = list.filter((v) => v.id !== 'base');
   }
 
-  if (present && TRANSPORTS && !LATENCY_ONLY) {
+  if (present && TRANSPORTS && !LATENCY_ONLY && !LIST_ONLY) {
     const call = async (client, name) => check(await client.callTool({ name, arguments: {} }));
     result.transports = await transportRounds({ fleet, account: 'bench-acct', mcp: mcpClient, call, rounds: ROUNDS, batch: BATCH, warmup: WARMUP });
   }
 
-  if (present && !LATENCY_ONLY) {
+  if (present && !LATENCY_ONLY && !LIST_ONLY) {
     // Throughput: CONCURRENCY clients (own sessions) on /v1/mcp, against as many on the bare relay, 2026-07-28 upstream.
     const mcpCallers = [];
     const relayCallers = [];
@@ -533,58 +573,93 @@ export async function runMcpEndpointBench() {
       `  ${pad('CPU of this process per call (clients + fleet / + relay)', 56)} ${t.cpuMcp.median.toFixed(0)} µs / ${t.cpuRelay.median.toFixed(0)} µs (the upstream in its own process)`,
     );
     result.figures.push({ label: `7d calls/s via /v1/mcp / bare SDK relay, ${CONCURRENCY} clients`, kind: 'ratio', target: TARGET_THROUGHPUT, builds: { this: t.ratio } });
+  }
 
+  if (present && !LATENCY_ONLY) {
     // tools/list from the cache: 20 servers × 20 tools, then 500 servers × 20 tools (the 20 upstreams, each registered 25 times).
     bare = await bareLister();
+    floor = await floorLister();
     const lists = [];
-    const listSection = async (account, servers, named, target) => {
+    const listSection = async (account, servers, named, target, withBase = based !== undefined) => {
       const { secret: key } = (await fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
       for (let s = 0; s < servers; s++) await register(account, named(s), urls.many[s % urls.many.length]);
       const expected = servers * 20;
       const lister = await kept(endpoint, key);
       await fill(lister, expected);
       const http = httpLister(endpoint, key, lister);
-      // The bare server lists the very tools the fleet answers.
+      // The bare server lists the very tools the fleet answers; the floor answers the very bytes.
       bare.tools = await http();
+      floor.bytes = Buffer.from(http.text);
       const bareClient = await kept(bare.url);
       const variants = [
         { id: 'http', list: http },
+        { id: 'floor', list: httpLister(floor.url, key, lister) },
         { id: 'sdk', list: async () => (await lister.listTools()).tools },
         { id: 'bare', list: async () => (await bareClient.listTools()).tools },
       ];
+      if (withBase) {
+        // The baseline build's fleet lists the same servers to the same client code, in the same rounds.
+        const { secret: baseKey } = (await based.fleet.keys.create({ account, tier: 'pro' }))._unsafeUnwrap();
+        for (let s = 0; s < servers; s++) (await based.fleet.servers.create(account, { name: named(s), type: 'http', endpoint: urls.many[s % urls.many.length] }))._unsafeUnwrap();
+        const baseLister = await kept(based.endpoint, baseKey);
+        await fill(baseLister, expected);
+        variants.push({ id: 'base', list: httpLister(based.endpoint, baseKey, baseLister) });
+        // Filling the baseline's 500 listings takes long on a loaded machine: the fleet's own may be past their TTL
+        // by now, and a list that asks an upstream again leaves out one that misses its 5 s.
+        await fill(lister, expected);
+      }
       for (const v of variants) for (let i = 0; i < 3; i++) await v.list();
-      const timed = await listRounds(variants, expected);
-      lists.push({ expected, target, version: lister.getNegotiatedProtocolVersion(), type: http.type, bytes: http.bytes, parseMs: median(http.parseMs), timed });
+      const { timed, perRound } = await listRounds(variants, expected);
+      const overFloor = figure(perRound.http.map((t, i) => t - perRound.floor[i]));
+      const overBase = withBase ? figure(perRound.http.map((t, i) => t / perRound.base[i])) : undefined;
+      lists.push({ expected, target, version: lister.getNegotiatedProtocolVersion(), type: http.type, bytes: http.bytes, parseMs: median(http.parseMs), timed, overFloor, overBase });
       return timed;
     };
     result.list = await listSection('bench-list', 20, (s) => `many${String(s).padStart(2, '0')}`, TARGET_LIST_MS);
-    if (LARGE_SERVERS > 0) result.listLarge = await listSection('bench-large', LARGE_SERVERS, (s) => `large${String(s).padStart(3, '0')}`, TARGET_LARGE_LIST_MS);
+    if (LARGE_SERVERS > 0) {
+      result.listLarge = await listSection('bench-large', LARGE_SERVERS, (s) => `large${String(s).padStart(3, '0')}`, TARGET_LARGE_LIST_MS, based !== undefined && LIST_BASE_LARGE);
+    }
     const [first] = lists;
     console.log(`\n7c. tools/list on /v1/mcp from the cache (${LIST_ROUNDS} rounds of ${LISTS} lists per client after those that fill it, interleaved; per-round p50)`);
     console.log(`  the SDK client negotiated ${first.version}${first.version.startsWith('2025') ? ' (a 2025 session: the lean road)' : ''}; the fleet answered ${first.type}`);
     console.log(`  http: undici request on that session + JSON.parse (the fleet's answer time, the targets); sdk: SDK Client listTools; bare: SDK Client listTools of the same tools from a bare SDK server`);
-    for (const { expected, target, bytes, parseMs, timed } of lists) {
+    for (const { expected, target, bytes, parseMs, timed, overFloor, overBase } of lists) {
       const verdict = (f) => rangeVerdict(f, target, { atMost: true, unit: ' ms p50' });
       console.log(`  ${fmtInt(expected)} tools (an answer of ${fmtInt(bytes)} bytes), p50:`);
       console.log(`  ${pad('  http: undici request + JSON.parse (the target)', 56)} ${fmtFigureMs(timed.http.p50)}  ${verdict(timed.http.p50)}`);
       console.log(`  ${pad('    of which JSON.parse (information)', 56)} ${fmtMs(parseMs)} ms`);
+      // The floor against the same target: a floor above it says no server makes the target on this machine.
+      console.log(`  ${pad('  floor: the same bytes from a bare node:http (info)', 56)} ${fmtFigureMs(timed.floor.p50)}  (target ${target} ms: ${timed.floor.p50.median <= target ? 'the floor is under it' : 'the floor itself is above it'})`);
+      console.log(`  ${pad('  http − floor (information: the fleet\'s own part)', 56)} ${fmtAddedFigure(overFloor)}`);
+      if (overBase !== undefined) {
+        console.log(`  ${pad('  base: the same http client on the baseline build', 56)} ${fmtFigureMs(timed.base.p50)}`);
+        console.log(`  ${pad('  http / base (this build / the baseline, same rounds)', 56)} ${fmtRatioFigure(overBase)}`);
+      }
       console.log(`  ${pad('  sdk: SDK Client listTools', 56)} ${fmtFigureMs(timed.sdk.p50)}  ${verdict(timed.sdk.p50)}`);
       console.log(`  ${pad('  bare: the same tools from a bare SDK server (info)', 56)} ${fmtFigureMs(timed.bare.p50)}`);
       console.log(`  ${pad('  p99 http / sdk / bare (information)', 56)} ${fmtMs(timed.http.p99.median)} / ${fmtMs(timed.sdk.p99.median)} / ${fmtMs(timed.bare.p99.median)} ms`);
       const label = `7c tools/list of ${fmtInt(expected)} tools from the cache`;
-      result.figures.push({ label: `${label} (undici + JSON.parse)`, kind: 'ms', target, builds: { this: timed.http.p50 } });
+      const httpFigure = { label: `${label} (undici + JSON.parse)`, kind: 'ms', target, builds: { this: timed.http.p50 } };
+      if (overBase !== undefined) {
+        httpFigure.builds.base = timed.base.p50;
+        httpFigure.ab = { what: 'per-round p50 of the http client', figure: overBase };
+      }
+      result.figures.push(httpFigure);
+      // The floor against the same target (information): above it, no server makes the target on this machine.
+      result.figures.push({ label: `7c floor: ${fmtInt(expected)} tools from a bare node:http (information)`, kind: 'ms', target, builds: { this: timed.floor.p50 } });
       result.figures.push({ label: `${label} (SDK Client listTools)`, kind: 'ms', target, builds: { this: timed.sdk.p50 } });
     }
   }
 
-  if (present && SESSIONS > 0 && !LATENCY_ONLY) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
+  if (present && SESSIONS > 0 && !LATENCY_ONLY && !LIST_ONLY) result.sessions = await liveSessions(fleet, endpoint, modernList, result.modern);
 
   for (const client of clients) await client.close();
   server.close();
   relay?.server.close();
-  for (const s of floor?.servers ?? []) s.close();
-  await floor?.close();
+  for (const s of hop?.servers ?? []) s.close();
+  await hop?.close();
   bare?.server.close();
+  floor?.server.close();
   based?.server.close();
   await based?.fleet.close();
   await fleet.close();

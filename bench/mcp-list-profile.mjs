@@ -6,6 +6,7 @@
 // process's CPU (the client's own work: the SDK's parse and zod validation against a bare read).
 //   node bench/mcp-list-profile.mjs [servers] [blocks]            (after `npm run build`; servers: 20 → 400 tools)
 //   BENCH_PROFILE=1 node bench/mcp-list-profile.mjs …              with a CPU profile of the fleet over the timed lists
+//   BENCH_LIST_KINDS=raw,floor                                      only those clients (of sdk, raw, floor, parse)
 // Beside them, the floor of any server: the same request and read of the very bytes of the list answered by a bare
 // node:http server (one Buffer, one write) in the fleet's process, and the client's JSON.parse of them alone.
 // BENCH_FLEET_NODE_ARGS: Node flags for the fleet's process alone (e.g. `--trace-gc`).
@@ -200,7 +201,8 @@ if (process.argv[2] === 'fleet') {
       return JSON.parse(await body.text()).result.tools.length;
     };
     f.parse = async () => JSON.parse(listed).result.tools.length;
-    const kinds = ['sdk', 'raw', 'floor', 'parse'];
+    // BENCH_LIST_KINDS=raw: only those clients (e.g. a profile of the fleet's own lists alone).
+    const kinds = process.env.BENCH_LIST_KINDS?.split(',') ?? ['sdk', 'raw', 'floor', 'parse'];
     const rows = Object.fromEntries(kinds.map((which) => [which, []]));
     for (let round = 0; round < blocks; round++) for (const which of round % 2 === 0 ? kinds : [...kinds].reverse()) rows[which].push(await block(f, which));
     console.log(`${expected} tools; the SDK client negotiated ${f.version} (${f.era}); answer ${f.raw.type}, ${f.raw.bytes} bytes`);

@@ -155,6 +155,7 @@ if (mcpEndpoint === undefined) {
     ['7a 2025-era upstream', mcpEndpoint.legacy],
     ['7b 2026-07-28 upstream', mcpEndpoint.modern],
   ]) {
+    if (r === undefined) continue; // BENCH_MCP_LIST_ONLY
     console.log(`  ${pad(`${name}: /v1/mcp − bare SDK relay`, 67)} ${fmtAddedFigure(r.overRelay.added)} (information: the relay pays the same extra hop)`);
     console.log(`  ${pad(`${name}: floor − direct; /v1/mcp − floor`, 67)} ${fmtAddedFigure(r.floorOverDirect.added)}; ${fmtAddedFigure(r.overFloor.added)} (information: the hop with no work; the fleet's own part)`);
   }

@@ -543,6 +543,42 @@ describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) 
     expect(statuses[8]).toBe(429);
   });
 
+  it('the lean road answers with the request id and the binding limit counted by that very request', async () => {
+    const name = account();
+    await createServer(api(suite.served, name), { name: 'beta', type: 'http', endpoint: beta.url });
+    const headers = { authorization: `Bearer ${name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const post = (body: unknown, extra: Record<string, string> = {}) => fetch(`${suite.served.url}/mcp`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'limits', version: '1.0.0' } } });
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id') as string };
+    await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session)).text();
+    // The REST create, the initialize and the notification counted 3 of the tier's 8.
+    const seen = [];
+    for (const [id, message] of [
+      ['list-1', { method: 'tools/list' }],
+      ['list-2', { method: 'tools/list' }],
+      ['call-1', { method: 'tools/call', params: { name: 'beta__echo', arguments: { text: 'x' } } }],
+    ] as const) {
+      const answer = await post({ jsonrpc: '2.0', id, ...message }, { ...session, 'x-request-id': `lean-${id}` });
+      const body = (await answer.json()) as { id: string; result?: unknown };
+      seen.push({
+        id: body.id,
+        type: answer.headers.get('content-type'),
+        requestId: answer.headers.get('x-request-id'),
+        limit: answer.headers.get('x-ratelimit-limit'),
+        remaining: answer.headers.get('x-ratelimit-remaining'),
+        reset: /^\d+$/.test(answer.headers.get('x-ratelimit-reset') ?? ''),
+      });
+    }
+    // JSON answers (the lean road), each with its own request id and the count it made: the tier's for the lists, the
+    // tools.call limit's (2 a minute, 1 left) for the call.
+    expect(seen).toEqual([
+      { id: 'list-1', type: 'application/json', requestId: 'lean-list-1', limit: '8', remaining: '4', reset: true },
+      { id: 'list-2', type: 'application/json', requestId: 'lean-list-2', limit: '8', remaining: '3', reset: true },
+      { id: 'call-1', type: 'application/json', requestId: 'lean-call-1', limit: '2', remaining: '1', reset: true },
+    ]);
+  });
+
   /** A raw POST to `/mcp` as `token`, answered as status, rate-limit headers and text. */
   async function raw(token: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; remaining: string | null; limit: string | null; text: string }> {
     const res = await fetch(`${suite.served.url}/mcp`, {

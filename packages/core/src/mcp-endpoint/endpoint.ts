@@ -48,6 +48,17 @@ export interface McpExchange extends EndpointScope {
    * with a JSON-RPC error (API keys, which cannot gain a scope).
    */
   stepUp?: ((scope: Scope) => Response) | undefined;
+  /**
+   * Reads a body that declares a length within the limit whole from the request underneath, where the adapter's
+   * server holds a body to its length (`RequestContext.readBody` with `bodyWithinLength`); `undefined`: the `Request`
+   * reads it.
+   */
+  readBody?: (() => Promise<Uint8Array> | undefined) | undefined;
+  /**
+   * The headers every answer to this request carries (its request id, the binding limit's), as they stand when asked:
+   * an answer the lean road makes has them from the start (`stampedAnswers`).
+   */
+  answerHeaders?: (() => Record<string, string>) | undefined;
 }
 
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
@@ -158,6 +169,9 @@ interface ModernView {
   tools: string[] | undefined;
   lastUsed: number;
 }
+
+/** One decoder for every body (as `new TextDecoder()` each time, replacing what is not UTF-8): a whole-input `decode` keeps no state. */
+const UTF8 = new TextDecoder();
 
 const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
@@ -358,11 +372,11 @@ export class McpEndpoint {
     let unreadable: Response | undefined;
     const batch: Batch = { requests: 1, ofOperation: 0 };
     if (request.method === 'POST' && isJsonContentType(request.headers.get('content-type'))) {
-      const bytes = await readLimited(request, this.deps.bodyLimit);
+      const bytes = await readLimited(request, this.deps.bodyLimit, exchange.readBody);
       if (bytes === undefined) unreadable = jsonRpcError(413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`);
       else {
         try {
-          parsedBody = JSON.parse(new TextDecoder().decode(bytes));
+          parsedBody = JSON.parse(UTF8.decode(bytes));
           const messages = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
           batch.requests = Math.max(1, messages.length);
           batch.ofOperation = requestsIn(parsedBody).filter((message) => message.method === 'tools/call').length;
@@ -382,7 +396,7 @@ export class McpEndpoint {
 
     // A POST the lean road takes is one the SDK's routing classifies legacy (`hotPost`): it is not asked again.
     const hot = this.leanRoad && request.method === 'POST' ? hotPost(parsedBody, request.headers) : undefined;
-    if (hot !== undefined) return this.legacy(request, scope, authInfo, parsedBody, hot);
+    if (hot !== undefined) return this.legacy(request, scope, authInfo, parsedBody, { message: hot, headers: exchange.answerHeaders });
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
     if (!legacy) {
@@ -515,8 +529,14 @@ export class McpEndpoint {
     }
   }
 
-  /** A 2025 request; `hot`: the request the lean road takes (`hotPost`), if it is one. */
-  private async legacy(request: Request, scope: EndpointScope, authInfo: AuthInfo, parsedBody: unknown, hot?: HotRequest): Promise<Response> {
+  /** A 2025 request; `hot`: the request the lean road takes (`hotPost`), if it is one, and the headers of its answer. */
+  private async legacy(
+    request: Request,
+    scope: EndpointScope,
+    authInfo: AuthInfo,
+    parsedBody: unknown,
+    hot?: { message: HotRequest; headers: (() => Record<string, string>) | undefined },
+  ): Promise<Response> {
     const sessionId = request.headers.get('mcp-session-id');
     const options = parsedBody === undefined ? { authInfo } : { authInfo, parsedBody };
     if (sessionId === null) {
@@ -532,7 +552,10 @@ export class McpEndpoint {
     session.scope = scope;
     session.lastUsed = Date.now();
     if (hot !== undefined) {
-      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, () => request.signal);
+      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot.message, {
+        signalOf: () => request.signal,
+        headersOf: hot.headers,
+      });
       if (lean !== undefined) return lean;
     }
     const response = await session.transport.handleRequest(request, options);

@@ -5,6 +5,7 @@ import type { Scope } from '../auth/scopes.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
 import { toAsync, okWith } from '../util/result.js';
 import type { McpEndpoint } from './endpoint.js';
+import { stampedAnswers } from './lean-road.js';
 
 /** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one server). */
 export interface McpTarget {
@@ -35,6 +36,8 @@ export interface McpDoorExchange {
    * for a scope it lacks (step-up authorization).
    */
   readonly stepUp: ((missing: Scope) => string) | undefined;
+  /** Where the adapter's server holds the body to its length, a reader of it whole (`RequestContext`). */
+  readonly context: { readonly bodyWithinLength?: boolean | undefined; readonly readBody?: (() => Promise<Uint8Array> | undefined) | undefined };
   /** The fleet's error answer (an API envelope) for what fails before any MCP is spoken. */
   fail(error: FleetError): Response;
   /** Applies a limiter decision: its headers from now on, and the 429 when it refuses. */
@@ -73,6 +76,8 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
       principal,
       serverId: target.serverId,
       stepUp: x.stepUp === undefined ? undefined : (scope) => x.fail(insufficientScope(scope, x.stepUp!(scope))),
+      readBody: x.context.bodyWithinLength === true ? x.context.readBody : undefined,
+      answerHeaders: () => ({ 'x-request-id': x.requestId, ...x.limitHeaders }),
       admit: (batch) =>
         toAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
           okWith((decision) => {
@@ -85,7 +90,9 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
   );
   // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through. The
   // SDK's answers are its own `new Response`s, whose headers can be set in place (no copy of the body's stream, and
-  // an answer made of text stays text for the server adapter); one whose headers are immutable is copied.
+  // an answer made of text stays text for the server adapter); one whose headers are immutable is copied. The lean
+  // road's answers were made with them (`answerHeaders`).
+  if (stampedAnswers.has(response)) return response;
   try {
     stamp(response.headers, x);
     return response;

@@ -37,6 +37,19 @@ describe('readLimited', () => {
     expect(body.pulled()).toBeLessThan(10);
   });
 
+  it('reads a body declared within the limit from the request underneath when asked to, the Request otherwise', async () => {
+    const underneath = new TextEncoder().encode('{"from":"node"}');
+    const whole = await readLimited(post('{"from":"web"}', { 'content-length': '14' }), 64, () => Promise.resolve(underneath));
+    expect(whole).toBe(underneath);
+    // Nothing underneath (already read by someone else): the Request's body.
+    expect(new TextDecoder().decode(await readLimited(post('{"from":"web"}', { 'content-length': '14' }), 64, () => undefined))).toBe('{"from":"web"}');
+    // Past the limit, whatever it declared: refused; and a body declared past the limit is never read whole.
+    expect(await readLimited(post('{}', { 'content-length': '2' }), 10, () => Promise.resolve(new Uint8Array(11)))).toBeUndefined();
+    let asked = false;
+    expect(await readLimited(post('x'.repeat(16), { 'content-length': '16' }), 15, () => ((asked = true), Promise.resolve(new Uint8Array(16))))).toBeUndefined();
+    expect(asked).toBe(false);
+  });
+
   it('reads a streamed body within the limit, and an empty one', async () => {
     expect((await readLimited(post(streamed(250).stream), 250))?.byteLength).toBe(250);
     expect((await readLimited(new Request('http://fleet.invalid/'), 10))?.byteLength).toBe(0);

@@ -10,10 +10,15 @@ const DECIMAL = /^\d{1,15}$/;
  * `ReadableStream` (a stream, a reader and a promise per chunk less on every POST). A body longer than it declared
  * is still refused.
  */
-export async function readLimited(request: Pick<Request, 'body'> & Partial<Pick<Request, 'headers' | 'arrayBuffer'>>, limit: number): Promise<Uint8Array | undefined> {
+export async function readLimited(
+  request: Pick<Request, 'body'> & Partial<Pick<Request, 'headers' | 'arrayBuffer'>>,
+  limit: number,
+  /** Reads such a body whole from the request underneath, without the `Request`'s copy (`RequestContext.readBody`); `undefined` from it: the `Request` reads it. */
+  readWhole?: () => Promise<Uint8Array> | undefined,
+): Promise<Uint8Array | undefined> {
   const declared = request.headers?.get('content-length');
   if (declared !== null && declared !== undefined && DECIMAL.test(declared) && Number(declared) <= limit && request.arrayBuffer !== undefined) {
-    const bytes = new Uint8Array(await request.arrayBuffer());
+    const bytes = (await readWhole?.()) ?? new Uint8Array(await request.arrayBuffer());
     return bytes.byteLength > limit ? undefined : bytes;
   }
   if (request.body === null) return new Uint8Array(0);
