@@ -474,9 +474,9 @@ $fn$;
  */
 function version6(schema: string): string {
   const s = quoteIdentifier(schema);
-  // The items of the round [first, last], each with its transaction: the source every statement below starts from.
   // Whether a set holds a member, `alias.set_name` and `alias.member`: one index lookup.
   const member = (alias: string) => `SELECT true AS there FROM ${s}.set_members WHERE set_name = ${alias}.set_name AND member = ${alias}.member LIMIT 1`;
+  // The items `from` to `to`, each with its transaction: the source every statement below starts from.
   const round = (from: string, to: string) =>
     `SELECT t.i, t.e->'tx' AS tx, (t.e->>'claimed_at')::bigint AS claimed_at FROM jsonb_array_elements(items) WITH ORDINALITY t(e, i) WHERE t.i BETWEEN ${from} AND ${to}`;
   return `
@@ -511,14 +511,14 @@ BEGIN
     -- The round: up to the commit before the first that touches a claim key or a set's member an earlier one touches.
     last := total;
     IF first < total THEN
-    WITH touched AS MATERIALIZED (
-      SELECT it.i, 'claim' AS kind, e->>'key' AS name, '' AS member FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'claims', '[]') || coalesce(it.tx->'releases', '[]')) e
-      UNION ALL
-      SELECT it.i, 'member', e->>'set', e->>'member' FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'add', '[]') || coalesce(it.tx->'remove', '[]')) e
-    )
-    SELECT coalesce(min(t.i) - 1, total) INTO last
-      FROM touched t JOIN (SELECT kind, name, member, min(i) AS i FROM touched GROUP BY kind, name, member) earliest USING (kind, name, member)
-     WHERE t.i > earliest.i;
+      WITH touched AS MATERIALIZED (
+        SELECT it.i, 'claim' AS kind, e->>'key' AS name, '' AS member FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'claims', '[]') || coalesce(it.tx->'releases', '[]')) e
+        UNION ALL
+        SELECT it.i, 'member', e->>'set', e->>'member' FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'add', '[]') || coalesce(it.tx->'remove', '[]')) e
+      )
+      SELECT coalesce(min(t.i) - 1, total) INTO last
+        FROM touched t JOIN (SELECT kind, name, member, min(i) AS i FROM touched GROUP BY kind, name, member) earliest USING (kind, name, member)
+       WHERE t.i > earliest.i;
     END IF;
 
     -- Its first refused commit, and why: a claim held by another owner (neither the claimant nor the one it replaces)
@@ -568,8 +568,8 @@ BEGIN
     -- The writes of the commits that land, as each would make them: releases, claims, removals, additions.
     IF landed >= first THEN
       IF releasing THEN
-      DELETE FROM ${s}.claims c USING (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'releases', '[]')) e
-       WHERE c.key = e->>'key' AND c.owner = e->>'owner';
+        DELETE FROM ${s}.claims c USING (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'releases', '[]')) e
+         WHERE c.key = e->>'key' AND c.owner = e->>'owner';
       END IF;
 
       -- A key claimed twice in a commit takes its last claim (no two commits of a round claim the same key).
@@ -580,15 +580,15 @@ BEGIN
       ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, since = excluded.since WHERE c.owner <> excluded.owner;
 
       IF removing THEN
-      WITH gone AS (
-        DELETE FROM ${s}.set_members m
-         USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'remove', '[]')) e) r
-         WHERE m.set_name = r.set_name AND m.member = r.member
-        RETURNING m.set_name
-      )
-      UPDATE ${s}.sets st SET size = st.size - g.n
-        FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
-       WHERE st.name = g.set_name;
+        WITH gone AS (
+          DELETE FROM ${s}.set_members m
+           USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'remove', '[]')) e) r
+           WHERE m.set_name = r.set_name AND m.member = r.member
+          RETURNING m.set_name
+        )
+        UPDATE ${s}.sets st SET size = st.size - g.n
+          FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
+         WHERE st.name = g.set_name;
       END IF;
 
       -- A member added twice takes its last score; xmax = 0 tells a new member from a re-scored one.
