@@ -55,7 +55,7 @@ describe('createPostgresStore without a database', () => {
     expect(text).toContain('CREATE SCHEMA IF NOT EXISTS "fleet_prod";');
     expect(text).toContain('CREATE TABLE IF NOT EXISTS "fleet_prod".migrations (');
     for (const name of ['records', 'claims', 'set_members', 'sets', 'counters']) expect(text).toContain(`CREATE TABLE "fleet_prod".${name} (`);
-    for (const name of ['commit_index', 'consume', 'sweep', 'commit_with_records', 'commit_lock_ids', 'commit_index_locked', 'write_records', 'commit_batch']) {
+    for (const name of ['commit_index', 'consume', 'sweep', 'commit_with_records', 'commit_lock_ids', 'commit_index_locked', 'write_records', 'commit_batch', 'commit_items_locked']) {
       expect(text).toContain(`CREATE FUNCTION "fleet_prod".${name}(`);
     }
     expect(text).toContain('CREATE OR REPLACE FUNCTION "fleet_prod".commit_index(');

@@ -467,6 +467,185 @@ $fn$;
 `;
 }
 
+/**
+ * Migration 6: an index commit's checks and writes done for several commits at once, statement by statement over all
+ * of them (`commit_items_locked`), instead of item after item. `commit_index_locked` becomes that function of one item
+ * and `commit_batch` calls it once for its whole batch, so the rule is written once, as before.
+ */
+function version6(schema: string): string {
+  const s = quoteIdentifier(schema);
+  // Whether a set holds a member, `alias.set_name` and `alias.member`: one index lookup.
+  const member = (alias: string) => `SELECT true AS there FROM ${s}.set_members WHERE set_name = ${alias}.set_name AND member = ${alias}.member LIMIT 1`;
+  // The items `from` to `to`, each with its transaction: the source every statement below starts from.
+  const round = (from: string, to: string) =>
+    `SELECT t.i, t.e->'tx' AS tx, (t.e->>'claimed_at')::bigint AS claimed_at FROM jsonb_array_elements(items) WITH ORDINALITY t(e, i) WHERE t.i BETWEEN ${from} AND ${to}`;
+  return `
+-- The checks and writes of several index commits, for a caller holding every lock each of them takes (commit_index,
+-- commit_batch): the answers, in order, exactly as checking and writing the commits one after another would give
+-- them (commit_index's steps 2 to 4, each a later commit seeing the earlier ones' writes). items: [{"tx": …,
+-- "claimed_at": Unix ms or null}, …]. Called without the locks it is not exact: nothing else may call it.
+--
+-- The commits go in rounds, each a run of consecutive commits of which no two touch the same claim key or the same
+-- member of a set (the next commit that does starts the next round). In a round no commit's checks can depend on an
+-- earlier one's writes but through the sizes of the sets they share, which the checks add up: a limit of commit i is
+-- its set's size plus what the round's commits before i add to it and take from it. The round's first refused commit
+-- (its first conflicting claim, else its first full limit, as commit_index answers) ends the commits that land: those
+-- before it are written together, statement by statement, it writes nothing, and the next round starts after it.
+-- A batch without conflicts is one round: four statements for creates (which release and remove nothing), whatever
+-- its size.
+CREATE FUNCTION ${s}.commit_items_locked(items jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  total integer := jsonb_array_length(items);
+  answers jsonb[] := '{}';
+  first integer := 1;
+  last integer;
+  landed integer;
+  refused integer;
+  refusal jsonb;
+  -- Whether any commit releases a claim or removes a member: the statements that would do nothing are not run.
+  releasing boolean := jsonb_path_exists(items, '$[*].tx.releases[*]');
+  removing boolean := jsonb_path_exists(items, '$[*].tx.remove[*]');
+BEGIN
+  WHILE first <= total LOOP
+    -- The round: up to the commit before the first that touches a claim key or a set's member an earlier one touches.
+    last := total;
+    IF first < total THEN
+      WITH touched AS MATERIALIZED (
+        SELECT it.i, 'claim' AS kind, e->>'key' AS name, '' AS member FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'claims', '[]') || coalesce(it.tx->'releases', '[]')) e
+        UNION ALL
+        SELECT it.i, 'member', e->>'set', e->>'member' FROM (${round('first', 'total')}) it, jsonb_array_elements(coalesce(it.tx->'add', '[]') || coalesce(it.tx->'remove', '[]')) e
+      )
+      SELECT coalesce(min(t.i) - 1, total) INTO last
+        FROM touched t JOIN (SELECT kind, name, member, min(i) AS i FROM touched GROUP BY kind, name, member) earliest USING (kind, name, member)
+       WHERE t.i > earliest.i;
+    END IF;
+
+    -- Its first refused commit, and why: a claim held by another owner (neither the claimant nor the one it replaces)
+    -- comes before a full limit, each the first in the order given. Every row of the tables is looked up by its key
+    -- (LATERAL … LIMIT 1, which the planner does not turn into a scan of the table, whatever its statistics say).
+    WITH it AS MATERIALIZED (${round('first', 'last')}),
+    claimed AS (
+      SELECT it.i, c.j, c.e->>'key' AS key, c.e->>'owner' AS owner, c.e->>'replacing' AS replacing
+        FROM it, jsonb_array_elements(coalesce(it.tx->'claims', '[]')) WITH ORDINALITY c(e, j)
+    ),
+    removed AS MATERIALIZED (
+      SELECT DISTINCT it.i, e->>'set' AS set_name, e->>'member' AS member FROM it, jsonb_array_elements(coalesce(it.tx->'remove', '[]')) e
+    ),
+    added AS (
+      SELECT DISTINCT it.i, e->>'set' AS set_name, e->>'member' AS member FROM it, jsonb_array_elements(coalesce(it.tx->'add', '[]')) e
+    ),
+    limited AS (
+      SELECT it.i, l.j, l.e->>'set' AS set_name, (l.e->>'max')::numeric AS max
+        FROM it, jsonb_array_elements(coalesce(it.tx->'limits', '[]')) WITH ORDINALITY l(e, j)
+    ),
+    -- What each commit changes its sets' sizes by: -1 for each member it removes that is there, +1 for each it adds
+    -- that is not (or that it removes first).
+    resized AS MATERIALIZED (
+      SELECT r.i, r.set_name, -1 AS delta
+        FROM removed r JOIN LATERAL (${member('r')}) m ON true
+      UNION ALL
+      SELECT a.i, a.set_name, 1
+        FROM added a LEFT JOIN LATERAL (${member('a')}) m ON true
+       WHERE m.there IS NULL OR EXISTS (SELECT 1 FROM removed r WHERE r.i = a.i AND r.set_name = a.set_name AND r.member = a.member)
+    ),
+    refusals AS (
+      SELECT c.i, 0 AS step, c.j AS at, jsonb_build_object('ok', false, 'conflict', c.j, 'owner', held.owner, 'since', held.since) AS answer
+        FROM claimed c JOIN LATERAL (SELECT owner, since FROM ${s}.claims WHERE key = c.key LIMIT 1) held ON true
+       WHERE held.owner <> c.owner AND held.owner IS DISTINCT FROM c.replacing
+      UNION ALL
+      -- A limit counts its set's size and what the round's commits before this one change it by.
+      SELECT l.i, 1, l.j, jsonb_build_object('ok', false, 'full', l.j)
+        FROM limited l
+        LEFT JOIN LATERAL (SELECT size FROM ${s}.sets WHERE name = l.set_name LIMIT 1) st ON true
+        LEFT JOIN resized earlier ON earlier.set_name = l.set_name AND earlier.i < l.i
+       GROUP BY l.i, l.j, l.max, st.size
+      HAVING coalesce(st.size, 0) + coalesce(sum(earlier.delta), 0) >= l.max
+    )
+    SELECT i, answer INTO refused, refusal FROM refusals ORDER BY i, step, at LIMIT 1;
+    landed := coalesce(refused - 1, last);
+
+    -- The writes of the commits that land, as each would make them: releases, claims, removals, additions.
+    IF landed >= first THEN
+      IF releasing THEN
+        DELETE FROM ${s}.claims c USING (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'releases', '[]')) e
+         WHERE c.key = e->>'key' AND c.owner = e->>'owner';
+      END IF;
+
+      -- A key claimed twice in a commit takes its last claim (no two commits of a round claim the same key).
+      INSERT INTO ${s}.claims AS c (key, owner, since)
+      SELECT DISTINCT ON (e->>'key') e->>'key', e->>'owner', coalesce(it.claimed_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+        FROM (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'claims', '[]')) WITH ORDINALITY t(e, j)
+       ORDER BY e->>'key', it.i DESC, j DESC
+      ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, since = excluded.since WHERE c.owner <> excluded.owner;
+
+      IF removing THEN
+        WITH gone AS (
+          DELETE FROM ${s}.set_members m
+           USING (SELECT DISTINCT e->>'set' AS set_name, e->>'member' AS member FROM (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'remove', '[]')) e) r
+           WHERE m.set_name = r.set_name AND m.member = r.member
+          RETURNING m.set_name
+        )
+        UPDATE ${s}.sets st SET size = st.size - g.n
+          FROM (SELECT set_name, count(*) AS n FROM gone GROUP BY set_name) g
+         WHERE st.name = g.set_name;
+      END IF;
+
+      -- A member added twice takes its last score; xmax = 0 tells a new member from a re-scored one.
+      WITH added AS (
+        INSERT INTO ${s}.set_members AS m (set_name, member, score)
+        SELECT DISTINCT ON (e->>'set', e->>'member') e->>'set', e->>'member', (e->>'score')::double precision
+          FROM (${round('first', 'landed')}) it, jsonb_array_elements(coalesce(it.tx->'add', '[]')) WITH ORDINALITY t(e, j)
+         ORDER BY e->>'set', e->>'member', it.i DESC, j DESC
+        ON CONFLICT (set_name, member) DO UPDATE SET score = excluded.score
+        RETURNING m.set_name, (m.xmax = 0) AS fresh
+      )
+      INSERT INTO ${s}.sets AS st (name, size)
+      SELECT set_name, count(*) FILTER (WHERE fresh) FROM added GROUP BY set_name
+      ON CONFLICT (name) DO UPDATE SET size = st.size + excluded.size;
+
+      answers := answers || array_fill('{"ok":true}'::jsonb, ARRAY[landed - first + 1]);
+    END IF;
+    IF refused IS NOT NULL THEN
+      answers := answers || refusal;
+      first := refused + 1;
+    ELSE
+      first := last + 1;
+    END IF;
+  END LOOP;
+  RETURN to_jsonb(answers);
+END
+$fn$;
+
+-- commit_index's checks and writes: commit_items_locked of one commit.
+CREATE OR REPLACE FUNCTION ${s}.commit_index_locked(tx jsonb, claimed_at bigint) RETURNS jsonb
+LANGUAGE sql AS $fn$
+  SELECT ${s}.commit_items_locked(jsonb_build_array(jsonb_build_object('tx', tx, 'claimed_at', claimed_at)))->0;
+$fn$;
+
+-- commit_batch as before (its locks, the items' answers, the records of those that went through), its items checked
+-- and written by one call of commit_items_locked.
+CREATE OR REPLACE FUNCTION ${s}.commit_batch(items jsonb, record_items integer[], record_keys text[], record_values text[]) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  lock_id bigint;
+  answers jsonb;
+BEGIN
+  ${readCommittedOnly('commit_batch')}
+  FOR lock_id IN SELECT DISTINCT id FROM jsonb_array_elements(items) t(e), ${s}.commit_lock_ids(t.e->'tx') id ORDER BY id LOOP
+    PERFORM pg_advisory_xact_lock(lock_id);
+  END LOOP;
+  answers := ${s}.commit_items_locked(items);
+  -- The records of the items that went through, in one statement, in key order over the whole batch.
+  PERFORM ${s}.write_records(array_agg(r.key ORDER BY r.j), array_agg(r.value ORDER BY r.j))
+     FROM unnest(record_items, record_keys, record_values) WITH ORDINALITY r(item, key, value, j)
+    WHERE (answers->(r.item - 1)->>'ok')::boolean;
+  RETURN answers;
+END
+$fn$;
+`;
+}
+
 /** Every migration, oldest first, for `schema`. The table `migrations` itself is made by `migrate()`. */
 export function migrations(schema: string): Migration[] {
   checkSchemaName(schema);
@@ -476,11 +655,12 @@ export function migrations(schema: string): Migration[] {
     { version: 3, name: 'commit_with_records: an index commit and its records in one call', sql: version3(schema) },
     { version: 4, name: 'commit_batch: several commits with records in one transaction (group commit)', sql: version4(schema) },
     { version: 5, name: 'consume_batch: rate-limit decisions in one call; consume is a batch of one', sql: version5(schema) },
+    { version: 6, name: 'commit_items_locked: the checks and writes of several index commits, statement by statement over all of them', sql: version6(schema) },
   ];
 }
 
 /** The version this code brings the schema to. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * The SQL `migrate()` runs on an empty schema, for a DBA to read or to run by hand (then open the store with
