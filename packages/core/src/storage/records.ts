@@ -85,9 +85,9 @@ class ObjectMemory extends Map<string, unknown> {
   }
 
   /**
-   * `hold(family + id, held)`, where `family` is a flat string: the key kept is V8's pair of references to the two
-   * (`RecordStore.setAt`), and the prefixes counted are told apart on its two parts, never on the key itself (a
-   * `startsWith` of the key would flatten it into a copy of both).
+   * `hold(family + id, held)`, where `family` is one string for all its ids: the key kept is V8's pair of references
+   * to the two (`RecordStore.setAt`), and the prefixes counted are told apart on its two parts, never on the key itself
+   * (a `startsWith` of the key would flatten it into a copy of both).
    */
   holdIn(family: string, id: string, held: unknown): void {
     for (const counted of this.families) {
