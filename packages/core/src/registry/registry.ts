@@ -69,8 +69,15 @@ const serverKey = (id: string) => `${SERVER_KEY}${id}`;
 const recordKey = memoKeys(serverKey);
 /** An account as the index's keys spell it (names, listings, prefixes), encoded once per account rather than on every key made of it. */
 const accountPart = memoKeys(encodeURIComponent);
-/** Joined, not `+`-ed: the index keeps the key of each name as long as the server lives, and `join` makes one flat string. */
-const nameKey = (account: string, name: string) => ['name:', accountPart(account), ':', name].join('');
+/** The account's part of its name keys, `name:{account}:`, one string per account (`memoKeys`). */
+const namesOf = memoKeys((account) => ['name:', accountPart(account), ':'].join(''));
+/**
+ * `+`-ed, not joined: the memory index keeps the key of each name as long as the server lives, and V8 keeps `a + b` as a
+ * pair of references to its two parts (a 32-byte cons string, never flattened by a `Map`), where the account's part is
+ * one string for all its names and the name is the very string the record keeps: a flat copy of both would be one
+ * more string of their length per server. (An id, made afresh, is made flat instead: `newId`.)
+ */
+const nameKey = (account: string, name: string) => namesOf(account) + name;
 
 function setKey(account: string, filter: { type?: ServerType | undefined; health?: Health | undefined }): string {
   let key = `servers:${accountPart(account)}`;
@@ -343,7 +350,7 @@ export class ServerRegistry {
         ({ publish, abandon, stale }) => {
           // Handed over, not copied: the record and its configuration were made here (the validator's output shares
           // nothing with the input).
-          const written = chain(records.set(key, record, undefined, true), () =>
+          const written = chain(records.setAt(SERVER_KEY, id, record), () =>
             this.landed(this.claimName(record, publish === undefined ? tx : mergeTransactions(tx, publish), 1, undefined, stale), record),
           );
           const undone = otherwise(written, (error) => chain(chain(records.delete(key), abandon), () => err(error)));

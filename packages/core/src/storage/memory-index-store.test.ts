@@ -149,3 +149,39 @@ describe('MemoryIndexStore', () => {
     expect(await store.range('s', { offset: 0, limit: 100 })).toEqual(['f', 'b', 'a', 'd', 'e', 'g', 'c']);
   });
 });
+
+describe('MemoryIndexStore slots given back and taken again', () => {
+  it('gives a released claim no trace: the next claim in its slot has its own owner and time', () => {
+    let clock = 100;
+    const store = new MemoryIndexStore({ now: () => clock });
+    store.commit({ claims: [{ key: 'a', owner: 'one' }] });
+    clock = 200;
+    store.commit({ releases: [{ key: 'a', owner: 'one' }] });
+    store.commit({ claims: [{ key: 'b', owner: 'two' }] });
+    expect(store.claimOf('a')).toBeUndefined();
+    expect(store.claimOf('b')).toEqual({ owner: 'two', since: 200 });
+    // A claim taken again by its owner keeps its time; by another (a takeover), it takes the new time.
+    clock = 300;
+    expect(store.commit({ claims: [{ key: 'b', owner: 'two' }] })).toEqual({ ok: true });
+    expect(store.claimOf('b')).toEqual({ owner: 'two', since: 200 });
+    expect(store.commit({ claims: [{ key: 'b', owner: 'three', replacing: 'two' }] })).toEqual({ ok: true });
+    expect(store.claimOf('b')).toEqual({ owner: 'three', since: 300 });
+    expect(store.commit({ claims: [{ key: 'b', owner: 'four' }] })).toEqual({ ok: false, conflict: { key: 'b', owner: 'three', since: 300 } });
+  });
+
+  it('gives a member listed at different scores no trace: the next member in its slot is listed at its own', () => {
+    const store = new MemoryIndexStore();
+    store.commit({ add: [{ set: 's', member: 'old', score: 1 }, { set: 't', member: 'old', score: 2 }] });
+    store.commit({ remove: [{ set: 's', member: 'old' }, { set: 't', member: 'old' }] });
+    store.commit({ add: [{ set: 's', member: 'new', score: 5 }, { set: 't', member: 'new', score: 5 }] });
+    store.commit({ add: [{ set: 's', member: 'x', score: 4 }, { set: 't', member: 'x', score: 6 }] });
+    // Moved in `t` only: found at its score there, and at its own in `s`.
+    store.commit({ add: [{ set: 't', member: 'new', score: 7 }] });
+    expect(store.range('s', { offset: 0, limit: 10 })).toEqual(['x', 'new']);
+    expect(store.range('t', { offset: 0, limit: 10 })).toEqual(['x', 'new']);
+    store.commit({ remove: [{ set: 's', member: 'new' }] });
+    store.commit({ add: [{ set: 't', member: 'new', score: 1 }] });
+    expect(store.range('s', { offset: 0, limit: 10 })).toEqual(['x']);
+    expect(store.range('t', { offset: 0, limit: 10 })).toEqual(['new', 'x']);
+  });
+});

@@ -1,24 +1,24 @@
 import type { Claim, CommitResult, IndexStore, IndexTransaction, RangeOptions } from './index-store.js';
 
 /**
- * Where a member is listed and at what score. The store keeps one per member, in one map for all sets: a server is
- * listed in five sets and a tool call in nine, and one lookup finds all of them. A store of 100k servers holds half a
- * million places, and each object it keeps is one more for the collector to copy, promote and mark: so a listing is
- * one object, its sets an array shared with the members listed in the same sets (`sharedSets`), and its score one
- * number while it is the same in all of them (a record is listed at its creation time everywhere).
+ * Slot numbers for parallel arrays: a slot given back is handed out again first, so the arrays stay dense (no hole,
+ * which would turn an array of plain doubles into one of boxed numbers).
  */
-interface Listing {
-  /** Never changed in place (it may be shared): a change puts a new array here. */
-  sets: readonly SortedSet[];
-  /** Its score in every one of `sets`, or in `sets[i]` at `scores[i]` when they differ. */
-  scores: number | readonly number[];
+class Slots {
+  private readonly free: number[] = [];
+  private next = 0;
+
+  take(): number {
+    return this.free.pop() ?? this.next++;
+  }
+
+  give(slot: number): void {
+    this.free.push(slot);
+  }
 }
 
-const scoreIn = (listing: Listing, i: number): number =>
-  typeof listing.scores === 'number' ? listing.scores : (listing.scores[i] as number);
-
-/** One number when all `scores` are the same, else the scores themselves. */
-const scoresOf = (scores: number[]): number | number[] => (scores.every((score) => score === scores[0]) ? (scores[0] as number) : scores);
+/** The sets of a slot given back: nothing kept alive by a slot that holds no member. */
+const NO_SETS: readonly SortedSet[] = [];
 
 /** A run of a set's entries, in order: members, and their scores as plain doubles, side by side. */
 interface Block {
@@ -184,15 +184,40 @@ export interface MemoryIndexStoreOptions {
   now?: () => number;
 }
 
-/** The in-process IndexStore: atomic because each commit runs synchronously. Nothing survives a restart. */
+/**
+ * The in-process IndexStore: atomic because each commit runs synchronously. Nothing survives a restart.
+ *
+ * A store of 100k servers holds 100k claims and 100k members' listings, and every object it keeps is one more for the
+ * collector to copy twice (to the survivor space, then to the old one) and to mark: a create was measured to cost
+ * what it keeps more than what it does (docs/performance.md, "post-cpu2" and "post-bytes"). So a claim and a listing
+ * are no objects of their own: the maps hold a slot (a small integer, kept in the map's own entry), and the owner and
+ * time of a claim, the sets and score of a listing, are in arrays by slot, the times and scores as plain doubles (in
+ * an object, each would be a boxed number of its own).
+ */
 export class MemoryIndexStore implements IndexStore {
-  private readonly claims = new Map<string, Claim>();
+  /** Each claim's slot in `claimOwners` and `claimSince`. */
+  private readonly claims = new Map<string, number>();
+  /** The owner of each claim's slot (`''` in a slot given back). */
+  private readonly claimOwners: string[] = [];
+  /** When (Unix ms) each claim's slot was claimed. */
+  private readonly claimSince: number[] = [];
+  private readonly claimSlots = new Slots();
   private readonly sets = new Map<string, SortedSet>();
   /**
-   * Each member's listing. One map for all sets rather than one per set: an add of a new member (every create) is
-   * one lookup, not one per set, and under load each lookup of a large map is a cache miss.
+   * Each member's slot in `listedSets` and `listedScore`. One map for all sets rather than one per set: an add of a new
+   * member (every create) is one lookup, not one per set, and under load each lookup of a large map is a cache miss.
    */
-  private readonly members = new Map<string, Listing>();
+  private readonly members = new Map<string, number>();
+  /**
+   * The sets each slot's member is listed in. Never changed in place: it may be shared with the members listed in the
+   * same sets (`sharedSets`), and a change puts a new array here.
+   */
+  private readonly listedSets: (readonly SortedSet[])[] = [];
+  /** The score of each slot's member in every one of its sets, unless `differingScores` holds its score in each. */
+  private readonly listedScore: number[] = [];
+  /** By slot, the scores of the members whose score is not the same in all their sets (a record is listed at its creation time everywhere). */
+  private readonly differingScores = new Map<number, readonly number[]>();
+  private readonly memberSlots = new Slots();
   /**
    * For each set, the sets of the last member listed first in it: the array the next member listed in the same sets
    * shares (the creates of one account, of one type and health, are listed alike).
@@ -207,11 +232,12 @@ export class MemoryIndexStore implements IndexStore {
 
   /** Applied before it returns: the batch, all-or-nothing (answered at once, as every method of this store). */
   commit(tx: IndexTransaction): CommitResult {
+    const { claims, claimOwners, claimSince } = this;
     for (const { key, owner, replacing } of tx.claims ?? []) {
-      const held = this.claims.get(key);
-      if (held !== undefined && held.owner !== owner && held.owner !== replacing) {
-        return { ok: false, conflict: { key, ...held } };
-      }
+      const held = claims.get(key);
+      if (held === undefined) continue;
+      const holder = claimOwners[held] as string;
+      if (holder !== owner && holder !== replacing) return { ok: false, conflict: { key, owner: holder, since: claimSince[held] as number } };
     }
     for (const { set, max } of tx.limits ?? []) {
       if ((this.sets.get(set)?.size ?? 0) >= max) return { ok: false, full: { set, max } };
@@ -219,10 +245,18 @@ export class MemoryIndexStore implements IndexStore {
     const since = this.now();
     this.applied++;
     for (const { key, owner } of tx.releases ?? []) {
-      if (this.claims.get(key)?.owner === owner) this.claims.delete(key);
+      const held = claims.get(key);
+      if (held === undefined || claimOwners[held] !== owner) continue;
+      claims.delete(key);
+      claimOwners[held] = '';
+      this.claimSlots.give(held);
     }
     for (const { key, owner } of tx.claims ?? []) {
-      if (this.claims.get(key)?.owner !== owner) this.claims.set(key, { owner, since });
+      let held = claims.get(key);
+      if (held !== undefined && claimOwners[held] === owner) continue;
+      if (held === undefined) claims.set(key, (held = this.claimSlots.take()));
+      claimOwners[held] = owner;
+      claimSince[held] = since;
     }
     for (const { set, member } of tx.remove ?? []) {
       const sorted = this.sets.get(set);
@@ -247,9 +281,9 @@ export class MemoryIndexStore implements IndexStore {
 
   /** The adds of `member` in `adds[start..end)`, in order: each puts it in its set, or moves it to its score there. */
   private addAll(member: string, adds: NonNullable<IndexTransaction['add']>, start: number, end: number): void {
-    const listing = this.members.get(member);
-    const sets = listing === undefined ? [] : [...listing.sets];
-    const scores = listing === undefined ? [] : sets.map((_, i) => scoreIn(listing, i));
+    const slot = this.members.get(member);
+    const sets = slot === undefined ? [] : [...(this.listedSets[slot] as readonly SortedSet[])];
+    const scores = slot === undefined ? [] : sets.map((_, i) => this.scoreIn(slot, i));
     let changed = false;
     for (let i = start; i < end; i++) {
       const { set, score } = adds[i] as { set: string; score: number };
@@ -267,29 +301,51 @@ export class MemoryIndexStore implements IndexStore {
       sorted.revision = this.applied;
       changed = true;
     }
-    if (listing === undefined) this.members.set(member, { sets: this.sharedSets(sets), scores: scoresOf(scores) });
-    else if (changed) this.relist(listing, sets, scores);
+    if (slot === undefined) {
+      const taken = this.memberSlots.take();
+      this.members.set(member, taken);
+      this.relist(taken, sets, scores);
+    } else if (changed) this.relist(slot, sets, scores);
   }
 
   /** Takes `member` out of `sorted`, answering whether it was there; absent, nothing happens. */
   private remove(sorted: SortedSet, member: string): boolean {
-    const listing = this.members.get(member);
-    const at = listing === undefined ? -1 : listing.sets.indexOf(sorted);
-    if (listing === undefined || at === -1) return false;
-    sorted.delete(member, scoreIn(listing, at));
-    if (listing.sets.length === 1) {
+    const slot = this.members.get(member);
+    if (slot === undefined) return false;
+    const sets = this.listedSets[slot] as readonly SortedSet[];
+    const at = sets.indexOf(sorted);
+    if (at === -1) return false;
+    sorted.delete(member, this.scoreIn(slot, at));
+    if (sets.length === 1) {
       this.members.delete(member);
+      // Its one score is in `listedScore` (`relist` of a single set), not in `differingScores`.
+      this.listedSets[slot] = NO_SETS;
+      this.memberSlots.give(slot);
       return true;
     }
     const keep = (_: unknown, i: number) => i !== at;
-    this.relist(listing, listing.sets.filter(keep), listing.sets.map((_, i) => scoreIn(listing, i)).filter(keep));
+    this.relist(slot, sets.filter(keep), sets.map((_, i) => this.scoreIn(slot, i)).filter(keep));
     return true;
   }
 
-  /** Puts a changed listing's sets (shared where they can be) and scores in place. */
-  private relist(listing: Listing, sets: SortedSet[], scores: number[]): void {
-    listing.sets = this.sharedSets(sets);
-    listing.scores = scoresOf(scores);
+  /** The score of `slot`'s member in the `i`th of its sets. */
+  private scoreIn(slot: number, i: number): number {
+    const differing = this.differingScores.size === 0 ? undefined : this.differingScores.get(slot);
+    return differing === undefined ? (this.listedScore[slot] as number) : (differing[i] as number);
+  }
+
+  /** Puts `slot`'s sets (shared where they can be) and their scores in place: one number when they are all the same. */
+  private relist(slot: number, sets: SortedSet[], scores: number[]): void {
+    this.listedSets[slot] = this.sharedSets(sets);
+    const first = scores[0] as number;
+    if (scores.every((score) => score === first)) {
+      this.listedScore[slot] = first;
+      if (this.differingScores.size !== 0) this.differingScores.delete(slot);
+    } else {
+      // Any number: `scoreIn` reads the slot's scores from `differingScores`.
+      this.listedScore[slot] = 0;
+      this.differingScores.set(slot, scores);
+    }
   }
 
   /** `sets`, or the equal array of the last member listed in them, to share. */
@@ -304,8 +360,8 @@ export class MemoryIndexStore implements IndexStore {
   }
 
   claimOf(key: string): Claim | undefined {
-    const claim = this.claims.get(key);
-    return claim && { ...claim };
+    const held = this.claims.get(key);
+    return held === undefined ? undefined : { owner: this.claimOwners[held] as string, since: this.claimSince[held] as number };
   }
 
   range(set: string, options: RangeOptions): string[] {

@@ -62,3 +62,30 @@ describe('createMemoryStorage through Keyv', () => {
     expect(values).toEqual([{ name: 'ours', tags: ['a'] }, { name: 'written by Keyv' }]);
   });
 });
+
+describe('RecordStore.setAt', () => {
+  it('writes under family + id, read back by the whole key, through Keyv too, over the object memory and any Keyv', async () => {
+    for (const keyv of [createMemoryStorage(), new Keyv({ store: new Map(), namespace: '', throwOnErrors: true })]) {
+      const records = new RecordStore(keyv, 'mcp-fleet:');
+      (await records.setAt('server:', 'srv_1', { name: 'one' }))._unsafeUnwrap();
+      expect((await records.get('server:srv_1'))._unsafeUnwrap()).toEqual({ name: 'one' });
+      expect(await keyv.get('mcp-fleet:server:srv_1')).toEqual({ name: 'one' });
+      expect(await keysOf(keyv)).toEqual(['mcp-fleet:server:srv_1']);
+      (await records.delete('server:srv_1'))._unsafeUnwrap();
+      expect(await keysOf(keyv)).toEqual([]);
+    }
+  });
+
+  it('counts the write as a change of every prefix the whole key begins with, and of no other (memoryChangesOf)', async () => {
+    const records = new RecordStore(createMemoryStorage(), 'mcp-fleet:');
+    // Prefixes shorter than the family, the family itself, longer ones within the id, and others.
+    const asked = ['', 'server:', 'server:srv_', 'server:srv_a', 'server:srv_b', 'serverless:', 'key:'];
+    const before = asked.map((prefix) => records.memoryChangesOf(prefix));
+    (await records.setAt('server:', 'srv_a1', { name: 'a' }))._unsafeUnwrap();
+    const after = asked.map((prefix, i) => (records.memoryChangesOf(prefix) as number) - (before[i] as number));
+    expect(after).toEqual([1, 1, 1, 1, 0, 0, 0]);
+    // The same as `set` counts it.
+    (await records.set('server:srv_a2', { name: 'a' }))._unsafeUnwrap();
+    expect(asked.map((prefix, i) => (records.memoryChangesOf(prefix) as number) - (before[i] as number))).toEqual([2, 2, 2, 2, 0, 0, 0]);
+  });
+});

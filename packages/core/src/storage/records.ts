@@ -84,6 +84,20 @@ class ObjectMemory extends Map<string, unknown> {
     super.set(key, held);
   }
 
+  /**
+   * `hold(family + id, held)`, where `family` is one string for all its ids: the key kept is V8's pair of references
+   * to the two (`RecordStore.setAt`), and the prefixes counted are told apart on its two parts, never on the key itself
+   * (a `startsWith` of the key would flatten it into a copy of both).
+   */
+  holdIn(family: string, id: string, held: unknown): void {
+    for (const counted of this.families) {
+      const { prefix } = counted;
+      const within = prefix.length <= family.length ? family.startsWith(prefix) : prefix.startsWith(family) && id.startsWith(prefix.slice(family.length));
+      if (within) counted.changes++;
+    }
+    super.set(family + id, held);
+  }
+
   /** Keyv's read: the entry in its layout. */
   override get(key: string): KeyvEntry | undefined {
     return keyvEntry(super.get(key));
@@ -239,6 +253,20 @@ export class RecordStore {
       return ok(undefined);
     }
     return chainMap(portCall(() => this.keyv.deleteMany(keys.map((key) => this.keyPrefix + key)), 'records', 'deleteMany'), nothing);
+  }
+
+  /**
+   * `set(family + id, value, undefined, true)`: a record handed over, kept with no expiry under an id that the record
+   * itself keeps (a server's under `server:` and its id). The object memory keys it by its prefix and `family`, one
+   * string made once (`prefixed`), `+` the id: V8 keeps that key as a pair of references to the two strings (32 bytes,
+   * never flattened by the `Map`), where a flat key is a copy of both (64 bytes for a server's), kept as long as the
+   * record. Any other store is given the same key as `set` would give it.
+   */
+  setAt(family: string, id: string, value: unknown): Ran<void, FleetError> {
+    const { memory } = this;
+    if (memory === undefined || value === undefined) return this.set(family + id, value, undefined, true);
+    memory.holdIn(this.prefixed(family), id, value);
+    return ok(undefined);
   }
 
   /** Stores a copy of `value` in the object memory (`undefined` deletes, as Keyv does). */
