@@ -496,7 +496,11 @@ describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or i
 });
 
 describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) => {
+  // One window for every test here, whatever minute it runs in: a stopped clock a few seconds into the next real
+  // minute, so no count is reset by a minute that ends between two requests of a test.
+  const stopped = (Math.floor(Date.now() / 60_000) + 1) * 60_000 + 5_000;
   const suite = serveForSuite(adapter, {
+    now: () => stopped,
     authenticate,
     allowPrivateNetworks: true,
     onError: () => {},
