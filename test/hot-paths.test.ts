@@ -4,6 +4,7 @@ import { createRedisStore, type RedisStore } from '@mcp-fleet/redis';
 import Keyv from 'keyv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ADAPTERS, type Served } from './support/adapters.js';
+import { oneWindow } from './support/clock.js';
 import { api, expectError, expectSuccess, httpServer } from './support/http-client.js';
 import { killLeftovers, removeTempDirs, startServer, tempDir } from './support/reference-server.js';
 import { deleteKeys, REDIS_URL, removeKeysAddedDuring, uniquePrefix, withDatabase, withoutRedis } from './support/redis.js';
@@ -170,7 +171,7 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
   it('a valid key passes from an address that spent its 401 budget, asked together with its admission; failed keys from there are 429', async () => {
     const stores = await createRedisStore({ url: REDIS_URL as string, keyPrefix: `${prefix}gate:` });
     opened.push(stores);
-    const fleet = createFleet({ store: stores, webhooks: false, rateLimit: { unauthenticated: 1, tiers: { pro: 100 } } });
+    const fleet = createFleet({ store: stores, now: oneWindow(), webhooks: false, rateLimit: { unauthenticated: 1, tiers: { pro: 100 } } });
     const { secret } = (await fleet.keys.create({ account: 'gated', tier: 'pro' }))._unsafeUnwrap();
     const get = (key: string, clientAddress: string) =>
       fleet.handle(new Request('http://x/v1/servers', { headers: { authorization: `Bearer ${key}` } }), { clientAddress });
@@ -190,7 +191,7 @@ describe.skipIf(withoutRedis('fast read path over Redis'))('the fast read path k
   it('a request to /mcp by a key verified before is counted once per message, not also asked for early', async () => {
     const stores = await createRedisStore({ url: REDIS_URL as string, keyPrefix: `${prefix}mcp-once:` });
     opened.push(stores);
-    const fleet = createFleet({ store: stores, webhooks: false, rateLimit: { tiers: { pro: 100 } } });
+    const fleet = createFleet({ store: stores, now: oneWindow(), webhooks: false, rateLimit: { tiers: { pro: 100 } } });
     const { secret } = (await fleet.keys.create({ account: 'mcp-once', tier: 'pro' }))._unsafeUnwrap();
     const authorization = `Bearer ${secret}`;
     const remaining = (res: Response) => res.headers.get('x-ratelimit-remaining');

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { type CommitResult, createMemoryStore, exportClientConfig, EXPORT_FORMATS, type IndexTransaction, MemoryIndexStore } from '@mcp-fleet/core';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, serveFleet } from '../support/adapters.js';
+import { oneWindow } from '../support/clock.js';
 import { type ApiClient, type ApiResponse, createKey, api, expectError, expectSuccess, freshClient, httpServer, serveForSuite, total } from '../support/http-client.js';
 
 /**
@@ -276,7 +277,7 @@ describe.each(ADAPTERS)('POST /servers/import: the stdio allowlist ($name)', (ad
 });
 
 describe.each(ADAPTERS)('POST /servers/import: quota and create limit ($name)', (adapter) => {
-  const suite = serveForSuite(adapter, { quotas: { serversPerAccount: 6 }, rateLimit: { operations: { 'servers.create': 4 } } });
+  const suite = serveForSuite(adapter, { now: oneWindow(), quotas: { serversPerAccount: 6 }, rateLimit: { operations: { 'servers.create': 4 } } });
   const five = JSON.stringify({ mcpServers: Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((n) => [n, { url: `https://${n}.example.com/mcp` }])) });
 
   it('counts each created server against the create limit: refused whole (429) unless skip_invalid, which creates what the limit admits', async () => {

@@ -16,6 +16,7 @@ import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startSilentServer } from '../../packages/core/src/mcp/fixtures/misc-servers.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { oneWindow } from '../support/clock.js';
 import { CountingIndexStore } from '../support/counting-index.js';
 import { api, type ApiClient, createServer, expectSuccess, type Json, serveForSuite } from '../support/http-client.js';
 
@@ -496,11 +497,8 @@ describe.each(ADAPTERS)('the MCP endpoint resolves {prefix}__{tool} by name or i
 });
 
 describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) => {
-  // One window for every test here, whatever minute it runs in: a stopped clock a few seconds into the next real
-  // minute, so no count is reset by a minute that ends between two requests of a test.
-  const stopped = (Math.floor(Date.now() / 60_000) + 1) * 60_000 + 5_000;
   const suite = serveForSuite(adapter, {
-    now: () => stopped,
+    now: oneWindow(),
     authenticate,
     allowPrivateNetworks: true,
     onError: () => {},

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refusedPort } from '../../packages/core/src/mcp/fixtures/listen.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { ADAPTERS } from '../support/adapters.js';
+import { oneWindow } from '../support/clock.js';
 import {
   type ApiClient,
   createServer,
@@ -165,10 +166,7 @@ describe.each(ADAPTERS)('tool calls over HTTP ($name)', (adapter) => {
 });
 
 describe.each(ADAPTERS)('tool call rate limits ($name)', (adapter) => {
-  // One window for the whole test, whatever minute it runs in: a stopped clock, a few seconds into the next real
-  // minute (a PostgreSQL store ends a window on the database's clock, which must not be past this one).
-  const stopped = (Math.floor(Date.now() / 60_000) + 1) * 60_000 + 5_000;
-  const suite = serveForSuite(adapter, { now: () => stopped, allowPrivateNetworks: true, rateLimit: { operations: { 'tools.call': 2 } } });
+  const suite = serveForSuite(adapter, { now: oneWindow(), allowPrivateNetworks: true, rateLimit: { operations: { 'tools.call': 2 } } });
 
   it('counts tools.call against its configured per-operation limit', async () => {
     const client = await freshClient(suite.served);
