@@ -122,16 +122,19 @@ describe('dispatch fetch: the answer is the one fetch gives', () => {
       expect(together.headers.get('content-type')).toBe('application/json');
       expect(together.headers.get('mcp-session-id')).toBe('abc');
       expect(await together.text()).toBe(response);
-      // In pieces: the event split mid-line, the data line without its space, the end on its own.
+      // In pieces: the event split mid-line, the data line without its space, the end on its own, sent only once the
+      // answer is given (so apart by more than a turn of the event loop however late the timer fires): the stream is
+      // given as it came.
+      let end: (() => void) | undefined;
       const pieces = await listen((_request, answer) => {
         answer.writeHead(200, { 'content-type': 'text/event-stream' });
         answer.write(`data:${response.slice(0, 20)}`);
         setTimeout(() => answer.write(`${response.slice(20)}\n\n`), 20);
-        setTimeout(() => answer.end(), 30);
+        end = () => answer.end();
       });
-      // Apart by more than a turn of the event loop: the stream is given as it came.
       const apart = await guarded({ allowPrivateNetworks: true }).direct(pieces.url, post);
       expect(apart.headers.get('content-type')).toBe('text/event-stream');
+      end?.();
       expect(await apart.text()).toBe(`data:${response}\n\n`);
     });
 
