@@ -41,6 +41,8 @@ import { z } from 'zod';
 import { createBenchFleet, importPackage, removeLoadServers } from './builds.mjs';
 import { byPackage, topFunctions } from './cpu-profile.mjs';
 import { runQueueWaitMs } from './stats.mjs';
+// If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+process.on('disconnect', () => process.exit(0));
 
 const variant = process.argv[2];
 const build = process.argv[3] ?? 'this';

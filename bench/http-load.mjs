@@ -12,6 +12,8 @@
 //   ← { type: 'run', origin, path, headers, connections, durationMs, method? }
 //   → { type: 'done', requests, ok, non2xx, errors, elapsedMs, p50Ms, p99Ms, cpuMs }
 import net from 'node:net';
+// If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+process.on('disconnect', () => process.exit(0));
 
 const CRLF2 = Buffer.from('\r\n\r\n');
 

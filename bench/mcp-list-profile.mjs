@@ -26,6 +26,8 @@ import { topFunctions } from './cpu-profile.mjs';
 const BLOCK = Number(process.env.BENCH_LIST_BLOCK ?? 20);
 
 if (process.argv[2] === 'fleet') {
+  // If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+  process.on('disconnect', () => process.exit(0));
   // The child: one fleet on a port, one account with `servers` servers over the 20 upstreams.
   const [, , , corePath, servers, urlsJson] = process.argv;
   const net = await import('node:net');

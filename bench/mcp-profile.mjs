@@ -26,6 +26,8 @@ const calls = Number((ab ? process.argv[4] : process.argv[3]) ?? (ab ? 20 : 2000
 const dir = process.env.BENCH_PROFILE_DIR ?? mkdtempSync(path.join(tmpdir(), 'mcp-profile-'));
 
 if (process.argv[2] === 'fleet') {
+  // If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+  process.on('disconnect', () => process.exit(0));
   // The child: the fleet on a port, its two upstreams in a grandchild.
   const { createServer } = await import('node:http');
   const { serve } = await import('@hono/node-server');

@@ -10,6 +10,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+// If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+process.on('disconnect', () => process.exit(0));
 
 const pong = async () => ({ content: [{ type: 'text', text: 'pong' }] });
 

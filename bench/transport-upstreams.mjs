@@ -12,6 +12,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
+// If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
+process.on('disconnect', () => process.exit(0));
 
 const server = () => {
   const mcp = new McpServer({ name: 'bench-transport', version: '1.0.0' });
