@@ -227,7 +227,7 @@ describe.each(['hono', 'express'] as const)('OAuth resource server through %s', 
       expect(write.body.error.code, why).toBe('UNAUTHORIZED');
       const mcp = await as(bearer).post('/mcp', INITIALIZE, { headers: MCP_HEADERS });
       expect(mcp.status, why).toBe(401);
-      expect(mcp.headers.get('www-authenticate'), why).toMatch(/^Bearer resource_metadata="/);
+      expect(mcp.headers.get('www-authenticate'), why).toMatch(/^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_token"$/);
     }
     // Never from the query string, whatever the token.
     const valid = await token({ sub });
@@ -297,7 +297,7 @@ describe.each(['hono', 'express'] as const)('OAuth resource server through %s', 
     expect(refused.headers.get('www-authenticate')).toBeNull();
     const wrong = await as('mcpf_not-a-key-at-all-000000').post('/mcp', INITIALIZE, { headers: MCP_HEADERS });
     expect(wrong.status).toBe(401);
-    expect(wrong.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${hosted.origin}/.well-known/oauth-protected-resource/v1/mcp", scope="tool_calls:read tool_calls:write"`);
+    expect(wrong.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${hosted.origin}/.well-known/oauth-protected-resource/v1/mcp", scope="tool_calls:read tool_calls:write", error="invalid_token"`);
     // The HTTP API's 401 stays as it was.
     expect((await anonymous.get('/servers')).headers.get('www-authenticate')).toBe('Bearer');
   });

@@ -269,6 +269,8 @@ describe.each(ADAPTER_NAMES)('the MCP endpoint as a resource server for oidc-pro
       expect(answer.headers.get('mcp-session-id')).toBeNull();
       const challenge = challengeParams(answer.headers.get('www-authenticate'));
       expect(challenge.resource_metadata).toBe(`${served.origin}/.well-known/oauth-protected-resource/v1/mcp`);
+      // A token sent and refused is said to be invalid (RFC 6750 §3.1); a request that sent none gets no error code.
+      expect(challenge.error).toBe(/^Bearer \S/.test(authorization) ? 'invalid_token' : undefined);
       expect(text).not.toContain('alpha');
       const token = authorization.replace(/^Bearer /, '');
       if (token.length > 0) expect(text).not.toContain(token);

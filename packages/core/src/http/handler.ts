@@ -307,7 +307,7 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     // With OAuth on, the MCP endpoint's 401 says where its Protected Resource Metadata is (RFC 9728), for agents to sign in.
     if (deps.oauth !== undefined && routed.mcp !== undefined) {
       const resource = resourceUrlOf(mountUrlOf(deps.oauth, new URL(x.request.url), path), path);
-      return x.fail(unauthorized(challengeOf(deps.oauth, resource)));
+      return x.fail(unauthorized(challengeOf(deps.oauth, resource, bearerSecret(routed.authorization) !== undefined)));
     }
     return x.fail(unauthorized());
   }

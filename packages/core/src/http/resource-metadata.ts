@@ -54,10 +54,14 @@ export function canonicalAudiences(oauth: OAuthResourceServer, pathBelowMount: s
   return out;
 }
 
-/** `WWW-Authenticate` of a 401 on the MCP endpoint: where its metadata is, and the scopes to ask for. */
-export function challengeOf(oauth: OAuthResourceServer, resourceUrl: string): string {
+/**
+ * `WWW-Authenticate` of a 401 on the MCP endpoint: where its metadata is, and the scopes to ask for; when a bearer
+ * token was sent and refused, also `error="invalid_token"` (RFC 6750 §3.1: a request without credentials gets no
+ * error code), so that an agent knows to refresh or sign in again rather than that it sent nothing.
+ */
+export function challengeOf(oauth: OAuthResourceServer, resourceUrl: string, tokenRefused: boolean): string {
   const scope = oauth.options.scopesSupported.join(' ');
-  return `Bearer resource_metadata="${metadataUrlOf(resourceUrl)}"${scope === '' ? '' : `, scope="${scope}"`}`;
+  return `Bearer resource_metadata="${metadataUrlOf(resourceUrl)}"${scope === '' ? '' : `, scope="${scope}"`}${tokenRefused ? ', error="invalid_token"' : ''}`;
 }
 
 /**
