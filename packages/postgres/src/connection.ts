@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { parseStoreUrl, redact } from '@mcp-fleet/core';
+import { FairQueue } from './fair-queue.js';
 import { quoteIdentifier } from './schema.js';
 
 /** @default for `statementTimeoutMs` and `connectTimeoutMs`. */
@@ -75,6 +76,13 @@ interface Decision {
   resolve: (answer: string[]) => void;
   reject: (error: unknown) => void;
 }
+
+/**
+ * The queue a waiting decision joins: its last counter's key. The limiter puts an account's tier counter last (after
+ * the operation's, when it has one), so that is one queue per account and window; an address's budget and a lease are
+ * a counter alone, a queue of their own. Decisions of one queue keep the order they were asked in.
+ */
+const queueOf = (decision: Decision): string => decision.args[0][decision.args[0].length - 1] as string;
 
 /** The record reads and rate-limit decisions asked for in one turn, in the order asked. */
 interface Turn {
@@ -167,9 +175,12 @@ export class Connection {
   private readonly names = new Map<string, string>();
   /** The record read and the rate-limit decisions asked for in this turn, still to be sent (`readRecord`, `decide`). */
   private turn: Turn | undefined;
-  /** A statement of decisions is in flight: the decisions asked for meanwhile wait in `waiting` and go out together after it. */
+  /**
+   * A statement of decisions is in flight: the decisions asked for meanwhile wait in `waiting` and go out together
+   * after it, taken from each account's queue in turn (`FairQueue`).
+   */
   private deciding = false;
-  private waiting: Decision[] = [];
+  private readonly waiting = new FairQueue<Decision>();
 
   constructor(
     readonly pool: Pool,
@@ -319,20 +330,22 @@ export class Connection {
     for (let i = 0; i < pairs; i++) (decisions[i] as Decision).read = reads[i];
     for (const read of reads.slice(pairs)) this.readAlone(read.key).then(read.resolve, read.reject);
     if (decisions.length === 0) return;
-    this.waiting.push(...decisions);
+    for (const decision of decisions) this.waiting.push(queueOf(decision), decision);
     if (!this.deciding) this.decideWaiting();
   }
 
   /**
    * Sends the waiting decisions (up to `MAX_DECISIONS`) in one statement; when it returns, the decisions that came
-   * meanwhile, and so on. The cap keeps a flood's statement far within `statementTimeoutMs`.
+   * meanwhile, and so on. The cap keeps a flood's statement far within `statementTimeoutMs`. They are taken from
+   * each account's queue in turn (`queueOf`): an account flooding the store with requests waits behind its own
+   * decisions, and another account's next decision goes out in the next statement.
    */
   private decideWaiting(): void {
-    const batch = this.waiting.splice(0, MAX_DECISIONS);
+    const batch = this.waiting.take(MAX_DECISIONS);
     this.deciding = true;
     void this.decideTogether(batch).finally(() => {
       this.deciding = false;
-      if (this.waiting.length > 0) this.decideWaiting();
+      if (this.waiting.size > 0) this.decideWaiting();
     });
   }
 

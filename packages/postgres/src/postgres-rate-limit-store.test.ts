@@ -262,4 +262,37 @@ describe.skipIf(skip)('PostgresRateLimitStore on a real PostgreSQL', () => {
     await store.close();
     await pool.end();
   });
+
+  it('an account flooding the store waits behind its own decisions: another account\'s goes out in the next statement', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const store = await createPostgresStore({ pool, schema, sweepIntervalMs: 0 });
+    const expiresAt = Date.now() + 60_000;
+    const held = await holdCounter('fair:held');
+    const first = store.rateLimits.consume([{ key: 'fair:held', limit: 1000 }], expiresAt);
+    await untilWaiting();
+    sent.length = 0;
+    // Three statements' worth of one account's decisions (its operation's counter, then its tier's, as the limiter
+    // orders them), then one decision of another account.
+    let floodDecided = 0;
+    const flood = Array.from({ length: 3 * MAX_DECISIONS }, () =>
+      store.rateLimits.consume([{ key: 'fair:flood:op', limit: 10_000 }, { key: 'fair:flood:tier', limit: 10_000 }], expiresAt).then((result) => {
+        floodDecided++;
+        return result;
+      }),
+    );
+    const quiet = store.rateLimits.consume([{ key: 'fair:quiet:tier', limit: 10 }], expiresAt).then((result) => ({ result, floodDecidedBefore: floodDecided }));
+    await held.release();
+    await first;
+    const [decided, { result, floodDecidedBefore }] = await Promise.all([Promise.all(flood), quiet]);
+    expect(result).toEqual({ allowed: true, counts: [1] });
+    // The quiet account's decision went in the first statement after the one in flight, beside the flood's first
+    // MAX_DECISIONS - 1 (on main it waited for all three of the flood's statements).
+    expect(floodDecidedBefore).toBeLessThan(MAX_DECISIONS);
+    // The flood's own decisions kept the order they were asked in, and no statement carried more than the cap.
+    expect(decided.map((d) => d.counts)).toEqual(Array.from({ length: 3 * MAX_DECISIONS }, (_, i) => [i + 1, i + 1]));
+    expect(sent.filter((text) => /consume_batch/.test(text))).toHaveLength(4);
+    await store.close();
+    await pool.end();
+  });
 });

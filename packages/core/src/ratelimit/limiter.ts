@@ -211,7 +211,10 @@ export class RateLimiter {
     return keys;
   }
 
-  /** The counters one request (or `batch`) of `principal` counts on: its operation's limit when it has one, and its tier's. */
+  /**
+   * The counters one request (or `batch`) of `principal` counts on: its operation's limit when it has one, and its
+   * tier's, always last: a store that queues waiting decisions by their last counter (PostgreSQL's) queues them by account.
+   */
   private countersOf(keys: AccountKeys, principal: Principal, operation: string | undefined, batch: Batch | undefined, window: Window): Counters {
     const operationLimit = operation === undefined || batch?.ofOperation === 0 ? undefined : this.operations.get(operation);
     const tierLimit = (this.accounts.size === 0 ? undefined : this.accounts.get(principal.account)) ?? this.tiers[principal.tier];
