@@ -24,6 +24,14 @@ function hasInternals(transport: object): boolean {
   return inner._url instanceof URL && typeof inner._commonHeaders === 'function' && typeof inner._applyBodyDerivedHeaders === 'function';
 }
 
+/** A session's POST headers as made by the SDK transport, with the session id and protocol version they were made for. */
+interface KeptHeaders {
+  sessionId: string | undefined;
+  protocolVersion: string | undefined;
+  headers: Map<string, string>;
+  flat: string[];
+}
+
 /** The requests a tool call and a listing make, whose answer is one JSON-RPC response: the lean road's. */
 const LEAN_METHODS = new Set(['tools/call', 'tools/list', 'ping']);
 
@@ -87,11 +95,9 @@ export function withLeanRequests(transport: StreamableHTTPClientTransport, excha
   const inner = transport as unknown as TransportInternals;
   const sdkSend = transport.send.bind(transport);
   /** The headers every POST of the session carries, kept with the session id and protocol version they were made for. */
-  let kept: { sessionId: string | undefined; protocolVersion: string | undefined; headers: Map<string, string>; flat: string[] } | undefined;
+  let kept: KeptHeaders | undefined;
 
-  const sessionHeaders = async () => {
-    const { _sessionId: sessionId, _protocolVersion: protocolVersion } = inner;
-    if (kept !== undefined && kept.sessionId === sessionId && kept.protocolVersion === protocolVersion) return kept;
+  const makeSessionHeaders = async (sessionId: string | undefined, protocolVersion: string | undefined): Promise<KeptHeaders> => {
     const common = await inner._commonHeaders();
     // As the SDK's send sets them on every POST, after the body's own headers (which never name these two).
     common.set('content-type', 'application/json');
@@ -104,9 +110,15 @@ export function withLeanRequests(transport: StreamableHTTPClientTransport, excha
     return made;
   };
 
+  /** The session's headers: those kept while its session id and protocol version stay (no promise), else made anew. */
+  const sessionHeaders = (): KeptHeaders | Promise<KeptHeaders> => {
+    const { _sessionId: sessionId, _protocolVersion: protocolVersion } = inner;
+    if (kept !== undefined && kept.sessionId === sessionId && kept.protocolVersion === protocolVersion) return kept;
+    return makeSessionHeaders(sessionId, protocolVersion);
+  };
+
   /** The POST's headers: the session's, with those the SDK derives from the message's envelope (2026-07-28). */
-  const headersOf = async (message: JSONRPCMessage): Promise<string[]> => {
-    const session = await sessionHeaders();
+  const withDerived = (session: KeptHeaders, message: JSONRPCMessage): string[] => {
     let derived: Map<string, string> | undefined;
     inner._applyBodyDerivedHeaders(
       {
@@ -123,12 +135,15 @@ export function withLeanRequests(transport: StreamableHTTPClientTransport, excha
   const leanSend = async (message: JSONRPCMessage, options: TransportSendOptions | undefined): Promise<void> => {
     const body = JSON.stringify(message);
     const handBack = (answer: Promise<Response>) => replay.handBack(body, answer, () => sdkSend(message, options));
+    // The request's signal and the transport's: either ends the exchange, as the SDK's send combines them.
     const transportSignal = inner._abortController?.signal;
     const requestSignal = options?.requestSignal;
-    const signal = requestSignal !== undefined && transportSignal !== undefined ? AbortSignal.any([transportSignal, requestSignal]) : (requestSignal ?? transportSignal);
+    const signals = requestSignal === undefined ? (transportSignal === undefined ? [] : [transportSignal]) : transportSignal === undefined ? [requestSignal] : [transportSignal, requestSignal];
     let answer: Response | PlainAnswer;
     try {
-      answer = await exchange(inner._url, { headers: await headersOf(message), body, signal });
+      const session = sessionHeaders();
+      const headers = withDerived(session instanceof Promise ? await session : session, message);
+      answer = await exchange(inner._url, { headers, body, signals });
     } catch (error) {
       return handBack(Promise.reject(error));
     }

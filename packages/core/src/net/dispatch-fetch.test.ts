@@ -357,6 +357,38 @@ describe('dispatch fetch: the outgoing path keeps its guarantees', () => {
       expect(code).toBe('UPSTREAM_TIMEOUT');
     });
 
+    it("the lean exchange ends when either of its signals aborts, with that signal's reason, and leaves no listener on either", async () => {
+      const answered = await listen((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+      });
+      const silent = await listen(() => {});
+      const { exchange } = guarded({ allowPrivateNetworks: true });
+      const init = { headers: ['content-type', 'application/json'], body: '{}' };
+      // The transport's signal lives as long as its connection; a 2026-07-28 request has one of its own besides.
+      const transport = new AbortController();
+      for (let i = 0; i < 20; i++) {
+        const request = new AbortController();
+        expect(await exchange(new URL(answered.url), { ...init, signals: [transport.signal, request.signal] })).toEqual({ plain: '{"jsonrpc":"2.0","id":1,"result":{}}' });
+      }
+      expect(getEventListeners(transport.signal, 'abort')).toHaveLength(0);
+      for (const which of [0, 1]) {
+        const signals = [new AbortController(), new AbortController()];
+        const pending = exchange(new URL(silent.url), { ...init, signals: signals.map((controller) => controller.signal) });
+        setTimeout(() => {
+          signals[which]!.abort(new Error(`stopped by ${which}`));
+          signals[1 - which]!.abort(new Error('too late'));
+        }, 30);
+        const { error } = await failure(pending);
+        expect((error as Error).message).toBe(`stopped by ${which}`);
+        for (const controller of signals) expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+      }
+      const before = new AbortController();
+      before.abort(new Error('already'));
+      const { error } = await failure(exchange(new URL(silent.url), { ...init, signals: [transport.signal, before.signal] }));
+      expect((error as Error).message).toBe('already');
+    });
+
     it('an abort while the stream is read fails the read, and the connection closes', async () => {
       const { upstream, closed } = await openStream();
       const controller = new AbortController();

@@ -123,7 +123,8 @@ export function createDispatchFetch(dispatcher: Dispatcher, fallback: Fetch, max
     if (!isPlain(input, init)) return fallback(input, init);
     const url = typeof input === 'string' ? new URL(input) : input;
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return fallback(input, init);
-    const request = { method: init?.method, headers: flatHeaders(init?.headers), body: init?.body, signal: init?.signal };
+    const signal = init?.signal;
+    const request = { method: init?.method, headers: flatHeaders(init?.headers), body: init?.body, signals: signal === undefined || signal === null ? NO_SIGNALS : [signal] };
     return dispatched(dispatcher, maxResponseBytes, url, request, false) as Promise<Response>;
   };
 }
@@ -136,12 +137,18 @@ export interface PlainAnswer {
   readonly plain: string;
 }
 
-/** What `createDispatchExchange` is given: a POST's headers already flat (`[name, value, …]`), its text body, a signal. */
+/** What `createDispatchExchange` is given: a POST's headers already flat (`[name, value, …]`), its text body, its signals. */
 export interface ExchangeInit {
   headers: string[];
   body: string;
-  signal?: AbortSignal | undefined;
+  /**
+   * The exchange ends when any of them aborts, with the reason of the first that did: what a fetch given
+   * `AbortSignal.any(signals)` does, without a signal made per request (and kept by each source until collected).
+   */
+  signals: readonly AbortSignal[];
 }
+
+const NO_SIGNALS: readonly AbortSignal[] = [];
 
 /**
  * One POST of the MCP client's lean requests (`mcp/lean-requests.ts`) over the dispatcher: the dispatch fetch's very
@@ -151,20 +158,21 @@ export interface ExchangeInit {
  * `User-Agent` included.
  */
 export function createDispatchExchange(dispatcher: Dispatcher, maxResponseBytes: number): (url: URL, init: ExchangeInit) => Promise<Response | PlainAnswer> {
-  return (url, init) => dispatched(dispatcher, maxResponseBytes, url, { method: 'POST', headers: init.headers, body: init.body, signal: init.signal }, true);
+  return (url, init) => dispatched(dispatcher, maxResponseBytes, url, { method: 'POST', headers: init.headers, body: init.body, signals: init.signals }, true);
 }
 
 interface DispatchInit {
   method?: string | undefined;
   headers: string[];
   body?: RequestInit['body'];
-  signal?: AbortSignal | null | undefined;
+  /** Any of them aborting ends the request, with its reason (`ExchangeInit.signals`). */
+  signals: readonly AbortSignal[];
 }
 
 /** The one road of both: the request over the dispatcher, its answer a `Response` (or, with `plainAnswers`, a plain `200` as its text). */
 function dispatched(dispatcher: Dispatcher, maxResponseBytes: number, url: URL, init: DispatchInit, plainAnswers: boolean): Promise<Response | PlainAnswer> {
-  const signal = init.signal ?? undefined;
-  if (signal?.aborted === true) return Promise.reject(abortReason(signal));
+  const { signals } = init;
+  for (const signal of signals) if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<Response | PlainAnswer>((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;
     let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
@@ -179,12 +187,16 @@ function dispatched(dispatcher: Dispatcher, maxResponseBytes: number, url: URL, 
     let aborted: unknown;
     /** A failure of a released stream, given to its reader once it has read what was held (`pull`). */
     let failAfterHeld: { reason: unknown } | undefined;
-    const onAbort = () => {
-      aborted = abortReason(signal as AbortSignal);
+    const onAbort = (event: Event) => {
+      // The first signal to abort gives the reason, as it would to `AbortSignal.any`.
+      if (aborted !== undefined) return;
+      aborted = abortReason(event.target as AbortSignal);
       controller?.abort(aborted as Error);
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const done = () => signal?.removeEventListener('abort', onAbort);
+    for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
+    const done = () => {
+      for (const signal of signals) signal.removeEventListener('abort', onAbort);
+    };
     const answer = (response: Response | PlainAnswer) => {
       answered = true;
       resolve(response);

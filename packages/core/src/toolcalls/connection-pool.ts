@@ -270,7 +270,7 @@ export class ConnectionPool {
     const watched = {
       fetch: watching(fetch),
       ...(mcpFetch === undefined ? {} : { mcpFetch: watching(mcpFetch) }),
-      ...(mcpExchange === undefined ? {} : { mcpExchange: async (url: URL, init: ExchangeInit) => noteRetryAfter(await mcpExchange(url, init)) }),
+      ...(mcpExchange === undefined ? {} : { mcpExchange: (url: URL, init: ExchangeInit) => mcpExchange(url, init).then(noteRetryAfter) }),
     };
     const timer = setTimeout(() => lifetime.abort(), timeoutMs);
     entry.ready = connectClient(server.config, this.clientDeps(server, watched), { signal: lifetime.signal, timeoutMs, serverId: server.id, ...(era === undefined ? {} : { era }) }).then(
