@@ -47,7 +47,8 @@ interface Pending {
  *
  * Commits with records (a server's create) are committed in groups: one call in flight per store; the commits asked
  * for meanwhile wait and then go together as one call of `commit_batch`, one transaction and one WAL flush for all of
- * them (docs/postgres.md, "Creates are committed in groups").
+ * them, and those asked for just after a group was answered are held a moment for the rest of it (`sendOrHold`;
+ * docs/postgres.md, "Creates are committed in groups").
  */
 export class PostgresIndexStore implements IndexStore {
   /** Commits with records waiting for the call in flight to return. */
