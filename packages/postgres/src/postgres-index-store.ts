@@ -22,8 +22,8 @@ export const BATCH_MAX_ITEMS = 32;
 export const BATCH_MAX_BYTES = 256 * 1024;
 
 /**
- * The longest a commit is held for the rest of a group that has just been answered (`hold`), in ms, whatever the last
- * call took: a slow database makes long calls, and a create must not wait that long for others.
+ * The longest a commit is held for the rest of a group that has just been answered (`sendOrHold`), in ms, whatever
+ * the last call took: a slow database makes long calls, and a create must not wait that long for others.
  */
 export const HOLD_MAX_MS = 10;
 
@@ -60,7 +60,7 @@ export class PostgresIndexStore implements IndexStore {
    * on their way back, and those that waited for it), when it returned and how long it took (ms, `performance.now()`).
    */
   private last: { expected: number; end: number; took: number } | undefined;
-  /** What waits is held for the rest of the last call's group until then (`hold`). */
+  /** The timer of a hold: what waits is held for the rest of the last call's group until it fires (`sendOrHold`). */
   private holding: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
