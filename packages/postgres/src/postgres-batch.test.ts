@@ -87,6 +87,33 @@ describe.skipIf(skip)('creates committed in groups', () => {
     await store.close();
   });
 
+  it('a group answered together stays one call when its creators ask again: no commit goes alone before the rest', async () => {
+    const sent: string[] = [];
+    const pool = notingPool(sent);
+    const { store } = await open('regroup', { pool });
+    const commits = () => sent.filter((text) => /\.commit_(batch|with_records)\(/.test(text));
+    // A group forms: the first goes alone, the 15 asked for meanwhile go together behind it.
+    const first = create(store, 'g0');
+    const group = Array.from({ length: 15 }, (_, i) => create(store, `g${i + 1}`));
+    expect(await first).toEqual({ ok: true });
+    sent.length = 0;
+    expect(await Promise.all(group)).toEqual(Array(15).fill({ ok: true }));
+    expect(commits()).toEqual([expect.stringContaining('.commit_batch(')]);
+    // The 15 answered together ask again (as a load's clients do): held for each other, they go as one call, where the
+    // first of them would go alone (nothing in flight) and the other 14 behind it.
+    sent.length = 0;
+    const again = await Promise.all(Array.from({ length: 15 }, (_, i) => create(store, `h${i}`)));
+    expect(again).toEqual(Array(15).fill({ ok: true }));
+    expect(commits()).toEqual([expect.stringContaining('.commit_batch(')]);
+    // Fewer come back: what waits is held at most as long as the last call took (HOLD_MAX_MS at most), then goes.
+    sent.length = 0;
+    expect(await create(store, 'lone')).toEqual({ ok: true });
+    expect(commits()).toEqual([expect.stringContaining('.commit_with_records(')]);
+    expect(await store.index.count('servers:acme')).toBe(32);
+    await store.close();
+    await pool.end();
+  });
+
   it('an item the server refuses fails alone: the batch is sent again one by one and the others land', async () => {
     const sent: string[] = [];
     const pool = notingPool(sent);

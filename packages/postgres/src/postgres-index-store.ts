@@ -21,6 +21,12 @@ type Answer = { ok: true } | { ok: false; conflict: number; owner: string; since
 export const BATCH_MAX_ITEMS = 32;
 export const BATCH_MAX_BYTES = 256 * 1024;
 
+/**
+ * The longest a commit is held for the rest of a group that has just been answered (`sendOrHold`), in ms, whatever
+ * the last call took: a slow database makes long calls, and a create must not wait that long for others.
+ */
+export const HOLD_MAX_MS = 10;
+
 /** A commit with records waiting for its call: its arguments as the functions take them, and who waits for the answer. */
 interface Pending {
   /** `{"tx":…,"claimed_at":…}`: the item as `commit_batch` takes it. */
@@ -41,13 +47,21 @@ interface Pending {
  *
  * Commits with records (a server's create) are committed in groups: one call in flight per store; the commits asked
  * for meanwhile wait and then go together as one call of `commit_batch`, one transaction and one WAL flush for all of
- * them (docs/postgres.md, "Creates are committed in groups").
+ * them, and those asked for just after a group was answered are held a moment for the rest of it (`sendOrHold`;
+ * docs/postgres.md, "Creates are committed in groups").
  */
 export class PostgresIndexStore implements IndexStore {
   /** Commits with records waiting for the call in flight to return. */
   private readonly waiting: Pending[] = [];
   /** A call of commits with records is in flight (or its items are being sent again one by one). */
   private sending = false;
+  /**
+   * The last call that returned: how many commits are expected to wait soon (those it answered, whose creators are
+   * on their way back, and those that waited for it), when it returned and how long it took (ms, `performance.now()`).
+   */
+  private last: { expected: number; end: number; took: number } | undefined;
+  /** The timer of a hold: what waits is held for the rest of the last call's group until it fires (`sendOrHold`). */
+  private holding: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly connection: Connection,
@@ -97,7 +111,7 @@ export class PostgresIndexStore implements IndexStore {
       const bytes = keys.concat(values).reduce((sum, part) => sum + Buffer.byteLength(part), Buffer.byteLength(item));
       answer = await new Promise<Answer>((resolve, reject) => {
         this.waiting.push({ item, tx: body, since, keys, values, bytes, resolve, reject });
-        if (!this.sending) this.sendWaiting();
+        if (!this.sending) this.sendOrHold();
       });
     }
     if (answer.ok) return { ok: true };
@@ -112,8 +126,35 @@ export class PostgresIndexStore implements IndexStore {
   }
 
   /**
-   * Sends what waits, up to `BATCH_MAX_ITEMS` and `BATCH_MAX_BYTES` (at least one), as one call, and when it has
-   * returned sends what came meanwhile. No timer: a commit asked for while nothing is in flight goes at once, alone.
+   * With no call in flight: sends what waits, unless the last call answered a group of commits a moment ago and fewer
+   * wait than it carried plus those that waited for it. The creators it answered are then likely on their way back (a
+   * group answered together asks again together), and what waits is held for them: sent when that many wait, or when
+   * as long has passed since the call returned as it took (at most `HOLD_MAX_MS`), whichever comes first. So the
+   * creates of a busy store stay one group, one call and one flush, instead of splitting into a commit alone and the
+   * rest behind it, each paying a flush (docs/postgres.md, "Creates are committed in groups"). A commit asked for when
+   * the last call carried one and none waited, or when it returned longer ago than it took, goes at once.
+   */
+  private sendOrHold(): void {
+    const { last } = this;
+    if (this.waiting.length === 0) return;
+    const wanted = last === undefined ? 1 : last.expected;
+    const until = last === undefined ? 0 : last.end + Math.min(last.took, HOLD_MAX_MS);
+    const now = performance.now();
+    if (this.waiting.length >= wanted || now >= until) {
+      if (this.holding !== undefined) clearTimeout(this.holding);
+      this.holding = undefined;
+      this.sendWaiting();
+      return;
+    }
+    this.holding ??= setTimeout(() => {
+      this.holding = undefined;
+      if (!this.sending) this.sendWaiting();
+    }, until - now);
+  }
+
+  /**
+   * Sends what waits, up to `BATCH_MAX_ITEMS` and `BATCH_MAX_BYTES` (at least one), as one call; when it has returned,
+   * what came meanwhile goes, or is held for the rest of the group (`sendOrHold`).
    */
   private sendWaiting(): void {
     let count = 0;
@@ -123,13 +164,16 @@ export class PostgresIndexStore implements IndexStore {
       count++;
       bytes += size;
     }
-    if (count === 0) {
-      this.sending = false;
-      return;
-    }
+    if (count === 0) return;
     this.sending = true;
     const batch = this.waiting.splice(0, count);
-    void (batch.length === 1 ? this.sendAlone(batch[0] as Pending) : this.sendBatch(batch)).finally(() => this.sendWaiting());
+    const start = performance.now();
+    void (batch.length === 1 ? this.sendAlone(batch[0] as Pending) : this.sendBatch(batch)).finally(() => {
+      const end = performance.now();
+      this.last = { expected: Math.min(batch.length + this.waiting.length, BATCH_MAX_ITEMS), end, took: end - start };
+      this.sending = false;
+      this.sendOrHold();
+    });
   }
 
   /** One commit with records, one call of `commit_with_records`; settles the item, never rejects. */
