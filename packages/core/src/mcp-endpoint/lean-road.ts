@@ -146,15 +146,8 @@ export interface LeanExchange {
   /** The HTTP request's signal (aborted when the client goes), asked only when a cancelled request waits for it: an adapter may make it on demand. */
   signalOf: () => AbortSignal;
   /** The headers every answer to the request carries (`McpExchange.answerHeaders`), put in the answer as it is made. */
-  headersOf: (() => Record<string, string>) | undefined;
+  headers: Record<string, string>;
 }
-
-/**
- * The lean road's answers made with their request's `headersOf` (`LeanExchange`): the MCP door stamps every other
- * answer with those headers, which makes an answer's `Headers` (an undici object the HTTP layer then converts back)
- * for a few names it could have been given with.
- */
-export const stampedAnswers = new WeakSet<Response>();
 
 /**
  * Serves a hot request of a live session; `undefined` when it must go the SDK's road after all (the SDK's `Server` is
@@ -167,7 +160,7 @@ export async function serveLean(
   session: LeanSession,
   scope: EndpointScope,
   message: HotRequest,
-  { signalOf, headersOf }: LeanExchange,
+  { signalOf, headers: given }: LeanExchange,
 ): Promise<Response | undefined> {
   const parts = partsOf(session.server);
   if (parts === undefined) return undefined;
@@ -224,16 +217,10 @@ export async function serveLean(
   // goes or the session closes; so does this, then ends an empty stream.
   if (controller.signal.aborted) {
     await gone(signalOf(), session.closed);
-    return stamped(new Response(null, { status: 200, headers: { ...headersOf?.(), 'content-type': 'text/event-stream', 'mcp-session-id': session.id } }), headersOf);
+    return new Response(null, { status: 200, headers: { ...given, 'content-type': 'text/event-stream', 'mcp-session-id': session.id } });
   }
-  const headers = { ...headersOf?.(), 'content-type': 'application/json', 'mcp-session-id': session.id };
-  return stamped(typeof body === 'string' ? new Response(body, { status: 200, headers }) : bytesResponse(body, headers), headersOf);
-}
-
-/** `response`, listed in `stampedAnswers` when it was made with its request's headers. */
-function stamped(response: Response, headersOf: LeanExchange['headersOf']): Response {
-  if (headersOf !== undefined) stampedAnswers.add(response);
-  return response;
+  const headers = { ...given, 'content-type': 'application/json', 'mcp-session-id': session.id };
+  return typeof body === 'string' ? new Response(body, { status: 200, headers }) : bytesResponse(body, headers);
 }
 
 /**
