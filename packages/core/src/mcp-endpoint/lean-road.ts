@@ -106,8 +106,8 @@ interface SdkServerParts {
     encodeErrorCode(code: number): number;
   };
   serverInfo: unknown;
-  /** The running requests by id: what `notifications/cancelled` and the session's close abort. */
-  running: Map<unknown, AbortController>;
+  /** The running requests by id: what `notifications/cancelled` and the session's close abort (their `abort` alone). */
+  running: Map<unknown, Pick<AbortController, 'abort'>>;
 }
 
 /** The parts of the SDK's `Server` the lean road needs, or `undefined` (another SDK version): then the SDK's road. */
@@ -123,7 +123,7 @@ export function partsOf(server: Server): SdkServerParts | undefined {
   return {
     codec: codec as SdkServerParts['codec'],
     serverInfo: typeof inner._outboundServerInfo === 'function' ? inner._outboundServerInfo() : undefined,
-    running: inner._requestHandlerAbortControllers as Map<unknown, AbortController>,
+    running: inner._requestHandlerAbortControllers as SdkServerParts['running'],
   };
 }
 
@@ -139,6 +139,32 @@ export interface LeanSession {
 function withContent(result: unknown): unknown {
   if (!isPlain(result) || result['content'] !== undefined || ['task', 'inputRequests', 'requestState'].some((key) => key in result)) return result;
   return { ...result, content: [] };
+}
+
+/**
+ * A lean request's place in the SDK's map of running requests: the SDK only calls its `abort` (`notifications/cancelled`,
+ * the session's close), and its signal is made when a handler asks for it (a `tools/call` does; a `tools/list` never
+ * does, and then no `AbortController` is made for it).
+ */
+class Running {
+  aborted = false;
+  private reason: unknown;
+  private controller: AbortController | undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
 }
 
 /** What the lean road asks of the HTTP request a hot request came in. */
@@ -166,14 +192,16 @@ export async function serveLean(
   if (parts === undefined) return undefined;
   const { codec, serverInfo, running } = parts;
   const { id } = message;
-  const controller = new AbortController();
+  const controller = new Running();
   running.set(id, controller);
   const served: Served = {
     scope,
     id,
     sessionId: session.id,
     _meta: message.params?.['_meta'] as Record<string, unknown> | undefined,
-    signal: controller.signal,
+    get signal() {
+      return controller.signal;
+    },
     // Progress is only sent when asked for (`_meta.progressToken`), and such a request goes the SDK's road.
     notify: () => Promise.resolve(),
   };
@@ -215,7 +243,7 @@ export async function serveLean(
   }
   // Cancelled, or the session closed: the SDK's road sends no answer and leaves the stream open until the client
   // goes or the session closes; so does this, then ends an empty stream.
-  if (controller.signal.aborted) {
+  if (controller.aborted) {
     await gone(signalOf(), session.closed);
     return new Response(null, { status: 200, headers: { ...given, 'content-type': 'text/event-stream', 'mcp-session-id': session.id } });
   }
