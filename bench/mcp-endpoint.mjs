@@ -348,8 +348,10 @@ async function bareLister() {
 
 /**
  * `LIST_ROUNDS` rounds of `LISTS` lists by each variant (`{ id, list }`, `list` answering the tools), interleaved list
- * by list in an order that turns each round; answers each variant's p50 and p99 in ms (`timed`: the figures of the
- * per-round values; `perRound`: the per-round p50s, for differences and ratios round by round).
+ * by list in an order drawn anew for each pass; answers each variant's p50 and p99 in ms (`timed`: the figures of the
+ * per-round values; `perRound`: the per-round p50s, for differences and ratios round by round). Drawn, not turned: a
+ * turned order keeps each variant's predecessor, so the one after the SDK clients' lists (`sdk`, `bare`: the most
+ * garbage) always paid their collections — the baseline, which read 0.78–0.81× in an A/A (docs/performance.md "mcp-door").
  */
 async function listRounds(variants, expected) {
   const times = Object.fromEntries(variants.map((v) => [v.id, { p50: [], p99: [] }]));
@@ -357,8 +359,7 @@ async function listRounds(variants, expected) {
     collect();
     const taken = Object.fromEntries(variants.map((v) => [v.id, []]));
     for (let i = 0; i < LISTS; i++) {
-      for (let k = 0; k < variants.length; k++) {
-        const v = variants[(k + round + i) % variants.length];
+      for (const v of shuffled(variants)) {
         await settled();
         const start = performance.now();
         const tools = await v.list();
@@ -375,6 +376,16 @@ async function listRounds(variants, expected) {
     timed: Object.fromEntries(variants.map((v) => [v.id, { p50: figure(times[v.id].p50), p99: figure(times[v.id].p99) }])),
     perRound: Object.fromEntries(variants.map((v) => [v.id, times[v.id].p50])),
   };
+}
+
+/** A copy of `items` in a random order (Fisher–Yates). */
+function shuffled(items) {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
 }
 
 /** Lists until every server's tools are cached (a server slow to answer its first list is left out of that answer). */

@@ -581,6 +581,51 @@ describe.each(ADAPTERS)('the MCP endpoint under rate limits ($name)', (adapter) 
     ]);
   });
 
+  it("every answer carries its request's id and the limit it counted, whichever road made it", async () => {
+    const name = account();
+    const headers = { authorization: `Bearer ${name}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const seen: { road: string; status: number; type: string | null; requestId: string | null; limit: string | null; remaining: string | null }[] = [];
+    const post = async (road: string, body: string, extra: Record<string, string> = {}) => {
+      const answer = await fetch(`${suite.served.url}/mcp`, { method: 'POST', headers: { ...headers, ...extra, 'x-request-id': `road-${road}` }, body });
+      await answer.text();
+      const type = answer.headers.get('content-type');
+      seen.push({
+        road,
+        status: answer.status,
+        type: type === null ? null : (type.split(';')[0] as string),
+        requestId: answer.headers.get('x-request-id'),
+        limit: answer.headers.get('x-ratelimit-limit'),
+        remaining: answer.headers.get('x-ratelimit-remaining'),
+      });
+      return answer;
+    };
+    const init = await post(
+      'initialize',
+      JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'roads', version: '1.0.0' } } }),
+    );
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id') as string };
+    await post('initialized', JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session);
+    await post('ping', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }), session);
+    await post('progress', JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: { progressToken: 'p' } } }), session);
+    await post('lean', JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }), session);
+    await post('no-session', JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' }), { 'mcp-session-id': '00000000-0000-0000-0000-000000000000' });
+    await post('parse', '{"jsonrpc": "2.0", "id": 5, "method": ');
+    await post('refused', JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'ping' }))), session);
+    // The SDK's answers (the session's opening, its 202, a ping answered whole as JSON, a stream of progress), the lean
+    // road's, the endpoint's own JSON-RPC errors and the limiter's refusal: each with its own request id and the count
+    // its request made (8 a minute; the refused batch of two spends nothing and names the one left).
+    expect(seen).toEqual([
+      { road: 'initialize', status: 200, type: 'text/event-stream', requestId: 'road-initialize', limit: '8', remaining: '7' },
+      { road: 'initialized', status: 202, type: null, requestId: 'road-initialized', limit: '8', remaining: '6' },
+      { road: 'ping', status: 200, type: 'application/json', requestId: 'road-ping', limit: '8', remaining: '5' },
+      { road: 'progress', status: 200, type: 'text/event-stream', requestId: 'road-progress', limit: '8', remaining: '4' },
+      { road: 'lean', status: 200, type: 'application/json', requestId: 'road-lean', limit: '8', remaining: '3' },
+      { road: 'no-session', status: 404, type: 'application/json', requestId: 'road-no-session', limit: '8', remaining: '2' },
+      { road: 'parse', status: 400, type: 'application/json', requestId: 'road-parse', limit: '8', remaining: '1' },
+      { road: 'refused', status: 429, type: 'application/json', requestId: 'road-refused', limit: '8', remaining: '1' },
+    ]);
+  });
+
   /** A raw POST to `/mcp` as `token`, answered as status, rate-limit headers and text. */
   async function raw(token: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; remaining: string | null; limit: string | null; text: string }> {
     const res = await fetch(`${suite.served.url}/mcp`, {

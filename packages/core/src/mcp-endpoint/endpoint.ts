@@ -9,13 +9,14 @@ import {
   type Server,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
-import type { ResultAsync } from 'neverthrow';
+import { ResultAsync } from 'neverthrow';
 import type { FleetError } from '../errors/fleet-error.js';
 import type { EventSource } from '../events/bus.js';
 import type { Scope } from '../auth/scopes.js';
 import type { Batch, RateLimitDecision } from '../ratelimit/limiter.js';
 import type { IndexCalls } from '../storage/index-calls.js';
 import type { RecordStore } from '../storage/records.js';
+import type { Ran } from '../util/result.js';
 import { readLimited } from '../util/read-limited.js';
 import { ByAccount } from '../util/by-account.js';
 import { mcpServerChannel } from '../trace/channels.js';
@@ -41,7 +42,7 @@ export interface McpExchange extends EndpointScope {
    * Counts the messages of one HTTP request against the tier and its `tools/call` requests against `tools.call`, in one
    * decision: admitted whole or refused whole. `null`: limits off or failing open.
    */
-  admit: (batch: Batch) => ResultAsync<RateLimitDecision | null, FleetError>;
+  admit: (batch: Batch) => Ran<RateLimitDecision | null, FleetError>;
   /**
    * The answer to a request whose methods need a scope the principal lacks, before any is served: the HTTP 403 of
    * step-up authorization (OAuth principals). `undefined`: such a request is served, each message refused on its own
@@ -55,10 +56,11 @@ export interface McpExchange extends EndpointScope {
    */
   readBody?: (() => Promise<Uint8Array> | undefined) | undefined;
   /**
-   * The headers every answer to this request carries (its request id, the binding limit's), as they stand when asked:
-   * an answer the lean road makes has them from the start (`stampedAnswers`).
+   * The headers every answer to this request carries (its request id, the binding limit's), as they stand when asked.
+   * Asked once the body's one decision is taken, and handed to whatever makes the answer: each answer is made with
+   * them (an answer the SDK made, with them set in its own headers: `sdkAnswer`).
    */
-  answerHeaders?: (() => Record<string, string>) | undefined;
+  answerHeaders: () => Record<string, string>;
 }
 
 /** Answers the refusal of a JSON-RPC request by the rate limiter (HTTP 429 with its headers). */
@@ -177,8 +179,24 @@ const sessionKey = (id: string) => `mcp-session:${id}`;
 /** An account's session ids, scored by creation time: the oldest is ended first past the cap. */
 const sessionSet = (account: string) => `mcp-sessions:${encodeURIComponent(account)}`;
 
-const jsonRpcError = (status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}) =>
+const jsonRpcError = (status: number, code: number, message: string, id: unknown, headers: Record<string, string>) =>
   Response.json({ jsonrpc: '2.0', error: { code, message }, id }, { status, headers });
+
+/**
+ * An answer the SDK made (its transport's or handler's own `new Response`), given the request's headers: set in its
+ * headers (no copy of its body's stream; an answer of text stays text for the server adapter); one whose headers are
+ * immutable is copied with them.
+ */
+function sdkAnswer(response: Response, headers: Record<string, string>): Response {
+  try {
+    for (const name in headers) response.headers.set(name, headers[name] as string);
+    return response;
+  } catch {
+    const copied = new Headers(response.headers);
+    for (const name in headers) copied.set(name, headers[name] as string);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: copied });
+  }
+}
 
 interface JsonRpcRequestLike {
   method: string;
@@ -234,10 +252,11 @@ function answersWhole(body: unknown): boolean {
  * event answered as `application/json`, which the client accepted with its `Accept` (Streamable HTTP lets the server
  * choose): one write of headers and body instead of headers, the event and the end of a chunked stream. Anything else
  * the stream held (keep-alive comments are dropped, as a JSON answer has none) is answered as it was, SSE. The
- * client going away cancels the read, as it would cancel the stream.
+ * client going away cancels the read, as it would cancel the stream. Either answer is made with `given` (the
+ * request's headers).
  */
-async function wholeAnswer(response: Response, signal: AbortSignal): Promise<Response> {
-  if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response;
+async function wholeAnswer(response: Response, signal: AbortSignal, given: Record<string, string>): Promise<Response> {
+  if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return sdkAnswer(response, given);
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
   signal.addEventListener('abort', cancel, { once: true });
@@ -271,6 +290,7 @@ async function wholeAnswer(response: Response, signal: AbortSignal): Promise<Res
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
+  Object.assign(headers, given);
   if (events !== 1 || data === undefined) return new Response(text, { status: response.status, headers });
   headers['content-type'] = 'application/json';
   delete headers['cache-control'];
@@ -369,11 +389,11 @@ export class McpEndpoint {
     // `tools.call`: one decision for the whole body, so a batch is admitted whole or refused whole (a POST of
     // notifications counts as many as it holds). The refusal of a body comes after it is counted.
     let parsedBody: unknown;
-    let unreadable: Response | undefined;
+    let unreadable: [status: number, code: number, message: string] | undefined;
     const batch: Batch = { requests: 1, ofOperation: 0 };
     if (request.method === 'POST' && isJsonContentType(request.headers.get('content-type'))) {
       const bytes = await readLimited(request, this.deps.bodyLimit, exchange.readBody);
-      if (bytes === undefined) unreadable = jsonRpcError(413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`);
+      if (bytes === undefined) unreadable = [413, -32600, `The request body is larger than the limit (${this.deps.bodyLimit} bytes; option bodyLimit).`];
       else {
         try {
           parsedBody = JSON.parse(UTF8.decode(bytes));
@@ -381,14 +401,18 @@ export class McpEndpoint {
           batch.requests = Math.max(1, messages.length);
           batch.ofOperation = requestsIn(parsedBody).filter((message) => message.method === 'tools/call').length;
         } catch {
-          unreadable = jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON.');
+          unreadable = [400, -32700, 'Parse error: the body is not valid JSON.'];
         }
       }
     }
-    const decision = await exchange.admit(batch);
-    if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`);
+    // Over the memory stores (or with limits off) the decision is there at once: nothing to wait for.
+    const admitted = exchange.admit(batch);
+    const decision = admitted instanceof ResultAsync ? await admitted : admitted;
+    if (decision.isErr()) return jsonRpcError(decision.error.status, -32603, `${decision.error.code}: ${decision.error.message}`, null, exchange.answerHeaders());
     if (decision.value !== null && !decision.value.allowed) return refuse(decision.value);
-    if (unreadable !== undefined) return unreadable;
+    // The headers of every answer from here on: the decision that sets the limit's is taken.
+    const headers = exchange.answerHeaders();
+    if (unreadable !== undefined) return jsonRpcError(...unreadable, null, headers);
     if (exchange.stepUp !== undefined && parsedBody !== undefined) {
       const lacking = missingScope(exchange.principal, requestsIn(parsedBody).map((message) => message.method));
       if (lacking !== undefined) return exchange.stepUp(lacking);
@@ -396,15 +420,17 @@ export class McpEndpoint {
 
     // A POST the lean road takes is one the SDK's routing classifies legacy (`hotPost`): it is not asked again.
     const hot = this.leanRoad && request.method === 'POST' ? hotPost(parsedBody, request.headers) : undefined;
-    if (hot !== undefined) return this.legacy(request, scope, authInfo, parsedBody, { message: hot, headers: exchange.answerHeaders });
+    if (hot !== undefined) return this.legacy(request, scope, authInfo, parsedBody, headers, hot);
     const body = parsedBody === undefined ? undefined : { parsedBody };
     const legacy = parsedBody === undefined ? await isLegacyRequest(request) : await isLegacyRequest(request, parsedBody);
     if (!legacy) {
       const handler = this.modernFor(scope);
-      if (requestsIn(parsedBody).some((message) => message.method === 'subscriptions/listen')) return this.listen(handler, request, scope, { authInfo, ...body });
-      return handler.fetch(request, { authInfo, ...body });
+      if (requestsIn(parsedBody).some((message) => message.method === 'subscriptions/listen')) {
+        return sdkAnswer(await this.listen(handler, request, scope, { authInfo, ...body }), headers);
+      }
+      return sdkAnswer(await handler.fetch(request, { authInfo, ...body }), headers);
     }
-    return this.legacy(request, scope, authInfo, parsedBody);
+    return this.legacy(request, scope, authInfo, parsedBody, headers);
   }
 
   /**
@@ -529,37 +555,38 @@ export class McpEndpoint {
     }
   }
 
-  /** A 2025 request; `hot`: the request the lean road takes (`hotPost`), if it is one, and the headers of its answer. */
+  /** A 2025 request, answered with `headers`; `hot`: the request the lean road takes (`hotPost`), if it is one. */
   private async legacy(
     request: Request,
     scope: EndpointScope,
     authInfo: AuthInfo,
     parsedBody: unknown,
-    hot?: { message: HotRequest; headers: (() => Record<string, string>) | undefined },
+    headers: Record<string, string>,
+    hot?: HotRequest,
   ): Promise<Response> {
     const sessionId = request.headers.get('mcp-session-id');
     const options = parsedBody === undefined ? { authInfo } : { authInfo, parsedBody };
     if (sessionId === null) {
       const initialize = requestsIn(parsedBody).find((m) => m.method === 'initialize') as { params?: unknown; id: unknown } | undefined;
-      if (initialize === undefined) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first).');
+      if (initialize === undefined) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required (send initialize first).', null, headers);
       const params = keptInitialize(initialize.params);
-      if ('refusal' in params) return jsonRpcError(400, -32602, params.refusal, initialize.id);
+      if ('refusal' in params) return jsonRpcError(400, -32602, params.refusal, initialize.id, headers);
       const session = await this.open(scope, params.kept);
-      return session.transport.handleRequest(request, options);
+      return sdkAnswer(await session.transport.handleRequest(request, options), headers);
     }
     const session = await this.find(sessionId, scope);
-    if (session === undefined) return jsonRpcError(404, -32001, 'Session not found');
+    if (session === undefined) return jsonRpcError(404, -32001, 'Session not found', null, headers);
     session.scope = scope;
     session.lastUsed = Date.now();
     if (hot !== undefined) {
-      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot.message, {
+      const lean = await serveLean(this.handlers, this.answers, { id: sessionId, server: session.server, closed: session.closing.signal }, scope, hot, {
         signalOf: () => request.signal,
-        headersOf: hot.headers,
+        headers,
       });
       if (lean !== undefined) return lean;
     }
     const response = await session.transport.handleRequest(request, options);
-    return answersWhole(parsedBody) ? wholeAnswer(response, request.signal) : response;
+    return answersWhole(parsedBody) ? wholeAnswer(response, request.signal, headers) : sdkAnswer(response, headers);
   }
 
   /** A new 2025 session; its record is written once the SDK accepted the `initialize`. */

@@ -3,9 +3,10 @@ import type { Principal } from '../auth/scopes.js';
 import { FleetError } from '../errors/fleet-error.js';
 import type { Scope } from '../auth/scopes.js';
 import { type RateLimitDecision, RateLimiter } from '../ratelimit/limiter.js';
-import { toAsync, okWith } from '../util/result.js';
+import { chainMap } from '../util/result.js';
 import type { McpEndpoint } from './endpoint.js';
-import { stampedAnswers } from './lean-road.js';
+
+const NO_LIMIT = ok(null);
 
 /** `/mcp` (every server of the account) or `/servers/{id}/mcp` (one server). */
 export interface McpTarget {
@@ -70,42 +71,29 @@ export async function answerMcp(deps: McpDoorDeps, x: McpDoorExchange, principal
       return x.fail(missing);
     }
   }
-  const response = await endpoint.handle(
+  // The headers every answer carries, as on the REST routes: the request id and the binding limit's headers as they
+  // stand when asked (the endpoint asks once the body's one decision was taken). The endpoint hands them to whatever
+  // makes the answer, so each answer is made with them once.
+  const answerHeaders = (): Record<string, string> => ({ 'x-request-id': x.requestId, ...x.limitHeaders });
+  return endpoint.handle(
     x.request,
     {
       principal,
       serverId: target.serverId,
       stepUp: x.stepUp === undefined ? undefined : (scope) => x.fail(insufficientScope(scope, x.stepUp!(scope))),
       readBody: x.context.bodyWithinLength === true ? x.context.readBody : undefined,
-      answerHeaders: () => ({ 'x-request-id': x.requestId, ...x.limitHeaders }),
+      answerHeaders,
+      // Limits off: no decision, no headers of one (`limitHeaders` stays empty), nothing to wait for.
       admit: (batch) =>
-        toAsync(limiter === undefined ? ok(null) : limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch)).andThen(
-          okWith((decision) => {
-            x.limitHeaders = RateLimiter.headers(decision, deps.now);
-            return decision;
-          }),
-        ),
+        limiter === undefined
+          ? NO_LIMIT
+          : chainMap(limiter.admit(principal, batch.ofOperation > 0 ? 'tools.call' : undefined, batch), (decision) => {
+              x.limitHeaders = RateLimiter.headers(decision, deps.now);
+              return decision;
+            }),
     },
-    (decision) => refusedMessages(decision, x.limitHeaders),
+    (decision) => refusedMessages(decision, answerHeaders()),
   );
-  // The request id and rate-limit headers on every answer, as on the REST routes; an SSE body streams through. The
-  // SDK's answers are its own `new Response`s, whose headers can be set in place (no copy of the body's stream, and
-  // an answer made of text stays text for the server adapter); one whose headers are immutable is copied. The lean
-  // road's answers were made with them (`answerHeaders`).
-  if (stampedAnswers.has(response)) return response;
-  try {
-    stamp(response.headers, x);
-    return response;
-  } catch {
-    const headers = new Headers(response.headers);
-    stamp(headers, x);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-  }
-}
-
-function stamp(headers: Headers, x: McpDoorExchange): void {
-  headers.set('x-request-id', x.requestId);
-  for (const [name, value] of Object.entries(x.limitHeaders)) headers.set(name, value);
 }
 
 /** The 403 of a method an access token lacks the scope of: the step-up challenge names the scope to ask for. */
@@ -117,10 +105,10 @@ export const insufficientScope = (scope: Scope, challenge: string) =>
   });
 
 /** The 429 of a body of JSON-RPC messages the limiter refused: one JSON-RPC error naming the fleet's code. */
-function refusedMessages(decision: RateLimitDecision, limitHeaders: Record<string, string>): Response {
+function refusedMessages(decision: RateLimitDecision, headers: Record<string, string>): Response {
   const refusal = RateLimiter.refusal(decision);
   return Response.json(
     { jsonrpc: '2.0', error: { code: -32000, message: `${refusal.code}: ${refusal.message}`, data: refusal.details }, id: null },
-    { status: 429, headers: { ...refusal.headers, ...limitHeaders } },
+    { status: 429, headers: { ...refusal.headers, ...headers } },
   );
 }

@@ -106,8 +106,8 @@ interface SdkServerParts {
     encodeErrorCode(code: number): number;
   };
   serverInfo: unknown;
-  /** The running requests by id: what `notifications/cancelled` and the session's close abort. */
-  running: Map<unknown, AbortController>;
+  /** The running requests by id: what `notifications/cancelled` and the session's close abort (their `abort` alone). */
+  running: Map<unknown, Pick<AbortController, 'abort'>>;
 }
 
 /** The parts of the SDK's `Server` the lean road needs, or `undefined` (another SDK version): then the SDK's road. */
@@ -123,7 +123,7 @@ export function partsOf(server: Server): SdkServerParts | undefined {
   return {
     codec: codec as SdkServerParts['codec'],
     serverInfo: typeof inner._outboundServerInfo === 'function' ? inner._outboundServerInfo() : undefined,
-    running: inner._requestHandlerAbortControllers as Map<unknown, AbortController>,
+    running: inner._requestHandlerAbortControllers as SdkServerParts['running'],
   };
 }
 
@@ -141,20 +141,39 @@ function withContent(result: unknown): unknown {
   return { ...result, content: [] };
 }
 
+/**
+ * A lean request's place in the SDK's map of running requests: the SDK only calls its `abort` (`notifications/cancelled`,
+ * the session's close), and its signal is made when a handler asks for it (a `tools/call` does; a `tools/list` never
+ * does, and then no `AbortController` is made for it).
+ */
+class Running {
+  aborted = false;
+  private reason: unknown;
+  private controller: AbortController | undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+}
+
 /** What the lean road asks of the HTTP request a hot request came in. */
 export interface LeanExchange {
   /** The HTTP request's signal (aborted when the client goes), asked only when a cancelled request waits for it: an adapter may make it on demand. */
   signalOf: () => AbortSignal;
   /** The headers every answer to the request carries (`McpExchange.answerHeaders`), put in the answer as it is made. */
-  headersOf: (() => Record<string, string>) | undefined;
+  headers: Record<string, string>;
 }
-
-/**
- * The lean road's answers made with their request's `headersOf` (`LeanExchange`): the MCP door stamps every other
- * answer with those headers, which makes an answer's `Headers` (an undici object the HTTP layer then converts back)
- * for a few names it could have been given with.
- */
-export const stampedAnswers = new WeakSet<Response>();
 
 /**
  * Serves a hot request of a live session; `undefined` when it must go the SDK's road after all (the SDK's `Server` is
@@ -167,20 +186,22 @@ export async function serveLean(
   session: LeanSession,
   scope: EndpointScope,
   message: HotRequest,
-  { signalOf, headersOf }: LeanExchange,
+  { signalOf, headers: given }: LeanExchange,
 ): Promise<Response | undefined> {
   const parts = partsOf(session.server);
   if (parts === undefined) return undefined;
   const { codec, serverInfo, running } = parts;
   const { id } = message;
-  const controller = new AbortController();
+  const controller = new Running();
   running.set(id, controller);
   const served: Served = {
     scope,
     id,
     sessionId: session.id,
     _meta: message.params?.['_meta'] as Record<string, unknown> | undefined,
-    signal: controller.signal,
+    get signal() {
+      return controller.signal;
+    },
     // Progress is only sent when asked for (`_meta.progressToken`), and such a request goes the SDK's road.
     notify: () => Promise.resolve(),
   };
@@ -222,18 +243,12 @@ export async function serveLean(
   }
   // Cancelled, or the session closed: the SDK's road sends no answer and leaves the stream open until the client
   // goes or the session closes; so does this, then ends an empty stream.
-  if (controller.signal.aborted) {
+  if (controller.aborted) {
     await gone(signalOf(), session.closed);
-    return stamped(new Response(null, { status: 200, headers: { ...headersOf?.(), 'content-type': 'text/event-stream', 'mcp-session-id': session.id } }), headersOf);
+    return new Response(null, { status: 200, headers: { ...given, 'content-type': 'text/event-stream', 'mcp-session-id': session.id } });
   }
-  const headers = { ...headersOf?.(), 'content-type': 'application/json', 'mcp-session-id': session.id };
-  return stamped(typeof body === 'string' ? new Response(body, { status: 200, headers }) : bytesResponse(body, headers), headersOf);
-}
-
-/** `response`, listed in `stampedAnswers` when it was made with its request's headers. */
-function stamped(response: Response, headersOf: LeanExchange['headersOf']): Response {
-  if (headersOf !== undefined) stampedAnswers.add(response);
-  return response;
+  const headers = { ...given, 'content-type': 'application/json', 'mcp-session-id': session.id };
+  return typeof body === 'string' ? new Response(body, { status: 200, headers }) : bytesResponse(body, headers);
 }
 
 /**
