@@ -38,8 +38,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transformSync } from 'esbuild';
 import { createBenchFleet, removeLoadServers } from './builds.mjs';
 import { figure, fmtRatio, median, medianInterval, pad, padLeft, roundRatio, runQueueWaitMs } from './stats.mjs';
-// If the process that forked this one dies (a section that threw, a bench stopped), do not linger.
-process.on('disconnect', () => process.exit(0));
 
 const ROUNDS = Number(process.env.BENCH_OFF_ROUNDS ?? 30);
 const WARMUP_ROUNDS = Number(process.env.BENCH_OFF_WARMUP_ROUNDS ?? 2);
