@@ -95,6 +95,11 @@ export class UpstreamCatalog {
     }
   }
 
+  /** Marks the servers' cached lists of `kind` used now (`ListingCache.touch`): an answer built from them was reused. */
+  touch(serverIds: readonly string[], kind: CatalogKind): void {
+    for (const id of serverIds) this.deps.listings.touch(id, kind);
+  }
+
   /** Drops one cached list of a server, so the next `list` asks the upstream. */
   forgetList(serverId: string, kind: CatalogKind): void {
     this.deps.listings.forgetList(serverId, kind);

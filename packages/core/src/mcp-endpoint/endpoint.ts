@@ -347,7 +347,8 @@ export class McpEndpoint {
     this.maxRecords = positiveInteger(options.maxSessionRecordsPerAccount, 1000, 'maxSessionRecordsPerAccount');
     this.leanRoad = options.leanRoad ?? true;
     // As many bytes of answers as the listing cache holds of listings, over 4 accounts' shares.
-    this.answers = new ToolsAnswers(4 * deps.catalog.answerBytes);
+    // An answer taken as kept marks the listings it shows used, so that the listing cache keeps them first.
+    this.answers = new ToolsAnswers(4 * deps.catalog.answerBytes, (serverIds) => deps.catalog.touch(serverIds, 'tools'));
     const { catalog, operations, tools, version } = deps;
     this.handlers = endpointHandlers({ catalog, operations, tools, version, answers: this.answers });
     this.sweeper = setInterval(() => this.sweep(), Math.min(this.idleMs, 60_000));

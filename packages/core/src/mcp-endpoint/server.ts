@@ -422,7 +422,7 @@ export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
     let stamp: AnswerStamp | undefined;
     if (before !== undefined && until !== undefined) {
       const after = catalog.revision(scope.principal.account);
-      if (after !== undefined && sameSources(before, after)) stamp = { revision: before, until };
+      if (after !== undefined && sameSources(before, after)) stamp = { revision: before, until, sources: gathered.map(({ server }) => server.id), touchedAt: before.at };
     }
     const basis = gathered.flatMap(({ server, items }) => [server.id, server.config.name, items]);
     const kept = deps.answers.get(view, basis, stamp);

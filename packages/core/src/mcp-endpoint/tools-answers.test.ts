@@ -1,6 +1,6 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { answerTail, ToolsAnswers } from './tools-answers.js';
+import { answerTail, TOUCH_EVERY_MS, ToolsAnswers } from './tools-answers.js';
 
 const tool = (name: string): Tool => ({ name, inputSchema: { type: 'object' } });
 
@@ -19,6 +19,24 @@ describe('ToolsAnswers', () => {
     expect(answers.get('view', ['srv_1', 'beta', items])).toBeUndefined();
     expect(answers.get('view', [...basis, 'srv_2', 'beta', items])).toBeUndefined();
     expect(answers.get('other view', basis)).toBeUndefined();
+  });
+
+  it('an answer taken as kept marks the listings it shows used, at most every TOUCH_EVERY_MS', () => {
+    const touched: (readonly string[])[] = [];
+    const answers = new ToolsAnswers(10_000, (ids) => touched.push(ids));
+    const revision = (at: number) => ({ records: 1, commits: 2, listings: 3, at });
+    const kept = answers.set('view', ['srv_1', 'a', [], 'srv_2', 'b', []], [tool('a__x')], { revision: revision(0), until: 60_000, sources: ['srv_1', 'srv_2'], touchedAt: 0 });
+    expect(answers.current('view', revision(10))).toBe(kept);
+    expect(answers.current('view', revision(TOUCH_EVERY_MS - 1))).toBe(kept);
+    expect(touched).toEqual([]);
+    expect(answers.current('view', revision(TOUCH_EVERY_MS))).toBe(kept);
+    expect(answers.current('view', revision(TOUCH_EVERY_MS + 10))).toBe(kept);
+    expect(touched).toEqual([['srv_1', 'srv_2']]);
+    expect(answers.current('view', revision(2 * TOUCH_EVERY_MS + 5))).toBe(kept);
+    expect(touched).toHaveLength(2);
+    // Not taken (its sources changed): nothing marked.
+    expect(answers.current('view', { ...revision(5 * TOUCH_EVERY_MS), listings: 4 })).toBeUndefined();
+    expect(touched).toHaveLength(2);
   });
 
   it('asks each wire encoding once per kept list whether it leaves the list as it is, and gives the JSON only then', () => {

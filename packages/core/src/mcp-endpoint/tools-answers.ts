@@ -41,7 +41,18 @@ interface Kept extends ToolsAnswer {
 export interface AnswerStamp {
   revision: CatalogRevision;
   until: number;
+  /** The servers whose listings it shows, in order. */
+  sources: readonly string[];
+  /** When (the catalog's clock) its sources were last marked used (`ToolsAnswers`' `touch`). */
+  touchedAt: number;
 }
+
+/**
+ * How often an answer taken as kept marks the listings it was built from used (`ListingCache.touch`), in ms: often
+ * enough for the listing cache's least-recently-used order, and not on every list (500 servers' listings are 500
+ * moves).
+ */
+export const TOUCH_EVERY_MS = 1000;
 
 /** What is kept of a `tools` array this made, for as long as the array lives. */
 interface Serialized {
@@ -64,7 +75,14 @@ export class ToolsAnswers {
   private bytes = 0;
   private readonly serialized = new WeakMap<Tool[], Serialized>();
 
-  constructor(private readonly maxBytes: number) {}
+  /**
+   * `touch`: told the servers of an answer taken as kept (`current`), at most every `TOUCH_EVERY_MS`, so that the
+   * listings in use stay the most recently used in the listing cache although no gather reads them.
+   */
+  constructor(
+    private readonly maxBytes: number,
+    private readonly touch?: (serverIds: readonly string[]) => void,
+  ) {}
 
   /**
    * The answer kept for `view` when it bears a stamp (`AnswerStamp`) that still holds at `revision`: nothing it was
@@ -74,6 +92,10 @@ export class ToolsAnswers {
     const kept = this.kept.get(view);
     const stamp = kept?.stamp;
     if (stamp === undefined || revision.at >= stamp.until || !sameSources(stamp.revision, revision)) return undefined;
+    if (this.touch !== undefined && revision.at - stamp.touchedAt >= TOUCH_EVERY_MS) {
+      stamp.touchedAt = revision.at;
+      this.touch(stamp.sources);
+    }
     return this.used(view, kept as Kept);
   }
 

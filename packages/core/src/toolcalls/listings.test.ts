@@ -78,6 +78,20 @@ describe('ListingCache', () => {
     expect(cache.get(server({ id: 'srv_o', account: 'other' }), 'tools')).toBeDefined();
   });
 
+  it('a list marked used (touch) goes after the others, and the mark changes nothing a read answers', () => {
+    const cache = new ListingCache({ now: () => 0, limits: resolveListings({ maxBytes: 1000, cacheBytesPerAccount: 2500 }) });
+    cache.store(server({ id: 'srv_1' }), 'tools', listingOf(1000));
+    cache.store(server({ id: 'srv_2' }), 'tools', listingOf(1000));
+    const revision = cache.revision;
+    // srv_1 is in use by an answer taken as kept (no read of it): srv_2 is the least recently used when srv_3 comes.
+    cache.touch('srv_1', 'tools');
+    cache.touch('srv_unknown', 'tools');
+    expect(cache.revision).toBe(revision);
+    cache.store(server({ id: 'srv_3' }), 'tools', listingOf(1000));
+    expect(cache.get(server({ id: 'srv_1' }), 'tools')).toBeDefined();
+    expect(cache.get(server({ id: 'srv_2' }), 'tools')).toBeUndefined();
+  });
+
   it('keeps at most listings.cacheBytes over every account', () => {
     const cache = new ListingCache({ now: () => 0, limits: resolveListings({ maxBytes: 1000, cacheBytesPerAccount: 1000, cacheBytes: 2000 }) });
     for (let i = 0; i < 5; i++) cache.store(server({ id: `srv_${i}`, account: `a${i}` }), 'tools', listingOf(1000));

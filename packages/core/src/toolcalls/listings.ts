@@ -232,6 +232,19 @@ export class ListingCache {
     return { listing: entry.listing as Listing<ListingItems[K]> | undefined, refused: entry.refused, fresh: entry.expires > this.deps.now(), expires: entry.expires };
   }
 
+  /**
+   * Marks a server's kept list of `kind` used now, as a `get` does, without reading it: what a `tools/list` answer
+   * taken as kept (`ToolsAnswers.current`) was built from is in use, and must not be the first to go. Changes nothing
+   * a `get` answers (not `revision`).
+   */
+  touch(serverId: string, kind: ListingKind): void {
+    const key = keyOf(serverId, kind);
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+  }
+
   /** The server's tools by name, from its kept `tools/list` (any age), or `undefined` when none is kept. */
   tools(server: ServerRecord): Map<string, Tool> | undefined {
     const entry = this.entries.get(keyOf(server.id, 'tools'));
