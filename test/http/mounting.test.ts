@@ -144,3 +144,22 @@ describe('the Hono adapter reads the path as the URL parser resolves it (the raw
     expect(out.requestId).toBeUndefined();
   });
 });
+
+describe('the Hono app answers a read at once', () => {
+  it('fetch gives a Response, not a promise, for a GET the fleet answers from its memory; a wrapped handle still answers', async () => {
+    const { createFleet } = await import('@mcp-fleet/core');
+    const { createFleetApp } = await import('@mcp-fleet/hono');
+    const fleet = createFleet();
+    const { secret } = (await fleet.keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
+    const get = () => new Request('http://fleet.test/v1/servers', { headers: { authorization: `Bearer ${secret}` } });
+    const now = createFleetApp(fleet).fetch(get());
+    expect(now).toBeInstanceOf(Response);
+    expect((now as Response).status).toBe(200);
+    // An embedder's wrapper of handle is called, as it was.
+    let called = 0;
+    const wrapped = createFleetApp({ ...fleet, handle: (request, context) => (called++, fleet.handle(request, context)) });
+    expect((await wrapped.fetch(get())).status).toBe(200);
+    expect(called).toBe(1);
+    await fleet.close();
+  });
+});

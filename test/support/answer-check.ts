@@ -1,5 +1,5 @@
-import { createFleet, type Fleet } from '@mcp-fleet/core';
-import { mountPath } from '@mcp-fleet/core/node';
+import { createFleet, type Fleet, type RequestContext } from '@mcp-fleet/core';
+import { atOnce, mountPath } from '@mcp-fleet/core/node';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { afterEach } from 'vitest';
@@ -157,8 +157,7 @@ afterEach(() => {
  * built as `createFleet` builds it) and records each mismatch. Reads the envelope's text without reading its body.
  */
 export function checkedFleet(fleet: Fleet, routes: readonly Route[] = buildRoutes(fleet as never)): Fleet {
-  const handle: Fleet['handle'] = async (request, context) => {
-    const response = await fleet.handle(request, context);
+  const checked = (request: Request, context: RequestContext | undefined, response: Response): Response => {
     const text = envelopeText(response);
     if (text !== undefined) {
       const path = context?.path ?? mountPath(new URL(request.url).pathname, fleet.prefix) ?? '';
@@ -166,7 +165,14 @@ export function checkedFleet(fleet: Fleet, routes: readonly Route[] = buildRoute
     }
     return response;
   };
-  return { ...fleet, handle };
+  // The form that answers at once too (the Hono adapter's), checked alike.
+  const own = atOnce(fleet.handle);
+  const answer = (request: Request, context?: RequestContext): Response | Promise<Response> => {
+    const answered = own(request, context);
+    return answered instanceof Promise ? answered.then((response) => checked(request, context, response)) : checked(request, context, answered);
+  };
+  const handle: Fleet['handle'] = async (request, context) => answer(request, context);
+  return { ...fleet, handle: Object.assign(handle, { [Symbol.for('mcp-fleet.handleAtOnce')]: answer }) };
 }
 
 let table: readonly Route[] | undefined;

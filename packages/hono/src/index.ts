@@ -1,8 +1,8 @@
 import type { Fleet } from '@mcp-fleet/core';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookReceiverOptions } from '@mcp-fleet/core/webhooks';
-import { mountPath, readWholeBody } from '@mcp-fleet/core/node';
+import { atOnce, mountPath, readWholeBody } from '@mcp-fleet/core/node';
 import type { IncomingMessage } from 'node:http';
-import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { type Context, Hono, type MiddlewareHandler, type Next } from 'hono';
 import { baseRoutePath } from 'hono/route';
 
 export interface FleetHonoOptions {
@@ -84,7 +84,9 @@ function mountDepth(c: Context): number {
 export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Hono {
   const clientAddress = options.clientAddress ?? socketAddress;
   const app = new Hono();
-  app.all('*', (c, next) => {
+  // A `Response`, or a promise of one (or of the next handler's): Hono takes either; its types tell a handler that
+  // answers at once from a middleware, hence the one cast.
+  const serveFleet = (c: Context, next: Next): Response | Promise<Response | void> => {
     // The raw path below where the host mounted this app (one segment per segment of the mount, parameters
     // included), not Hono's decoded one: the core decodes each segment once.
     const depth = mountDepth(c);
@@ -105,12 +107,16 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
             return reading;
           }
         : undefined;
-    const answer = fleet.handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
+    // At once when the fleet had nothing to wait for (a read over its own memory): Hono and `@hono/node-server` then
+    // write the answer in the same turn, without a promise.
+    const answer = atOnce(fleet.handle)(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
     // A body the core began reading whole before `handle` returned (the fleet's own memory answers without waiting)
     // is read to its end, or its connection is gone, before the answer exists: nothing can be left unread, no look
     // afterwards (a promise less on every create). Otherwise the answer may come first (a 401 or 413).
-    return noBody || readingWhole ? answer : answer.then((response) => closeIfBodyUnread(c, response));
-  });
+    if (noBody || readingWhole) return answer;
+    return answer instanceof Promise ? answer.then((response) => closeIfBodyUnread(c, response)) : closeIfBodyUnread(c, answer);
+  };
+  app.all('*', serveFleet as MiddlewareHandler);
   return app;
 }
 

@@ -6,6 +6,7 @@ import { createMemoryStore } from '../store.js';
 import { createFleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { ErrorHook } from './handler.js';
+import { atOnce } from '../node/at-once.js';
 
 const ORIGIN = 'http://fleet.test';
 const principal: Principal = { account: 'acme', tier: 'pro', scopes: null };
@@ -346,5 +347,46 @@ describe('request bodies at the edges', () => {
     expect((await envelope(response)).error).toMatchObject({ code: 'INVALID_REQUEST', details: { field: 'body' } });
     expect(errors).toEqual([]);
     await fleet.close();
+  });
+});
+
+describe('the answer at once (atOnce)', () => {
+  it('is a Response, not a promise, when no step had anything to wait for; handle is the same answer as a promise', async () => {
+    const fleet = createFleet({ store: createMemoryStore(), rateLimit: { tiers: { pro: 1000 } } });
+    const { secret, key } = (await fleet.keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
+    (await fleet.servers.create('acme', { name: 'one', type: 'http', endpoint: 'https://one.example.com/mcp' }))._unsafeUnwrap();
+    const get = () => new Request(`${ORIGIN}/v1/servers`, { headers: { authorization: `Bearer ${secret}` } });
+    const now = atOnce(fleet.handle)(get());
+    expect(now).toBeInstanceOf(Response);
+    const later = fleet.handle(get());
+    expect(later).toBeInstanceOf(Promise);
+    const [a, b] = [now as Response, await later];
+    expect(a.status).toBe(200);
+    expect([...a.headers.keys()]).toEqual([...b.headers.keys()]);
+    expect(Number(a.headers.get('x-ratelimit-remaining')) - 1).toBe(Number(b.headers.get('x-ratelimit-remaining')));
+    expect((await envelope(a)).data).toEqual((await envelope(b)).data);
+    // Refusals as before (a 401 counts the failure first, a step that may wait); a key revoked is refused on the next request.
+    expect((await atOnce(fleet.handle)(new Request(`${ORIGIN}/v1/servers`))).status).toBe(401);
+    (await fleet.keys.revoke(key.id))._unsafeUnwrap();
+    expect((await atOnce(fleet.handle)(get())).status).toBe(401);
+    await fleet.close();
+  });
+
+  it('a throw at a step that answers at once is answered as the error, as handle answers it', async () => {
+    const { fleet, errors } = fleetWith({
+      authenticate: () => {
+        throw new Error('boom');
+      },
+    });
+    const now = atOnce(fleet.handle)(new Request(`${ORIGIN}/v1/servers`, { headers: { authorization: 'Bearer x' } }));
+    expect(now).toBeInstanceOf(Promise);
+    expect((await now).status).toBe(500);
+    expect(errors).toHaveLength(1);
+    await fleet.close();
+  });
+
+  it('is handle itself for a handle that does not carry it (a wrapper)', () => {
+    const wrapper = async () => new Response(null);
+    expect(atOnce(wrapper)).toBe(wrapper);
   });
 });

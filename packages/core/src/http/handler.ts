@@ -87,6 +87,15 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
+/** `fleet.handle` answering at once when no step had anything to wait for: a `Response`, else its promise. */
+export type AtOnceHandler = (request: Request, context?: RequestContext) => Response | Promise<Response>;
+
+/**
+ * Where `fleet.handle` carries its form that answers at once (`atOnce` of `@mcp-fleet/core/node`): `Symbol.for`, so
+ * that every copy of core agrees on it. A wrapper of `handle` made by anyone else does not carry it.
+ */
+export const AT_ONCE = Symbol.for('mcp-fleet.handleAtOnce');
+
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
 const unauthorized = (challenge = 'Bearer') =>
@@ -163,11 +172,23 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   const timestamp = (): string => isoAt(deps.now());
   const mcpDoor: McpDoorDeps | undefined = deps.mcp === undefined ? undefined : { endpoint: deps.mcp, limiter, now: deps.now };
 
-  return (request, context = {}) => {
+  // One road: the answer goes on synchronously until a step hands it a promise (over the memory stores, a GET waits
+  // for nothing); `handle` is that answer as a promise, and carries the answer itself for an adapter that can write a
+  // ready `Response` at once (the Hono adapter: no promise turns in Hono and `@hono/node-server` for it).
+  const atOnce: AtOnceHandler = (request, context = {}) => {
     const requestId = requestIdOf(request.headers);
     if (onRequest === undefined && !httpRequestChannel.hasSubscribers) return answer(request, context, requestId, undefined);
     return observed(request, context, requestId);
   };
+  const handle: FleetHandler = (request, context) => {
+    try {
+      const answered = atOnce(request, context);
+      return answered instanceof Promise ? answered : Promise.resolve(answered);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  return Object.assign(handle, { [AT_ONCE]: atOnce });
 
   /**
    * The answer, traced (`mcp-fleet:http.request`) and logged (`onRequest`, after the answer is made) when anyone
@@ -176,9 +197,9 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
   function observed(request: Request, context: RequestContext, requestId: string): Promise<Response> {
     const started = performance.now();
     const seen: HttpRequestMessage = { request_id: requestId, method: request.method, route: null, account: null };
-    const answered = httpRequestChannel.hasSubscribers
-      ? traced(httpRequestChannel, seen, () => answer(request, context, requestId, seen), describeAnswer)
-      : answer(request, context, requestId, seen);
+    const answered = Promise.resolve(
+      httpRequestChannel.hasSubscribers ? traced(httpRequestChannel, seen, () => answer(request, context, requestId, seen), describeAnswer) : answer(request, context, requestId, seen),
+    );
     if (onRequest === undefined) return answered;
     return answered.then((response) => {
       // One line per request: never a header, a body or a query (they may carry secrets), the route's template, not its path.
@@ -194,56 +215,85 @@ export function createHandler(deps: HandlerDeps): FleetHandler {
     });
   }
 
-  async function answer(request: Request, context: RequestContext, requestId: string, seen: Seen | undefined): Promise<Response> {
+  /**
+   * The answer. Each step goes on at once with what the step before gave at once, and after it when that was a promise;
+   * a throw at any step, or a rejection anywhere after, is answered as the error it was (`x.fail`).
+   */
+  function answer(request: Request, context: RequestContext, requestId: string, seen: Seen | undefined): Response | Promise<Response> {
     // The adapters give the path; the URL is parsed only when they do not.
     const path = context.path ?? mountPath(new URL(request.url).pathname, deps.prefix);
     const x = new Exchange(request, context, requestId, path, deps, timestamp);
     try {
-      if (path === undefined) return x.fail(routeNotFound(new URL(request.url).pathname));
-      // Static files, public like any web page: the page signs in against the API with the key it is given. The API's
-      // document too: it holds the routes' shapes, no data.
-      const page = deps.dashboard?.(request, path) ?? deps.openapi?.(request, path, requestId);
-      if (page !== undefined) return page;
-      const routed = route(request, path);
-      const keyless = keylessAnswer(x, routed, path);
-      if (keyless !== undefined) return keyless;
-      const identified = identify(x, routed);
-      // Over the fleet's own memory the key is read at once: nothing to wait for.
-      let principal = identified instanceof Promise ? await identified : identified;
-      // Not a key: an OAuth access token, when the fleet takes them (a valid key is never challenged).
-      const oauthOutcome = principal === null && deps.oauth !== undefined && !routed.keyless ? await viaOAuth(x, deps.oauth, routed, path) : undefined;
-      if (oauthOutcome !== undefined && 'principal' in oauthOutcome) principal = oauthOutcome.principal;
-      if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(requestId, deps.authenticate !== undefined, principal, oauthOutcome);
-      if (principal === null) return await unidentified(x, routed, path);
-      if (seen !== undefined) seen.account = principal.account;
-      if (mcpDoor !== undefined && routed.mcp !== undefined) {
-        if (seen !== undefined) seen.route = mcpRouteOf(routed.mcp);
-        return await answerMcp(mcpDoor, x, principal, routed.mcp);
-      }
-      if (limiter !== undefined) {
-        const admitted = admit(x, limiter, principal, routed.operationName);
-        const decision = admitted instanceof ResultAsync ? await admitted : admitted;
-        const refused = decision.isErr() ? x.fail(decision.error) : x.limited(decision.value);
-        if (refused !== undefined) return refused;
-      }
-      if (routed.segments.isErr()) return x.fail(routed.segments.error);
-      if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
-      const { operation, params } = routed.match;
-      if (seen !== undefined) seen.route = operation.path;
-      if (!hasScope(principal, operation.scope)) return x.fail(x.stepUp === undefined ? forbidden(operation) : insufficientScope(operation.scope, x.stepUp(operation.scope)));
-      const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
-      const body = operation.body ? await readJsonBody(request, limit, context.bodyWithinLength === true, context.readBody) : NO_BODY;
-      if (body.isErr()) return x.fail(body.error);
-      // Only a route that declares a query reads one: no URL to take apart for the others (every create).
-      const input: OperationInput = { principal, params, query: operation.schemas.query === undefined ? undefined : queryOf(request.url), body: body.value, request };
-      const { charges } = operation;
-      if (charges !== undefined && limiter !== undefined) input.charge = (count) => charge(x, limiter, principal, charges, count);
-      const ran = run(operation, input);
-      // Over the memory stores an operation may answer at once; anything else is waited for.
-      return respond(x, ran instanceof ResultAsync ? await ran : ran);
+      const answered = answerAt(x, path, seen);
+      return answered instanceof Promise ? answered.catch((cause: unknown) => x.fail(toFleetError(cause))) : answered;
     } catch (cause) {
       return x.fail(toFleetError(cause));
     }
+  }
+
+  function answerAt(x: Exchange, path: string | undefined, seen: Seen | undefined): Response | Promise<Response> {
+    const { request } = x;
+    if (path === undefined) return x.fail(routeNotFound(new URL(request.url).pathname));
+    // Static files, public like any web page: the page signs in against the API with the key it is given. The API's
+    // document too: it holds the routes' shapes, no data.
+    const page = deps.dashboard?.(request, path) ?? deps.openapi?.(request, path, x.requestId);
+    if (page !== undefined) return page;
+    const routed = route(request, path);
+    const keyless = keylessAnswer(x, routed, path);
+    if (keyless !== undefined) return keyless;
+    const identified = identify(x, routed);
+    // Over the fleet's own memory the key is read at once: nothing to wait for.
+    return identified instanceof Promise ? identified.then((principal) => identifiedAs(x, routed, path, seen, principal)) : identifiedAs(x, routed, path, seen, identified);
+  }
+
+  function identifiedAs(x: Exchange, routed: Routed, path: string, seen: Seen | undefined, principal: Principal | null): Response | Promise<Response> {
+    // Not a key: an OAuth access token, when the fleet takes them (a valid key is never challenged).
+    if (principal === null && deps.oauth !== undefined && !routed.keyless) return viaOAuth(x, deps.oauth, routed, path).then((outcome) => authenticated(x, routed, path, seen, principal, outcome));
+    return authenticated(x, routed, path, seen, principal, undefined);
+  }
+
+  function authenticated(x: Exchange, routed: Routed, path: string, seen: Seen | undefined, identified: Principal | null, oauthOutcome: OAuthOutcome | undefined): Response | Promise<Response> {
+    const principal = oauthOutcome !== undefined && 'principal' in oauthOutcome ? oauthOutcome.principal : identified;
+    if (authChannel.hasSubscribers && (!routed.keyless || deps.authenticate !== undefined)) publishAuth(x.requestId, deps.authenticate !== undefined, principal, oauthOutcome);
+    if (principal === null) return unidentified(x, routed, path);
+    if (seen !== undefined) seen.account = principal.account;
+    if (mcpDoor !== undefined && routed.mcp !== undefined) {
+      if (seen !== undefined) seen.route = mcpRouteOf(routed.mcp);
+      return answerMcp(mcpDoor, x, principal, routed.mcp);
+    }
+    if (limiter === undefined) return admitted(x, routed, path, seen, principal);
+    const decided = admit(x, limiter, principal, routed.operationName);
+    const onDecision = (decision: Result<RateLimitDecision | null, FleetError>): Response | Promise<Response> => {
+      const refused = decision.isErr() ? x.fail(decision.error) : x.limited(decision.value);
+      return refused ?? admitted(x, routed, path, seen, principal);
+    };
+    // `then` of a ResultAsync is its promise's.
+    return decided instanceof ResultAsync ? (decided.then(onDecision) as Promise<Response>) : onDecision(decided);
+  }
+
+  function admitted(x: Exchange, routed: Routed, path: string, seen: Seen | undefined, principal: Principal): Response | Promise<Response> {
+    const { request, context } = x;
+    if (routed.segments.isErr()) return x.fail(routed.segments.error);
+    if (routed.match?.kind !== 'found') return x.fail(unmatched(request, path, routed.match));
+    const { operation, params } = routed.match;
+    if (seen !== undefined) seen.route = operation.path;
+    if (!hasScope(principal, operation.scope)) return x.fail(x.stepUp === undefined ? forbidden(operation) : insufficientScope(operation.scope, x.stepUp(operation.scope)));
+    if (!operation.body) return operate(x, operation, params, principal, undefined);
+    const limit = operation.bodyLimit === undefined ? deps.bodyLimit : Math.max(deps.bodyLimit, operation.bodyLimit);
+    return readJsonBody(request, limit, context.bodyWithinLength === true, context.readBody).then((body) =>
+      body.isErr() ? x.fail(body.error) : operate(x, operation, params, principal, body.value),
+    );
+  }
+
+  function operate(x: Exchange, operation: Operation, params: OperationInput['params'], principal: Principal, body: unknown): Response | Promise<Response> {
+    const { request } = x;
+    // Only a route that declares a query reads one: no URL to take apart for the others (every create).
+    const input: OperationInput = { principal, params, query: operation.schemas.query === undefined ? undefined : queryOf(request.url), body, request };
+    const { charges } = operation;
+    if (charges !== undefined && limiter !== undefined) input.charge = (count) => charge(x, limiter, principal, charges, count);
+    const ran = run(operation, input);
+    // Over the memory stores an operation may answer at once; anything else is waited for.
+    return ran instanceof ResultAsync ? (ran.then((outcome) => respond(x, outcome)) as Promise<Response>) : respond(x, ran);
   }
 
   /** Route: the path's segments, and the MCP endpoint or the route and method they name. */
@@ -374,7 +424,6 @@ interface Seen {
   account?: string | null;
 }
 
-const NO_BODY: Result<unknown, FleetError> = ok(undefined);
 
 /**
  * Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. The traced run is a function of its own, so
