@@ -97,18 +97,22 @@ interface Listed {
 
 /** `listedOf`'s answers by account, server, status and tool (at most 10,000, then forgotten all at once). */
 const listedKept = new Map<string, Listed>();
-/** The last of them handed out: the next call is most often of the same account, server, status and tool. */
-let lastListed: Listed | undefined;
+/**
+ * The last of them handed out for each server (as bounded): the next call to a server is most often of the same
+ * account, status and tool, and a server's id is a string the registry keeps, hashed once.
+ */
+const lastListed = new Map<string, Listed>();
 
 /**
  * `listingsOf` and the expiry member's fixed parts, the same strings handed out again for the same account, server,
  * status and tool (never to be changed): the index looks each of the 8 sets up by its name, and a name made afresh is
- * a new string that each lookup must flatten and hash again (see `memoKeys`). The last answer is compared field by
- * field before any key is made; the map's key puts the account first with its length, so no two combinations share one.
+ * a new string that each lookup must flatten and hash again (see `memoKeys`). The server's last answer is compared
+ * field by field before any key is made; the map's key puts the account first with its length, so no two combinations
+ * share one.
  */
 function listedOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): Listed {
-  const last = lastListed;
-  if (last !== undefined && last.tool === call.tool && last.server_id === call.server_id && last.status === call.status && last.account === account) return last;
+  const last = lastListed.get(call.server_id);
+  if (last !== undefined && last.tool === call.tool && last.status === call.status && last.account === account) return last;
   const listed = kept(listedKept, `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`, () => ({
     account,
     server_id: call.server_id,
@@ -118,7 +122,8 @@ function listedOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'sta
     expiryHead: `,${JSON.stringify(account)},`,
     expiryTail: `,${JSON.stringify(call.server_id)},${JSON.stringify(call.status)},${JSON.stringify(call.tool)}]`,
   }));
-  lastListed = listed;
+  if (lastListed.size >= 10_000) lastListed.clear();
+  lastListed.set(call.server_id, listed);
   return listed;
 }
 
