@@ -152,6 +152,28 @@ describe('HealthLog.history', () => {
 });
 
 describe('HealthLog.record at once', () => {
+  it('never changes the bucket it counts on: one read before (shared, as a history reads it) still holds what it held', async () => {
+    const at = T0;
+    const records = new RecordStore(createMemoryStorage(), 't:');
+    const log = new HealthLog(records, () => at);
+    const key = `health:srv_a:b:${Math.floor(at / 300_000)}`;
+    (await log.record('srv_a', probe(at, true, 12)))._unsafeUnwrap();
+    (await log.record('srv_a', call(at, false)))._unsafeUnwrap();
+    const held = (await records.get<Record<string, unknown>>(key, true))._unsafeUnwrap();
+    const before = structuredClone(held);
+    expect(before).toEqual({ probes: 1, probesOk: 1, requests: 2, failures: 1, probeMs: { '27': 1 }, callMs: { '17': 1 } });
+    (await log.record('srv_a', call(at, true)))._unsafeUnwrap();
+    (await log.record('srv_a', probe(at, false, 12)))._unsafeUnwrap();
+    expect(held).toEqual(before);
+    expect((await records.get(key, true))._unsafeUnwrap()).toEqual({ probes: 2, probesOk: 1, requests: 4, failures: 2, probeMs: { '27': 2 }, callMs: { '17': 2 } });
+    // Another server and another five minutes: their own buckets.
+    (await log.record('srv_b', call(at, true)))._unsafeUnwrap();
+    (await log.record('srv_a', call(at + 300_000, true)))._unsafeUnwrap();
+    expect((await records.get(key, true))._unsafeUnwrap()).toMatchObject({ requests: 4 });
+    expect((await records.get(`health:srv_b:b:${Math.floor(at / 300_000)}`, true))._unsafeUnwrap()).toEqual({ probes: 0, probesOk: 0, requests: 1, failures: 0, callMs: { '17': 1 } });
+    expect((await records.get(`health:srv_a:b:${Math.floor(at / 300_000) + 1}`, true))._unsafeUnwrap()).toMatchObject({ requests: 1 });
+  });
+
   it('counts at once over the fleet memory; waits its turn while another change of the server runs; goes through a promise over another store', async () => {
     const at = T0;
     const log = new HealthLog(new RecordStore(createMemoryStorage(), 't:'), () => at);

@@ -5,6 +5,7 @@ import { isoTimeSchema } from '../util/iso-time.js';
 import type { EventSource } from '../events/bus.js';
 import type { RecordStore } from '../storage/records.js';
 import { KeyedMutex } from '../util/keyed-mutex.js';
+import { kept } from '../util/key-memo.js';
 import { okWith, type Ran, chain, chainMap, toAsync } from '../util/result.js';
 import { HEALTH_VALUES, type Health } from '../registry/schema.js';
 import { breakerViewSchema } from './breaker.js';
@@ -128,18 +129,22 @@ const bucketKey = (serverId: string, index: number) => `health:${serverId}:b:${i
 const lastKey = (serverId: string) => `health:${serverId}:last`;
 
 /** `0.995` → `"99.5%"`: up to two decimals, no trailing zeros. */
-/** `found` (a copy, or nothing yet) with one more attempt counted. */
+/**
+ * A new bucket: `found` (the stored one, or nothing yet), never changed itself, with one more attempt counted. Its
+ * counts are copied, and the digest the attempt changes; the other digest is the stored one's, which nothing changes
+ * (a count copies a digest before it adds to it), so the new bucket holds the same as a deep copy would.
+ */
 function withAttempt(found: Bucket | undefined, attempt: Attempt, held: HeldState | undefined): Bucket {
-  const bucket = found ?? { probes: 0, probesOk: 0, requests: 0, failures: 0 };
+  const bucket = found === undefined ? { probes: 0, probesOk: 0, requests: 0, failures: 0 } : { ...found };
   bucket.requests += 1;
   if (!attempt.ok) bucket.failures += 1;
   if (attempt.kind === 'probe') {
     bucket.probes += 1;
     if (attempt.ok) bucket.probesOk += 1;
-    bucket.probeMs = withSample(bucket.probeMs, attempt.responseTimeMs);
+    bucket.probeMs = withSample(bucket.probeMs === undefined ? undefined : { ...bucket.probeMs }, attempt.responseTimeMs);
     if (held !== undefined) bucket.status = held.status;
   } else {
-    bucket.callMs = withSample(bucket.callMs, attempt.responseTimeMs);
+    bucket.callMs = withSample(bucket.callMs === undefined ? undefined : { ...bucket.callMs }, attempt.responseTimeMs);
   }
   return bucket;
 }
@@ -163,6 +168,8 @@ export function formatPercent(share: number): string {
  */
 export class HealthLog {
   private readonly mutex = new KeyedMutex();
+  /** The key of each server's bucket of the last count (`bucketKeyOf`); bounded as `kept` bounds it. */
+  private readonly bucketKeys = new Map<string, { index: number; key: string }>();
 
   constructor(
     private readonly records: RecordStore,
@@ -176,9 +183,10 @@ export class HealthLog {
    */
   record(serverId: string, attempt: Attempt, held?: HeldState): Ran<void, FleetError> {
     return this.mutex.exclusive(serverId, () => {
-      const key = bucketKey(serverId, Math.floor(attempt.at / BUCKET_MS));
-      // The bucket read is a copy of its own: counted in place and handed over.
-      const counted = chain(this.records.get<Bucket>(key), (found) => this.records.set(key, withAttempt(found, attempt, held), BUCKET_TTL_MS, true));
+      const key = this.bucketKeyOf(serverId, Math.floor(attempt.at / BUCKET_MS));
+      // The bucket is read as stored (`shared`, no copy) and a new one written in its place, handed over: it shares
+      // with the stored one only a digest that neither changes (`withAttempt`).
+      const counted = chain(this.records.get<Bucket>(key, true), (found) => this.records.set(key, withAttempt(found, attempt, held), BUCKET_TTL_MS, true));
       if (attempt.kind !== 'probe') return counted;
       // A probe that failed learns nothing of the era: keep the one that last answered (the only case read back).
       return chain(counted, () =>
@@ -194,6 +202,19 @@ export class HealthLog {
         ),
       );
     });
+  }
+
+  /**
+   * `bucketKey(serverId, index)`, the same string for every count of a server within one five minutes: the store looks
+   * it up twice per count (read, then write), and a string made afresh must be hashed again each time.
+   */
+  private bucketKeyOf(serverId: string, index: number): string {
+    const last = kept(this.bucketKeys, serverId, () => ({ index, key: bucketKey(serverId, index) }));
+    if (last.index !== index) {
+      last.index = index;
+      last.key = bucketKey(serverId, index);
+    }
+    return last.key;
   }
 
   /** The protocol era the server last answered with, if any. */

@@ -338,7 +338,9 @@ export class MemoryIndexStore implements IndexStore {
   private relist(slot: number, sets: SortedSet[], scores: number[]): void {
     this.listedSets[slot] = this.sharedSets(sets);
     const first = scores[0] as number;
-    if (scores.every((score) => score === first)) {
+    let same = true;
+    for (let i = 1; i < scores.length && same; i++) same = scores[i] === first;
+    if (same) {
       this.listedScore[slot] = first;
       if (this.differingScores.size !== 0) this.differingScores.delete(slot);
     } else {
@@ -352,7 +354,11 @@ export class MemoryIndexStore implements IndexStore {
   private sharedSets(sets: SortedSet[]): readonly SortedSet[] {
     const first = sets[0] as SortedSet;
     const last = this.lastSets.get(first);
-    if (last !== undefined && last.length === sets.length && last.every((set, i) => set === sets[i])) return last;
+    if (last !== undefined && last.length === sets.length) {
+      let same = true;
+      for (let i = 0; i < sets.length && same; i++) same = last[i] === sets[i];
+      if (same) return last;
+    }
     // Copied to size: a grown array keeps room for 16 more.
     const kept = sets.slice();
     this.lastSets.set(first, kept);

@@ -76,6 +76,29 @@ describe('RecordStore.setAt', () => {
     }
   });
 
+  it('writes with a time to live: expired after it, over the object memory and any Keyv', async () => {
+    for (const keyv of [createMemoryStorage(), new Keyv({ store: new Map(), namespace: '', throwOnErrors: true })]) {
+      const records = new RecordStore(keyv, 'mcp-fleet:');
+      (await records.setAt('toolcall:', 'call_1', { name: 'one' }, 5))._unsafeUnwrap();
+      (await records.setAt('toolcall:', 'call_2', { name: 'two' }, 60_000))._unsafeUnwrap();
+      expect((await records.get('toolcall:call_1'))._unsafeUnwrap()).toEqual({ name: 'one' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await records.get('toolcall:call_1'))._unsafeUnwrap()).toBeUndefined();
+      expect((await records.get('toolcall:call_2'))._unsafeUnwrap()).toEqual({ name: 'two' });
+    }
+  });
+
+  it('reads and writes each key as its own, the same key asked again or keys in turn', async () => {
+    const records = new RecordStore(createMemoryStorage(), 'mcp-fleet:');
+    for (let i = 0; i < 3; i++) {
+      for (const key of ['a', 'b', 'b', 'a']) {
+        const found = (await records.get<{ n: number }>(key))._unsafeUnwrap();
+        (await records.set(key, { key, n: (found?.n ?? 0) + 1 }, undefined, true))._unsafeUnwrap();
+      }
+    }
+    expect((await records.getMany(['a', 'b']))._unsafeUnwrap()).toEqual([{ key: 'a', n: 6 }, { key: 'b', n: 6 }]);
+  });
+
   it('counts the write as a change of every prefix the whole key begins with, and of no other (memoryChangesOf)', async () => {
     const records = new RecordStore(createMemoryStorage(), 'mcp-fleet:');
     // Prefixes shorter than the family, the family itself, longer ones within the id, and others.

@@ -155,6 +155,9 @@ export class RecordStore {
   private readonly memory: ObjectMemory | undefined;
   /** The prefixed keys of pages read again and again (`getMany`), made once each (`memoKeys`). */
   private readonly prefixed: (key: string) => string;
+  /** The last key given to `keptKey`, and what it answered. */
+  private lastKey = '';
+  private lastKept = '';
 
   constructor(
     private readonly keyv: Keyv,
@@ -174,7 +177,7 @@ export class RecordStore {
    * as `getMany` hands it out). Over the fleet's own memory a `Result` at once; over any other Keyv a `ResultAsync`.
    */
   get<T>(key: string, shared = false): Ran<T | undefined, FleetError> {
-    if (this.memory !== undefined) return ok(this.readMemory(this.memory, this.keyPrefix + key, shared) as T | undefined);
+    if (this.memory !== undefined) return ok(this.readMemory(this.memory, this.keptKey(key), shared) as T | undefined);
     return portCall(() => this.keyv.get<T>(this.keyPrefix + key), 'records', 'get');
   }
 
@@ -256,16 +259,17 @@ export class RecordStore {
   }
 
   /**
-   * `set(family + id, value, undefined, true)`: a record handed over, kept with no expiry under an id that the record
-   * itself keeps (a server's under `server:` and its id). The object memory keys it by its prefix and `family`, one
-   * string made once (`prefixed`), `+` the id: V8 keeps that key as a pair of references to the two strings (32 bytes,
-   * never flattened by the `Map`), where a flat key is a copy of both (64 bytes for a server's), kept as long as the
-   * record. Any other store is given the same key as `set` would give it.
+   * `set(family + id, value, ttlMs, true)`: a record handed over, kept under an id that the record itself keeps (a
+   * server's under `server:` and its id, a tool call's under `toolcall:`). The object memory keys it by its prefix and
+   * `family`, one string made once (`prefixed`), `+` the id: V8 keeps that key as a pair of references to the two
+   * strings (32 bytes, never flattened by the `Map`), where a flat key is a copy of both (64 bytes for a server's),
+   * kept as long as the record, and made without a copy of the prefix per write. Any other store is given the same key
+   * as `set` would give it.
    */
-  setAt(family: string, id: string, value: unknown): Ran<void, FleetError> {
+  setAt(family: string, id: string, value: unknown, ttlMs?: number): Ran<void, FleetError> {
     const { memory } = this;
-    if (memory === undefined || value === undefined) return this.set(family + id, value, undefined, true);
-    memory.holdIn(this.prefixed(family), id, value);
+    if (memory === undefined || value === undefined) return this.set(family + id, value, ttlMs, true);
+    memory.holdIn(this.prefixed(family), id, this.heldForm(value, ttlMs));
     return ok(undefined);
   }
 
@@ -285,7 +289,11 @@ export class RecordStore {
    * references to the prefix and the key, kept (with the key's own parts) for as long as the record.
    */
   private keptKey(key: string): string {
-    return this.keyPrefix === '' ? key : [this.keyPrefix, key].join('');
+    if (this.keyPrefix === '') return key;
+    // A record read and then written (a count: `HealthLog.record`) under a key its caller keeps: made and hashed once.
+    if (key === this.lastKey) return this.lastKept;
+    this.lastKey = key;
+    return (this.lastKept = [this.keyPrefix, key].join(''));
   }
 
   /** A copy of what the object memory holds under `key` (with `shared`, the stored value); an expired entry is dropped, as Keyv drops it. */

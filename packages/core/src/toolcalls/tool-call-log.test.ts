@@ -151,6 +151,62 @@ describe('ToolCallLog.append at once', () => {
     clock = T0;
   });
 
+  it('lists each call under its own account, server, status and tool when they alternate from one call to the next', async () => {
+    const log = logOver(createMemoryStorage());
+    const calls: [string, ToolCallRecord][] = [];
+    for (let i = 0; i < 12; i++) {
+      const call = { ...made(i % 3 === 0 ? 'error' : 'success'), tool: i % 2 === 0 ? 'echo' : 'odd|tool=name/ü %', server_id: i % 4 < 2 ? 'srv_a' : 'srv_b' };
+      const account = i % 5 < 2 ? 'acme' : 'glo"bex';
+      calls.push([account, call]);
+      (await log.append(account, call))._unsafeUnwrap();
+    }
+    for (const account of ['acme', 'glo"bex']) {
+      const own = calls.filter(([of]) => of === account).map(([, call]) => call);
+      for (const call of own) {
+        for (const filter of filters(call)) {
+          const expected = own.filter(
+            (other) => (filter.server_id ?? other.server_id) === other.server_id && (filter.status ?? other.status) === other.status && (filter.tool ?? other.tool) === other.tool,
+          );
+          const listed = (await log.list(account, { ...filter, limit: 100 }))._unsafeUnwrap().data.map((c) => c.id);
+          expect(listed.sort(), JSON.stringify({ account, filter })).toEqual(expected.map((c) => c.id).sort());
+        }
+      }
+    }
+  });
+
+  it('lists a call in the expiry set as the JSON of [created ms, account, id, server, status, tool], names that need escaping included', async () => {
+    const store = new MemoryIndexStore();
+    const log = logOver(createMemoryStorage(), store);
+    const odd = ['a"b\\c', 'line\u2028sep \u{1F600}', '\u0000ctl'];
+    const written: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const account = odd[i % 3] as string;
+      const call = { ...made(i % 2 === 0 ? 'success' : 'timeout'), tool: odd[(i + 1) % 3] as string, server_id: `srv_${odd[(i + 2) % 3]}`, created_at: new Date(T0 + i).toISOString() };
+      (await log.append(account, call))._unsafeUnwrap();
+      written.push(JSON.stringify([T0 + i, account, call.id, call.server_id, call.status, call.tool]));
+    }
+    expect(store.range('toolcalls-expiry', { offset: 0, limit: 10 })).toEqual(written);
+    clock = T0 + 2 * HOUR;
+    expect((await log.sweep(10))._unsafeUnwrap()).toBe(6);
+    expect(store.count('toolcalls-expiry')).toBe(0);
+    for (const account of odd) expect((await log.list(account, query))._unsafeUnwrap().pagination.total).toBe(0);
+    clock = T0;
+  });
+
+  it('keeps a successful call over the fleet memory until a day after its retention, and no longer', async () => {
+    let now = T0;
+    const log = new ToolCallLog(new RecordStore(createMemoryStorage(), 'test:', () => now), new IndexCalls(new MemoryIndexStore()), new ChangeWriter(new EventBus(() => {}), undefined), {
+      retentionMs: HOUR,
+      now: () => now,
+    });
+    const call = made('success');
+    (await log.append('acme', call))._unsafeUnwrap();
+    now = T0 + HOUR + 86_400_000;
+    expect((await log.get('acme', call.id))._unsafeUnwrap()).toEqual(call);
+    now += 1;
+    expect((await log.get('acme', call.id))._unsafeUnwrapErr().code).toBe('NOT_FOUND');
+  });
+
   it('every append goes through the change writer, a success as a failure (one road for the event mechanism)', async () => {
     const memory = createMemoryStorage();
     const bus = new EventBus(() => {});

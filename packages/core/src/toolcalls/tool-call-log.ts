@@ -81,16 +81,50 @@ function listingOf(account: string, filters: ToolCallFilters): string {
   return set;
 }
 
-/** `listingsOf`'s answers by account, server, status and tool (at most 10,000, then forgotten all at once). */
-const listingsKept = new Map<string, readonly string[]>();
+/**
+ * What every call of one account, server, status and tool writes alike: its 8 listing names, and the parts of its
+ * expiry member after the time and before the id (`expiryHead`) and after the id (`expiryTail`), JSON-encoded.
+ */
+interface Listed {
+  readonly account: string;
+  readonly server_id: string;
+  readonly status: ToolCallStatus;
+  readonly tool: string;
+  readonly sets: readonly string[];
+  readonly expiryHead: string;
+  readonly expiryTail: string;
+}
+
+/** `listedOf`'s answers by account, server, status and tool (at most 10,000, then forgotten all at once). */
+const listedKept = new Map<string, Listed>();
+/**
+ * The last of them handed out for each server (as bounded): the next call to a server is most often of the same
+ * account, status and tool, and a server's id is a string the registry keeps, hashed once.
+ */
+const lastListed = new Map<string, Listed>();
 
 /**
- * `listingsOf`, the same names handed out again for the same account, server, status and tool (never to be changed):
- * the index looks each of the 8 sets up by its name, and a name made afresh is a new string that each lookup must
- * flatten and hash again (see `memoKeys`). The account goes first with its length, so no two combinations share a key.
+ * `listingsOf` and the expiry member's fixed parts, the same strings handed out again for the same account, server,
+ * status and tool (never to be changed): the index looks each of the 8 sets up by its name, and a name made afresh is
+ * a new string that each lookup must flatten and hash again (see `memoKeys`). The server's last answer is compared
+ * field by field before any key is made; the map's key puts the account first with its length, so no two combinations
+ * share one.
  */
-function keptListingsOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): readonly string[] {
-  return kept(listingsKept, `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`, () => listingsOf(account, call));
+function listedOf(account: string, call: Pick<ToolCallRecord, 'server_id' | 'status' | 'tool'>): Listed {
+  const last = lastListed.get(call.server_id);
+  if (last !== undefined && last.tool === call.tool && last.status === call.status && last.account === account) return last;
+  const listed = kept(listedKept, `${account.length}:${account}|${call.server_id}|${call.status}|${call.tool}`, () => ({
+    account,
+    server_id: call.server_id,
+    status: call.status,
+    tool: call.tool,
+    sets: listingsOf(account, call),
+    expiryHead: `,${JSON.stringify(account)},`,
+    expiryTail: `,${JSON.stringify(call.server_id)},${JSON.stringify(call.status)},${JSON.stringify(call.tool)}]`,
+  }));
+  if (lastListed.size >= 10_000) lastListed.clear();
+  lastListed.set(call.server_id, listed);
+  return listed;
 }
 
 /**
@@ -117,9 +151,13 @@ const EXPIRY_SET = 'toolcalls-expiry';
 
 type ExpiryEntry = [number, string, string, string, ToolCallStatus, string];
 
-function expiryMember(account: string, call: ToolCallRecord, createdMs: number): string {
-  const entry: ExpiryEntry = [createdMs, account, call.id, call.server_id, call.status, call.tool];
-  return JSON.stringify(entry);
+/**
+ * `JSON.stringify([createdMs, account, call.id, call.server_id, call.status, call.tool])`, the parts that are the same
+ * for every call of its account, server, status and tool encoded once (`listedOf`): the same text, each value encoded
+ * by `JSON.stringify` itself.
+ */
+function expiryMember(listed: Listed, id: string, createdMs: number): string {
+  return `[${JSON.stringify(createdMs)}${listed.expiryHead}${JSON.stringify(id)}${listed.expiryTail}`;
 }
 
 function parseExpiry(member: string): ExpiryEntry | undefined {
@@ -197,7 +235,7 @@ export class ToolCallLog {
     const bare = call.error === null && payload.arguments === undefined && payload.result === undefined;
     return this.changes.write(event, ({ publish }) =>
       chainMap(
-        chain(this.records.set(recordKey(call.id), stored, ttlMs, bare), () => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish))),
+        chain(bare ? this.records.setAt(RECORD_KEY, call.id, stored, ttlMs) : this.records.set(recordKey(call.id), stored, ttlMs), () => this.index.commit(publish === undefined ? { add } : mergeTransactions({ add }, publish))),
         () => call,
       ),
     );
@@ -208,8 +246,11 @@ export class ToolCallLog {
     const stored: StoredToolCall = { ...call, ...payload, account };
     const score = Date.parse(call.created_at);
     const ttlMs = this.retention === undefined ? undefined : this.retention.retentionMs + DAY_MS;
-    const add = keptListingsOf(account, call).map((set) => ({ set, member: call.id, score }));
-    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(account, call, score), score });
+    const listed = listedOf(account, call);
+    const { sets } = listed;
+    const add: { set: string; member: string; score: number }[] = [];
+    for (const set of sets) add.push({ set, member: call.id, score });
+    if (this.retention !== undefined) add.push({ set: EXPIRY_SET, member: expiryMember(listed, call.id, score), score });
     return { stored, ttlMs, add };
   }
 

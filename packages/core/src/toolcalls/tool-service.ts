@@ -15,7 +15,7 @@ import { isPlainObject } from '../validation/zod-issues.js';
 import type { ConnectionPool, Lease } from './connection-pool.js';
 import { type Listing, type ListingCache, type ListingItems, type ListingKind, readListing } from './listings.js';
 import { type AttemptFailure, backoffDelay, type BackoffOptions, httpStatusOf, isRetrySafe, neverSent, type ToolHints } from './retry.js';
-import { type ToolCallLog, type ToolCallRecord, toolCallRecordSchema, type ToolCallVia } from './tool-call-log.js';
+import { type ToolCallLog, type ToolCallPayload, type ToolCallRecord, toolCallRecordSchema, type ToolCallVia } from './tool-call-log.js';
 import { namespacedTool, toolAllowed } from './tool-names.js';
 
 /** An MCP tool as `tools/list` describes it: the SDK's schema of the spec type, the one there is. */
@@ -199,10 +199,10 @@ export class ToolService {
       this.leave(account);
     }
     const { record, result } = ran;
-    const payload = {
-      ...(this.deps.record?.arguments === true ? { arguments: args } : {}),
-      ...(this.deps.record?.results === true && result !== null ? { result } : {}),
-    };
+    const keepArguments = this.deps.record?.arguments === true;
+    const keepResult = this.deps.record?.results === true && result !== null;
+    // Neither kept (the default): one empty payload for every call rather than three objects each.
+    const payload = keepArguments || keepResult ? { ...(keepArguments ? { arguments: args } : {}), ...(keepResult ? { result } : {}) } : NO_PAYLOAD;
     const attempt = { kind: 'call', ok: record.status === 'success', at: this.deps.now(), responseTimeMs: record.duration_ms, error: record.error } as const;
     // The record and the health counters are independent writes: both land before the answer, side by side rather
     // than one after the other (a storage round trip chain less per call on a shared store); over the memory stores
@@ -532,6 +532,9 @@ const unlisted = () =>
  * it did not answer as MCP (unreachable, timeout, protocol error) is a failure; anything else (our own guard or
  * bounds, refused credentials, input required, a caller's cancel) tells it nothing.
  */
+/** The payload of a call that keeps neither its arguments nor its result. */
+const NO_PAYLOAD: ToolCallPayload = Object.freeze({});
+
 function breakerVerdict(record: ToolCallRecord, signal: AbortSignal | undefined): boolean | undefined {
   if (record.status === 'success') return true;
   if (signal?.aborted === true) return undefined;
