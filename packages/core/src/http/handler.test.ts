@@ -6,7 +6,7 @@ import { createMemoryStore } from '../store.js';
 import { createFleet } from '../fleet.js';
 import type { FleetOptions } from '../options.js';
 import type { ErrorHook } from './handler.js';
-import { atOnce } from '../node/at-once.js';
+import { atOnce } from './at-once.js';
 
 const ORIGIN = 'http://fleet.test';
 const principal: Principal = { account: 'acme', tier: 'pro', scopes: null };

@@ -1,4 +1,5 @@
 import { err, ok, type Result, ResultAsync } from 'neverthrow';
+import { AT_ONCE, type AtOnceHandler } from './at-once.js';
 import { type ApiKeys, hashSecret } from '../auth/api-keys.js';
 import type { OAuthOutcome, OAuthResourceServer } from '../auth/oauth.js';
 import { hasScope, type Principal, type Scope, SCOPES, TIERS } from '../auth/scopes.js';
@@ -87,14 +88,6 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
-/** `fleet.handle` answering at once when no step had anything to wait for: a `Response`, else its promise. */
-export type AtOnceHandler = (request: Request, context?: RequestContext) => Response | Promise<Response>;
-
-/**
- * Where `fleet.handle` carries its form that answers at once (`atOnce` of `@mcp-fleet/core/node`): `Symbol.for`, so
- * that every copy of core agrees on it. A wrapper of `handle` made by anyone else does not carry it.
- */
-export const AT_ONCE = Symbol.for('mcp-fleet.handleAtOnce');
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 

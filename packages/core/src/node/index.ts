@@ -4,7 +4,7 @@
  * response, and `mountPath` decides which requests are the fleet's.
  */
 export { mountPath } from '../http/mount-path.js';
-export { atOnce } from './at-once.js';
+export { atOnce } from '../http/at-once.js';
 export { clientAddressBehindProxies } from './client-address.js';
 export { answerClientError } from './client-error.js';
 export { toWebRequest, type ToWebRequestOptions } from './request.js';

@@ -527,14 +527,14 @@ const unlisted = () =>
     message: "The server's tools/list has no usable tool of that name (unknown, or excluded for an invalid x-mcp-header); it was not called.",
   });
 
+/** The payload of a call that keeps neither its arguments nor its result. */
+const NO_PAYLOAD: ToolCallPayload = Object.freeze({});
+
 /**
  * What a call's outcome tells the breaker: the server answered (a result, `isError`, a JSON-RPC error) is a success;
  * it did not answer as MCP (unreachable, timeout, protocol error) is a failure; anything else (our own guard or
  * bounds, refused credentials, input required, a caller's cancel) tells it nothing.
  */
-/** The payload of a call that keeps neither its arguments nor its result. */
-const NO_PAYLOAD: ToolCallPayload = Object.freeze({});
-
 function breakerVerdict(record: ToolCallRecord, signal: AbortSignal | undefined): boolean | undefined {
   if (record.status === 'success') return true;
   if (signal?.aborted === true) return undefined;
