@@ -83,6 +83,8 @@ function mountDepth(c: Context): number {
  */
 export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Hono {
   const clientAddress = options.clientAddress ?? socketAddress;
+  // The fleet's handler in its form that answers at once (looked up once, not per request).
+  const handle = atOnce(fleet.handle);
   const app = new Hono();
   // A `Response`, or a promise of one (or of the next handler's): Hono takes either; its types tell a handler that
   // answers at once from a middleware, hence the one cast.
@@ -109,7 +111,7 @@ export function createFleetApp(fleet: Fleet, options: FleetHonoOptions = {}): Ho
         : undefined;
     // At once when the fleet had nothing to wait for (a read over its own memory): Hono and `@hono/node-server` then
     // write the answer in the same turn, without a promise.
-    const answer = atOnce(fleet.handle)(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
+    const answer = handle(c.req.raw, { path, clientAddress: clientAddress(c), bodyWithinLength: http1, readBody });
     // A body the core began reading whole before `handle` returned (the fleet's own memory answers without waiting)
     // is read to its end, or its connection is gone, before the answer exists: nothing can be left unread, no look
     // afterwards (a promise less on every create). Otherwise the answer may come first (a 401 or 413).
