@@ -73,6 +73,29 @@ function writerOf(path: string): { write: Writer; release: () => void } {
 }
 
 /**
+ * Opens the file's two connections and makes its tables: the index first, as it switches the file to WAL (so the
+ * record connection never blocks readers), then the records, whose table `@keyv/sqlite` makes in the background once
+ * connected (a first query waits for it, and a failure to make it is thrown here instead of left unhandled).
+ */
+async function openConnections(
+  path: string,
+  tablePrefix: string,
+  busyTimeout: number,
+  now: () => number,
+): Promise<{ claims: SqliteIndexStore; adapter: KeyvSqlite }> {
+  const claims = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout, now });
+  const adapter = new KeyvSqlite({ uri: `sqlite://${path}`, table: `${tablePrefix}_records`, busyTimeout });
+  try {
+    await adapter.query('SELECT 1');
+  } catch (error) {
+    await claims.close();
+    await adapter.close().catch(() => {});
+    throw error;
+  }
+  return { claims, adapter };
+}
+
+/**
  * Opens (or creates) an SQLite file holding mcp-fleet's records (through `@keyv/sqlite`) and its index (claims,
  * listings, quotas, the webhook outbox), and gives the store `createFleet` takes. Survives restarts and crashes: every
  * write is committed before the call returns.
@@ -94,14 +117,20 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Fl
   const tablePrefix = options.tablePrefix ?? 'mcp_fleet';
   const busyTimeout = options.busyTimeout ?? 5000;
   const now = options.now ?? Date.now;
-  // The index opens first: it switches the file to WAL, so the record connection never blocks readers.
-  const claims = await SqliteIndexStore.open({ path, tablePrefix, busyTimeout, now });
-  const adapter = new KeyvSqlite({ uri: `sqlite://${path}`, table: `${tablePrefix}_records`, busyTimeout });
   // SQLite lets one connection write at a time; the others wait for the lock asleep on libuv's pool of 4 threads. Two
   // connections of this process writing at once could fill the pool with waiters while the holder's COMMIT waits for
   // a thread (then every write fails after busyTimeout): this process's writes to the file go one at a time instead,
-  // those of every store over it included, which costs nothing, as the file takes one writer anyway.
+  // those of every store over it included, which costs nothing, as the file takes one writer anyway. Opening writes
+  // too (WAL mode, the tables), so a store opens in its turn, while another store over the file writes.
   const { write, release } = writerOf(path);
+  let opened: { claims: SqliteIndexStore; adapter: KeyvSqlite };
+  try {
+    opened = await write(() => openConnections(path, tablePrefix, busyTimeout, now));
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const { claims, adapter } = opened;
   for (const method of ['set', 'delete', 'deleteMany', 'clear'] as const) {
     const original = adapter[method].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
     (adapter as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => write(() => original(...args));

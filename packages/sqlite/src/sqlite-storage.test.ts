@@ -83,6 +83,27 @@ describe('two stores over one file in one process', () => {
     }
   });
 
+  it('stores opened at once over a new file, and one opened while another writes, never wait for a lock', async () => {
+    const path = join(dir, 'opened-at-once', 'fleet.sqlite');
+    // Opening writes too (WAL mode, the tables): with a 1 ms wait, any lock met between this process's connections fails.
+    const stores = await Promise.all(Array.from({ length: 4 }, () => createSqliteStore({ path, busyTimeout: 1 })));
+    try {
+      const writes = Array.from({ length: 200 }, (_, i) =>
+        i % 2 === 0
+          ? stores[i % 4]!.index.commit({ add: [{ set: 'opened', member: `m${i}`, score: i }] })
+          : stores[i % 4]!.records.set(`mcp-fleet:r${i}`, { i }),
+      );
+      const late = createSqliteStore({ path, busyTimeout: 1 });
+      const settled = await Promise.allSettled([...writes, late]);
+      expect(settled.filter((s) => s.status === 'rejected').map((s) => String((s as PromiseRejectedResult).reason))).toEqual([]);
+      stores.push(await late);
+      expect(await stores[4]!.index.count('opened')).toBe(100);
+      expect(await stores[4]!.records.get('mcp-fleet:r199')).toEqual({ i: 199 });
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
   it('a store closed leaves the other writing, and a store opened after both closed writes on its own', async () => {
     const path = join(dir, 'reopened', 'fleet.sqlite');
     const a = await createSqliteStore({ path });
