@@ -209,6 +209,11 @@ describe.each(ADAPTERS)('the MCP endpoint /v1/mcp ($name)', (adapter) => {
     const seenV1: unknown[] = [];
     await v1.callTool({ name: 'alpha__count', arguments: {} }, undefined, { onprogress: (p) => seenV1.push(p) });
     expect(seenV1).toHaveLength(3);
+    // A call whose agent asked for no progress reaches the upstream as the agent sent it: without a progressToken.
+    await v2.callTool({ name: 'alpha__count', arguments: {} });
+    await v1.callTool({ name: 'alpha__count', arguments: {} });
+    const tokens = alpha.progressTokens().slice(-4);
+    expect(tokens.map((token) => token === undefined)).toEqual([false, false, true, true]);
 
     const before = alpha.cancelled();
     const controller = new AbortController();

@@ -467,10 +467,11 @@ export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
         if (listed !== undefined && !has(listed.items)) throw unknownTool(name);
       }
 
+      // A call whose agent asked for no progress goes to the upstream without a `progressToken`, as the agent sent it.
       const progressToken = request.params._meta?.progressToken;
       const onprogress =
         progressToken === undefined
-          ? undefined
+          ? null
           : (progress: { progress: number; total?: number; message?: string }) => {
               void notify({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(() => {});
             };
@@ -479,7 +480,7 @@ export function endpointHandlers(deps: EndpointServerDeps): EndpointHandlers {
         upstream.id,
         { name: target.name, ...(args === undefined ? {} : { arguments: args }) },
         // `upstream` was read from the registry for this call (resolveName): the call does not read it again.
-        { via: 'mcp', tools: scope.principal.tools ?? null, signal, server: upstream, ...(onprogress === undefined ? {} : { onprogress }) },
+        { via: 'mcp', tools: scope.principal.tools ?? null, signal, server: upstream, onprogress },
       );
       if (outcome.isErr()) {
         const error = outcome.error;

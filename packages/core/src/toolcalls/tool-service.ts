@@ -1,4 +1,4 @@
-import { type CallToolResult, type Client, type Progress, ProtocolError, specTypeSchemas, type Tool } from '@modelcontextprotocol/client';
+import { type CallToolRequestOptions, type CallToolResult, type Client, type Progress, ProtocolError, specTypeSchemas, type Tool } from '@modelcontextprotocol/client';
 import { err, errAsync, ok, okAsync, type Result, ResultAsync } from 'neverthrow';
 import { toAsync } from '../util/result.js';
 import { z } from 'zod';
@@ -71,10 +71,13 @@ export interface InvokeOptions {
    */
   tools?: readonly string[] | null;
   /**
-   * Told of every `notifications/progress` the upstream sends for this call (the call always carries a
-   * `progressToken`), so a door can relay them to its own caller. @default none
+   * Told of every `notifications/progress` the upstream sends for this call, so a door can relay them to its own
+   * caller. Absent, the call still carries a `progressToken` (a long tool may report progress instead of none); `null`
+   * says no one will read it, and the call carries none: the MCP endpoint relays a call whose agent asked for no
+   * progress as the agent sent it, and the upstream answers it without making progress for nobody.
+   * @default none, with a `progressToken`
    */
-  onprogress?: (progress: Progress) => void;
+  onprogress?: ((progress: Progress) => void) | null;
   /**
    * Aborting it cancels the call: the SDK sends the upstream `notifications/cancelled` and the attempt ends; the
    * record says `error`. @default none
@@ -94,6 +97,9 @@ const MAX_TOOL_NAME = 256;
  * listings (`encodeURIComponent` throws on it).
  */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** What a call whose caller reads no progress is told of it: nothing (its `progressToken` is still sent). */
+const ignoreProgress = () => {};
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -465,19 +471,16 @@ export class ToolService {
           lease.release();
           return { ok: false, rejected: true, failure: { error: unlisted() } };
         }
-        // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none.
-        // The tool's definition from the one listing cache: the SDK mirrors its `x-mcp-header` arguments into
-        // `Mcp-Param-*` headers and checks its output schema with it (the SDK keeps no listing of its own).
+        // An `onprogress` makes the SDK send a `progressToken`, so a long tool may report progress instead of none;
+        // `null`: the caller asked for none. The tool's definition from the one listing cache: the SDK mirrors its
+        // `x-mcp-header` arguments into `Mcp-Param-*` headers and checks its output schema with it (the SDK keeps no
+        // listing of its own).
         const definition = this.catalog(server)?.get(name);
-        const result = (await lease.client.callTool(
-          { name, arguments: args },
-          {
-            timeout: remaining(),
-            onprogress: options.onprogress ?? (() => {}),
-            ...(options.signal === undefined ? {} : { signal: options.signal }),
-            ...(definition === undefined ? {} : { toolDefinition: definition }),
-          },
-        )) as CallToolResult;
+        const request: CallToolRequestOptions = { timeout: remaining() };
+        if (options.onprogress !== null) request.onprogress = options.onprogress ?? ignoreProgress;
+        if (options.signal !== undefined) request.signal = options.signal;
+        if (definition !== undefined) request.toolDefinition = definition;
+        const result = (await lease.client.callTool({ name, arguments: args }, request)) as CallToolResult;
         lease.release();
         return { ok: true, result };
       } catch (error) {
