@@ -88,7 +88,7 @@ async function openConnections(
   try {
     await adapter.query('SELECT 1');
   } catch (error) {
-    await claims.close();
+    await claims.close().catch(() => {});
     await adapter.close().catch(() => {});
     throw error;
   }
@@ -123,14 +123,15 @@ export async function createSqliteStore(options: SqliteStoreOptions): Promise<Fl
   // those of every store over it included, which costs nothing, as the file takes one writer anyway. Opening writes
   // too (WAL mode, the tables), so a store opens in its turn, while another store over the file writes.
   const { write, release } = writerOf(path);
-  let opened: { claims: SqliteIndexStore; adapter: KeyvSqlite };
-  try {
-    opened = await write(() => openConnections(path, tablePrefix, busyTimeout, now));
-  } catch (error) {
+  const { claims, adapter } = await write(() => openConnections(path, tablePrefix, busyTimeout, now)).catch((error: unknown) => {
     release();
-    throw error;
-  }
-  const { claims, adapter } = opened;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `createSqliteStore could not open ${path}: ${reason}. Its tables are named ${tablePrefix}_* (the tablePrefix option); ` +
+        `a lock held by another process is waited for ${busyTimeout} ms (the busyTimeout option).`,
+      { cause: error },
+    );
+  });
   for (const method of ['set', 'delete', 'deleteMany', 'clear'] as const) {
     const original = adapter[method].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
     (adapter as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => write(() => original(...args));

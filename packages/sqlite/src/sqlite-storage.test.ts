@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import sqlite3 from 'sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteStore } from './index.js';
 
@@ -58,6 +59,33 @@ describe('createSqliteStore keeps its files private', () => {
     expect(await sqlite.records.get('mcp-fleet:probe')).toBe(2);
     await sqlite.close();
     expect(mode(folder)).toBe(0o755);
+  });
+});
+
+describe('createSqliteStore refuses a file it cannot use', () => {
+  it('a records table it cannot make is its rejection (not an unhandled one), and the file is free for the next store', async () => {
+    const path = join(dir, 'taken', 'fleet.sqlite');
+    mkdirSync(join(dir, 'taken'));
+    // An index already named like the records table: CREATE TABLE IF NOT EXISTS fails on it.
+    const db = new sqlite3.Database(path);
+    await new Promise<void>((resolve, reject) =>
+      db.exec('CREATE TABLE other (x); CREATE INDEX taken_records ON other (x);', (error) => (error ? reject(error) : resolve())),
+    );
+    await new Promise<void>((resolve) => db.close(() => resolve()));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(createSqliteStore({ path, tablePrefix: 'taken' })).rejects.toThrow(/already an index named taken_records\. Its tables are named taken_\* \(the tablePrefix option\)/);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    const other = await createSqliteStore({ path, tablePrefix: 'other_prefix', busyTimeout: 1 });
+    await other.records.set('mcp-fleet:k', 1);
+    expect(await other.records.get('mcp-fleet:k')).toBe(1);
+    await other.close();
   });
 });
 
