@@ -230,6 +230,8 @@ describe('toWebRequest: the stand-in gives what the real Request gives', () => {
     };
     const { port } = await listen((req, res) => {
       const host = req.headers.host ?? '';
+      // One response for every target: each real Request listens for its close (MaxListenersExceededWarning otherwise).
+      res.setMaxListeners(targets.length + 10);
       for (const target of targets) {
         const candidate = `http://${host}${target}`;
         const expected = attempt(() => new Request(URL.canParse(candidate) ? candidate : `http://localhost${target}`).url);
