@@ -4,6 +4,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsPlugin from 'ajv-formats';
 import { afterEach } from 'vitest';
 import { ERROR_CODES, isErrorCode } from '../../packages/core/src/errors/codes.js';
+import { AT_ONCE } from '../../packages/core/src/http/at-once.js';
 import { envelopeText, errorBodySchema } from '../../packages/core/src/http/envelope.js';
 import { splitPath } from '../../packages/core/src/http/handler.js';
 import { type JsonSchema, renderSchema } from '../../packages/core/src/http/json-schema.js';
@@ -172,7 +173,7 @@ export function checkedFleet(fleet: Fleet, routes: readonly Route[] = buildRoute
     return answered instanceof Promise ? answered.then((response) => checked(request, context, response)) : checked(request, context, answered);
   };
   const handle: Fleet['handle'] = async (request, context) => answer(request, context);
-  return { ...fleet, handle: Object.assign(handle, { [Symbol.for('mcp-fleet.handleAtOnce')]: answer }) };
+  return { ...fleet, handle: Object.assign(handle, { [AT_ONCE]: answer }) };
 }
 
 let table: readonly Route[] | undefined;

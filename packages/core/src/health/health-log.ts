@@ -128,7 +128,6 @@ const BUCKET_TTL_MS = DAY_MS + 2 * BUCKET_MS;
 const bucketKey = (serverId: string, index: number) => `health:${serverId}:b:${index}`;
 const lastKey = (serverId: string) => `health:${serverId}:last`;
 
-/** `0.995` → `"99.5%"`: up to two decimals, no trailing zeros. */
 /**
  * A new bucket: `found` (the stored one, or nothing yet), never changed itself, with one more attempt counted. Its
  * counts are copied, and the digest the attempt changes; the other digest is the stored one's, which nothing changes
@@ -157,6 +156,7 @@ function heldOf(last: LastProbe): { status: Health; reason: StateReason } {
 
 const pendingView = (pending: Pending | undefined) => (pending === undefined ? null : { status: pending.status, state_reason: pending.reason, probes: pending.probes });
 
+/** `0.995` → `"99.5%"`: up to two decimals, no trailing zeros. */
 export function formatPercent(share: number): string {
   return `${Number((share * 100).toFixed(2))}%`;
 }

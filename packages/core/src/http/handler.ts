@@ -88,7 +88,6 @@ export interface HandlerDeps {
 
 export type FleetHandler = (request: Request, context?: RequestContext) => Promise<Response>;
 
-
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
 
 const unauthorized = (challenge = 'Bearer') =>
@@ -416,7 +415,6 @@ interface Seen {
   route?: string | null;
   account?: string | null;
 }
-
 
 /**
  * Run: the operation, traced (`mcp-fleet:operation`) when anyone listens. The traced run is a function of its own, so
