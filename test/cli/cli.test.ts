@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../packages/client/src/index.js';
 import { exportClientConfig } from '../../packages/core/src/import/export.js';
+import { IMPORT_BODY_LIMIT } from '../../packages/core/src/import/importer.js';
+import { MAX_INPUT_BYTES } from '../../examples/reference-server/src/cli/connection.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { api, killLeftovers, removeTempDirs, type RunningServer, startServer, tempDir } from '../support/reference-server.js';
 
@@ -376,6 +378,26 @@ describe('the bin', () => {
   it('bin/mcp-fleet.mjs runs the built command, with nothing of the build check on stdout', async () => {
     const run = await cli(['servers', 'list', '--json'], { command: [process.execPath, BIN], env: { MCP_FLEET_URL: server.url, MCP_FLEET_KEY: key } });
     expect(json(run)).toEqual([]);
+  });
+
+  it('starts without loading the engine: nothing the built command imports before it runs reaches @mcp-fleet/core', () => {
+    // Importing the engine cost every command 0.4 s; the keys on a local store (`keys --local`) load it when asked.
+    const seen = new Set<string>();
+    const bare = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const [, from] of readFileSync(file, 'utf8').matchAll(/^(?:import|export)\b[^;'"]*?(?:from\s*)?["']([^"']+)["'];?$/gm)) {
+        if (from?.startsWith('.')) visit(join(file, '..', from));
+        else bare.add(from as string);
+      }
+    };
+    visit(CLI);
+    expect(seen.size).toBeGreaterThan(1);
+    expect([...bare].sort()).toEqual(expect.arrayContaining(['@mcp-fleet/client', 'commander']));
+    expect([...bare].filter((from) => from.startsWith('@mcp-fleet/') && from !== '@mcp-fleet/client')).toEqual([]);
+    // The one number it took from the engine, written out: the largest body the fleet accepts.
+    expect(MAX_INPUT_BYTES).toBe(IMPORT_BODY_LIMIT);
   });
 });
 
