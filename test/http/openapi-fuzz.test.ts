@@ -264,10 +264,21 @@ describe.each(ADAPTERS)('requests from the OpenAPI document ($name)', (adapter) 
       const path = fill(w, op, () => 'real');
       if (path === undefined) continue;
       const res = await call(w, 'GET', `${path}${paged && op.query.some((q) => q.name === 'limit') ? '?limit=100' : ''}`);
-      parts.push(op.name, res.status, res.body?.data, res.body?.pagination);
+      parts.push(op.name, res.status, op.name.startsWith('keys.') ? withoutLastUse(res.body?.data) : res.body?.data, res.body?.pagination);
     }
     expect(takeMismatches()).toEqual([]);
     return JSON.stringify(parts);
+  }
+
+  /**
+   * A key's data without `last_used_at`: the key's last use (to the minute) moves with every request made with it, a
+   * refused one too, so a snapshot taken across a minute's turn would read it as a change the request made.
+   */
+  function withoutLastUse(data: unknown): unknown {
+    if (Array.isArray(data)) return data.map(withoutLastUse);
+    if (data === null || typeof data !== 'object') return data;
+    const { last_used_at: _, ...key } = data as Record<string, unknown>;
+    return key;
   }
 
   function bodyArbitrary(w: World, op: Op): fc.Arbitrary<Body> {
