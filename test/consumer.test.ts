@@ -482,6 +482,14 @@ describe('the installed projects', () => {
       expect(cores).toEqual(['node_modules/@mcp-fleet/core']);
     }
   });
+
+  it('@mcp-fleet/core/webhooks, for an app that only receives deliveries, loads neverthrow and nothing else of the engine\'s dependencies', async () => {
+    const script = "require('@mcp-fleet/core/webhooks'); console.log(JSON.stringify(Object.keys(require.cache)))";
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: cjs });
+    const packages = new Set((JSON.parse(stdout) as string[]).map((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1]));
+    // Neither zod (the envelope's schemas), the MCP SDKs nor undici: the receiver's answers are made without them.
+    expect([...packages].sort()).toEqual(['@mcp-fleet/core', 'neverthrow']);
+  });
 });
 
 /** A page's script: the client against the fleet named by `FLEET`, its outcome in `globalThis.done`. */

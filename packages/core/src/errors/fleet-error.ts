@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { type CodeOf, categoryOf, ERROR_CODES, type ErrorCategory, type ErrorCode, isErrorCode, type UpstreamErrorCode } from './codes.js';
 
 export type ErrorDetails = Record<string, unknown>;
@@ -68,15 +67,16 @@ export interface UpstreamFailure {
   hint?: string;
 }
 
-/** A failure as health and tool call records carry it: a code of `ERROR_CODES` and a message that quotes no body. */
-export const recordedFailureSchema = z.strictObject({
-  code: z.string().describe('A code of the error table (docs/errors.md).'),
-  message: z.string(),
+/**
+ * A failure as health and tool call records carry it: a code of `ERROR_CODES` and a message that quotes no body (its
+ * schema: `recordedFailureSchema` of health/health-log.ts).
+ */
+export interface RecordedFailure {
+  code: string;
+  message: string;
   /** Health records: the error's `details.hint`, when it has one. */
-  hint: z.string().optional(),
-});
-
-export type RecordedFailure = z.output<typeof recordedFailureSchema>;
+  hint?: string | undefined;
+}
 
 export function isFleetError(value: unknown): value is FleetError {
   if (value instanceof FleetError) return true;

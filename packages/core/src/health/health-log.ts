@@ -1,6 +1,6 @@
 import { ok, okAsync, type ResultAsync } from 'neverthrow';
 import { z } from 'zod';
-import { type FleetError, type RecordedFailure, recordedFailureSchema } from '../errors/fleet-error.js';
+import type { FleetError, RecordedFailure } from '../errors/fleet-error.js';
 import { isoTimeSchema } from '../util/iso-time.js';
 import type { EventSource } from '../events/bus.js';
 import type { RecordStore } from '../storage/records.js';
@@ -41,6 +41,14 @@ const pendingSchema = z
   })
   .nullable()
   .describe('A state the latest probes observed that the server does not hold yet (health.announceAfter), or null.');
+
+/** A `RecordedFailure` as a health record carries it. */
+const recordedFailureSchema = z.strictObject({
+  code: z.string().describe('A code of the error table (docs/errors.md).'),
+  message: z.string(),
+  /** The error's `details.hint`, when it has one. */
+  hint: z.string().optional(),
+}) satisfies z.ZodType<RecordedFailure>;
 
 /** The health record of docs/http-api.md "Health". */
 export const healthRecordSchema = z.strictObject({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ErrorCode } from '../errors/codes.js';
-import { errorBodySchema, successBodySchema } from './envelope.js';
+import { errorBodySchema, successBodySchema } from './envelope-schemas.js';
 import type { Operation } from './routes.js';
 
 export type JsonSchema = z.core.JSONSchema.BaseSchema;

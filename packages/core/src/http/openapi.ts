@@ -1,6 +1,6 @@
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { CLIENT_INFO } from '../mcp/connect.js';
-import { errorBodySchema } from './envelope.js';
+import { errorBodySchema } from './envelope-schemas.js';
 import { type JsonSchema, renderSchema, routeJsonSchemas } from './json-schema.js';
 import type { Operation, Route } from './routes.js';
 

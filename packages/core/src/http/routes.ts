@@ -18,7 +18,7 @@ import { deliveryViewSchema } from '../webhooks/deliveries.js';
 import { createdWebhookSchema, webhookTestSchema } from '../webhooks/service.js';
 import { webhookViewSchema } from '../webhooks/subscriptions.js';
 import { zodIssues } from '../validation/zod-issues.js';
-import type { AnswerSchema } from './envelope.js';
+import type { AnswerSchema } from './envelope-schemas.js';
 import { IMPORT_BODY_LIMIT, importBodySchema, type ImportOptions, importPlanSchema } from '../import/importer.js';
 import { enumParam, pageParams, parseQuery, querySchema, type QuerySchema, stringParam } from './query.js';
 import { type Ran, chainMap } from '../util/result.js';
