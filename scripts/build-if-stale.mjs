@@ -11,11 +11,11 @@
  *   node scripts/build-if-stale.mjs           build if stale
  *   node scripts/build-if-stale.mjs --check   exit 0 when fresh, 1 when a build is due (builds nothing)
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from './build.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STAMP = join(ROOT, 'node_modules', '.cache', 'mcp-fleet', 'build.json');
@@ -49,6 +49,8 @@ function fingerprint() {
     ...files(join(ROOT, 'packages', 'core', 'ui')),
     join(ROOT, 'tsup.config.ts'),
     join(ROOT, 'tsconfig.json'),
+    join(ROOT, 'tsconfig.build.json'),
+    join(ROOT, 'scripts', 'build.mjs'),
     join(ROOT, 'package-lock.json'),
   ].sort();
   const hash = createHash('sha256');
@@ -68,33 +70,13 @@ function stale(print) {
   }
 }
 
-/** One step of the build, its output kept for a failure. */
-function run(args, env = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('close', (code) => resolve({ code, output }));
-  });
-}
-
-/** As `npm run build`: tsup, then the dashboard's Vite build into packages/core/dist/dashboard (which tsup leaves). */
-async function build() {
-  const tsup = await run([join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js')]);
-  if (tsup.code !== 0) return tsup;
-  // The production build whoever runs this (vitest's global setup sets NODE_ENV=test, which would keep Preact's debug code).
-  const vite = [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'packages/core/ui/vite.config.ts'];
-  return run(vite, { NODE_ENV: 'production' });
-}
-
 const print = fingerprint();
 const due = stale(print);
 if (process.argv.includes('--check')) process.exit(due ? 1 : 0);
 if (due) {
   const started = Date.now();
   process.stderr.write('mcp-fleet: building the packages (first run, or the sources changed)… ');
-  const { code, output } = await build();
+  const { code, output } = await build({ quiet: true });
   if (code !== 0) {
     process.stderr.write('failed:\n\n');
     process.stderr.write(output);
