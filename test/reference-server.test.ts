@@ -22,6 +22,7 @@ import {
 } from './support/reference-server.js';
 import { startV2ToolServer } from '../packages/core/src/mcp/fixtures/tool-servers.js';
 import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
+import { earlyInAMinute } from './support/http-client.js';
 import { expectReadyzFollows, startRelay } from './support/relay.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
 
@@ -484,6 +485,8 @@ describe('malformed HTTP', () => {
 describe('MCP_FLEET_TRUST_PROXY', () => {
   /** Bad keys from one forwarded address until the 401 budget (20 a minute) is spent, then one from another. */
   async function guessFrom(url: string, addresses: [string, string]): Promise<[number, number]> {
+    // The 22 guesses must fall in one window (the server's real clock): a minute that ends among them renews the budget.
+    await earlyInAMinute();
     let last = 0;
     for (let i = 0; i < 21; i++) {
       last = (await fetch(`${url}/servers`, { headers: { authorization: 'Bearer wrong-key-0123456789', 'x-forwarded-for': addresses[0] } })).status;

@@ -6,6 +6,7 @@ import { createFleet, defaultOAuthPrincipal, type FleetOptions } from '@mcp-flee
 import { exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayUpstream, startGatewayUpstream } from '../../packages/core/src/mcp/fixtures/gateway-upstream.js';
+import { oneWindow } from '../support/clock.js';
 import { api, type ApiClient, expectError, httpServer, type Json } from '../support/http-client.js';
 import { type AdapterName, type OAuthServed, serveOAuthFleet } from '../support/oauth-fleet.js';
 
@@ -407,6 +408,8 @@ describe.each(['hono', 'express'] as const)('OAuth with a public resource URL, m
 describe.each(['hono', 'express'] as const)('OAuth behind the outgoing guard, through %s', (adapter) => {
   it("sends no opaque token to the provider's introspection once the address has spent its budget of failed credentials", async () => {
     const hosted = await host(adapter, {
+      // One rate-limit window for the whole test: a minute that ends between two guesses would renew the budget.
+      now: oneWindow(),
       rateLimit: { unauthenticated: 3 },
       oauth: { issuers: [{ issuer: idp.main, audiences: [AUDIENCE], introspection: { endpoint: `${idp.origin}/main/introspect`, clientId: 'fleet', clientSecret: 'fleet-secret' } }] },
     });

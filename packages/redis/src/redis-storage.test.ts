@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createFleet, createMemoryStore } from '@mcp-fleet/core';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { oneWindow } from '../../../test/support/clock.js';
 import { deleteKeys, keysStartingWith, rawClient, REDIS_URL, uniquePrefix, withoutRedis } from '../../../test/support/redis.js';
 import { createRedisStore, type RedisStore, type RedisStoreOptions } from './index.js';
 
@@ -432,6 +433,7 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     const keyPrefix = casePrefix();
     const a = track(await createRedisStore({ url, keyPrefix }));
     const b = track(await createRedisStore({ url, keyPrefix }));
+    const window = oneWindow();
     const fleets = [a, b].map((r) => createFleet({ store: r, rateLimit: false }));
     for (let round = 0; round < 5; round++) {
       const name = `contested-${round}`;
@@ -451,8 +453,10 @@ describe.skipIf(skip)('a fleet on Redis', () => {
     const keyPrefix = casePrefix();
     const a = track(await createRedisStore({ url, keyPrefix }));
     const b = track(await createRedisStore({ url, keyPrefix }));
+    const window = oneWindow();
     const fleets = [a, b].map((r) =>
-      createFleet({ store: r, rateLimit: { operations: { 'servers.create': 3 } } }),
+      // One window for both (`oneWindow`): a minute that ends during the burst would admit three more.
+      createFleet({ store: r, now: window, rateLimit: { operations: { 'servers.create': 3 } } }),
     );
     const { secret } = (await (fleets[0] as (typeof fleets)[number]).keys.create({ account: 'acme', tier: 'pro' }))._unsafeUnwrap();
     const responses = await Promise.all(
