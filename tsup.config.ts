@@ -90,7 +90,7 @@ const STAGES: Record<string, Options[]> = { core: [coreBuild], packages: package
 
 export default defineConfig(() => {
   const stage = process.env['MCP_FLEET_BUILD_STAGE'];
-  const configs = stage === undefined ? undefined : STAGES[stage];
+  const configs = stage !== undefined && Object.hasOwn(STAGES, stage) ? STAGES[stage] : undefined;
   if (configs === undefined) {
     throw new Error(
       `tsup.config.ts builds in two stages, core then the packages built against its declarations: run \`npm run build\` (scripts/build.mjs), or tsup with MCP_FLEET_BUILD_STAGE=core, then MCP_FLEET_BUILD_STAGE=packages${stage === undefined ? '' : ` (not ${JSON.stringify(stage)})`}`,
