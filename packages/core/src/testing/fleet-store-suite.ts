@@ -253,22 +253,24 @@ export function fleetStoreSuite(name: string, open: (context: OpenFleetStoreCont
         expect(refused.body.error.code).toBe('RATE_LIMITED');
       }
     }
-    // Mid-minute, so that no window ends during the case.
-    const midMinute = () => {
-      offset = 30_000 - (Date.now() % 60_000);
+    // The clock a few seconds into the next real minute, so that no window ends during the case: on the fleet's clock,
+    // and on a store's own (a database ends a window at its absolute end by its clock, so that end must lie ahead of the
+    // real time too; a clock set back to mid-minute put it as little as a moment ahead, and a burst then crossed it).
+    const earlyInNextMinute = () => {
+      offset = 60_000 - (Date.now() % 60_000) + 5_000;
     };
 
     it(
       'a rate limit is exact under concurrent requests in one fleet',
       async () => {
-        midMinute();
+        earlyInNextMinute();
         await exactLimit(await fleetsOn(1, { webhooks: false, rateLimit: { operations: { 'servers.list': 10 } } }));
       },
       timeout,
     );
 
     acrossCounters('a rate limit is exact across two fleets sharing the store', async () => {
-      midMinute();
+      earlyInNextMinute();
       await exactLimit(await fleetsOn(2, { webhooks: false, rateLimit: { operations: { 'servers.list': 10 } } }));
     });
 
