@@ -1,21 +1,34 @@
 import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
 const src = (path: string) => fileURLToPath(new URL(`./packages/${path}`, import.meta.url));
 
 /**
- * The HTTP suite (project `http`, and `http-postgres` below): fleets served over real HTTP through both adapters. Its
- * files share their worker's modules (`isolate: false`): each would otherwise import the core, both adapters, the SDKs
- * and the stores anew, a second of the run per file (the suite in both projects: 305 s with isolation, 226 s without;
- * docs/performance.md, "The test run"). What one file leaves, a later one does not see: each keeps to its own ports,
- * key prefixes and schemas, closes what it opened and unsubscribes what it subscribed. The one thing shared is the
- * global `Request` and `Response` that `@hono/node-server` puts in place (`overrideGlobalObjects`), and every file of
- * the suite but express-body-parsers.test.ts serves through Hono before its Express half, so it meets them anyway.
- * Every other file runs in a process of its own, as its tests describe (the core's checks of the runtime's own
- * `Response`, a process nothing has turned promise hooks on in).
+ * Which files share their worker's modules (`isolate: false`), each sparing the import of the core, the adapters, the
+ * SDKs and the stores anew: about a second per file (docs/performance.md, "The test run": the HTTP suite in both its
+ * projects 305 s isolated, 206–226 s shared; the packages' tests 115 s, 73–77 s). A file that shares leaves nothing a
+ * later one could see: it keeps to its own ports, key prefixes and schemas, closes what it opened, unsubscribes what it
+ * subscribed and puts back what it set.
+ * - `unit`: the packages' own tests. None of them serves through `@hono/node-server`, so the global `Request` and
+ *   `Response` stay the runtime's, which some of them check.
+ * - `http` and `http-postgres`: the HTTP suite. Its files serve through `@hono/node-server`, which puts its own
+ *   `Request` and `Response` in place (`overrideGlobalObjects`); every one of them but express-body-parsers.test.ts
+ *   does so before its Express half, so it meets them anyway.
+ * - `main`, each file in a process of its own: the rest (reference servers, the CLI, Chromium, packed packages, child
+ *   processes), and `OWN_PROCESS`: the telemetry tests, which need a process nothing has turned promise hooks on in,
+ *   or the OpenTelemetry API's process-wide globals and the trace points' subscribers to themselves.
+ * Run a project with `--sequence.shuffle` after adding a file to it: a file that only passes in one order shows there.
  */
 const HTTP_SUITE = 'test/http/**/*.test.ts';
+const OWN_PROCESS = [
+  'packages/otel/src/instrument.test.ts',
+  'packages/core/src/trace/traced.test.ts',
+  // Shared, after other files of the suite in a shuffled order, otel.test.ts recorded no span at all.
+  'test/http/otel.test.ts',
+  'test/http/trace-points.test.ts',
+];
 
 export default defineConfig({
   resolve: {
@@ -47,8 +60,10 @@ export default defineConfig({
     // with one worker; docs/performance.md, "The test run"). `--maxWorkers=1` runs them one at a time again.
     maxWorkers: Math.max(2, availableParallelism()),
     projects: [
-      { extends: true, test: { name: 'main', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [HTTP_SUITE] } },
-      { extends: true, test: { name: 'http', include: [HTTP_SUITE], isolate: false } },
+      // The HTTP suite's files but those of OWN_PROCESS: vitest's exclude is applied after its include.
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts', ...OWN_PROCESS], exclude: [`test/http/!(${OWN_PROCESS.map((f) => basename(f, '.test.ts')).join('|')}).test.ts`] } },
+      { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'], exclude: OWN_PROCESS, isolate: false } },
+      { extends: true, test: { name: 'http', include: [HTTP_SUITE], exclude: OWN_PROCESS, isolate: false } },
       ...postgresProjects(),
     ],
   },
@@ -82,6 +97,8 @@ function postgresProjects(): TestProjectInlineConfiguration[] {
           'test/http/express-body-parsers.test.ts',
           // Two fleets on one Redis by design; two processes on one PostgreSQL: test/reference-servers-postgres.test.ts.
           'test/http/mcp-endpoint-processes.test.ts',
+          // Telemetry, not the store: they run once, in a process of their own (`main`).
+          ...OWN_PROCESS,
         ],
         env: { MCP_FLEET_TEST_STORE: 'postgres' },
       },
