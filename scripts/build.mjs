@@ -14,7 +14,7 @@ const TSUP = join(ROOT, 'node_modules', 'tsup', 'dist', 'cli-default.js');
 const VITE = join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js');
 
 /** The build's steps: node arguments and the environment each adds. */
-export const STEPS = [
+const STEPS = [
   { args: [TSUP], env: { MCP_FLEET_BUILD_STAGE: 'core' } },
   { args: [TSUP], env: { MCP_FLEET_BUILD_STAGE: 'packages' } },
   // The production build whoever runs this (vitest's global setup sets NODE_ENV=test, which would keep Preact's debug code).
