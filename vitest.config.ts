@@ -6,33 +6,23 @@ import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config
 const src = (path: string) => fileURLToPath(new URL(`./packages/${path}`, import.meta.url));
 
 /**
- * Which files share their worker's modules (`isolate: false`), each sparing the import of the core, the adapters, the
- * SDKs and the stores anew: about a second per file (docs/performance.md, "The test run": the HTTP suite in both its
- * projects 305 s isolated, 206–226 s shared; the packages' tests 115 s, 73–77 s). A file that shares leaves nothing a
- * later one could see: it keeps to its own ports, key prefixes and schemas, closes what it opened, unsubscribes what it
- * subscribed and puts back what it set.
- * - `unit`: the packages' own tests. None of them serves through `@hono/node-server`, so the global `Request` and
- *   `Response` stay the runtime's, which some of them check.
- * - `http` and `http-postgres`: the HTTP suite. Its files serve through `@hono/node-server`, which puts its own
- *   `Request` and `Response` in place (`overrideGlobalObjects`); every one of them but express-body-parsers.test.ts
- *   does so before its Express half, so it meets them anyway.
- * - `main`, each file in a process of its own: the rest (reference servers, the CLI, Chromium, packed packages, child
- *   processes), and `OWN_PROCESS`: the telemetry tests, which need a process nothing has turned promise hooks on in,
- *   or the OpenTelemetry API's process-wide globals and the trace points' subscribers to themselves.
- * Run a project with `--sequence.shuffle` after adding a file to it: a file that only passes in one order shows there.
+ * The HTTP suite's files share their worker's modules (`isolate: false`), each sparing the import of the core, the
+ * adapters, the SDKs and the stores anew: about a second per file (docs/performance.md, "The test run": the suite in
+ * both its projects 305 s isolated, 206–226 s shared). A file that shares leaves nothing a later one could see: it
+ * keeps to its own ports, key prefixes and schemas, closes what it opened, unsubscribes what it subscribed and puts back
+ * what it set. Its files serve through `@hono/node-server`, which puts its own `Request` and `Response` in place
+ * (`overrideGlobalObjects`); every one of them but express-body-parsers.test.ts does so before its Express half, so it
+ * meets them anyway. Every other file runs in a process of its own (`main`): reference servers, the CLI, Chromium,
+ * packed packages, child processes, the packages' own tests (some check the runtime's own `Response`), and
+ * `OWN_PROCESS`, the HTTP suite's telemetry tests (the OpenTelemetry API's process-wide globals, the trace points'
+ * subscribers). Run the shared projects with `--sequence.shuffle` after adding a file: one that passes in a single
+ * order only shows there.
  */
 const HTTP_SUITE = 'test/http/**/*.test.ts';
-const OWN_PROCESS = [
-  'packages/otel/src/instrument.test.ts',
-  'packages/core/src/trace/traced.test.ts',
-  // Shared, after other files of the suite in a shuffled order, otel.test.ts recorded no span at all.
-  'test/http/otel.test.ts',
-  'test/http/trace-points.test.ts',
-];
+// Shared, after other files of the suite in a shuffled order, otel.test.ts recorded no span at all.
+const OWN_PROCESS = ['test/http/otel.test.ts', 'test/http/trace-points.test.ts'];
 /** The HTTP suite's files but its OWN_PROCESS ones (a glob: `test/http/!(otel|trace-points).test.ts`). */
-const HTTP_SUITE_SHARED = `test/http/!(${OWN_PROCESS.filter((file) => file.startsWith('test/http/'))
-  .map((file) => basename(file, '.test.ts'))
-  .join('|')}).test.ts`;
+const HTTP_SUITE_SHARED = `test/http/!(${OWN_PROCESS.map((file) => basename(file, '.test.ts')).join('|')}).test.ts`;
 
 export default defineConfig({
   resolve: {
@@ -64,9 +54,8 @@ export default defineConfig({
     // with one worker; docs/performance.md, "The test run"). `--maxWorkers=1` runs them one at a time again.
     maxWorkers: Math.max(2, availableParallelism()),
     projects: [
-      // Not the HTTP suite's files but those of OWN_PROCESS (vitest applies exclude after include, so it names the rest).
-      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts', ...OWN_PROCESS], exclude: [HTTP_SUITE_SHARED] } },
-      { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'], exclude: OWN_PROCESS, isolate: false } },
+      // Not the HTTP suite's shared files (vitest applies exclude after include, so it names them).
+      { extends: true, test: { name: 'main', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [HTTP_SUITE_SHARED] } },
       { extends: true, test: { name: 'http', include: [HTTP_SUITE], exclude: OWN_PROCESS, isolate: false } },
       ...postgresProjects(),
     ],

@@ -22,5 +22,5 @@ if (version.status !== 0) {
   process.exit(version.status ?? 1);
 }
 // The memory run only: the HTTP suite's second run on PostgreSQL (project http-postgres) tests the store, not Node.
-const run = npx(['node', vitest, 'run', '--project', 'main', '--project', 'http', '--project', 'unit', ...SUITES, ...extra]);
+const run = npx(['node', vitest, 'run', '--project', 'main', '--project', 'http', ...SUITES, ...extra]);
 process.exit(run.status ?? 1);
