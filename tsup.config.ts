@@ -28,7 +28,7 @@ function pkg(name: string, external: (string | RegExp)[], entry: Record<string, 
   };
 }
 
-/** `@mcp-fleet/core` and its subpaths (`/node`, `/webhooks`, `/testing`): imports, never bundled into a sibling. */
+/** `@mcp-fleet/core` and its subpaths (`/node`, `/webhooks`, `/scopes`, `/testing`): imports, never bundled into a sibling. */
 const core = /^@mcp-fleet\/core(\/|$)/;
 
 const coreBuild: Options = {
@@ -38,6 +38,7 @@ const coreBuild: Options = {
     index: 'index.ts',
     node: 'node/index.ts',
     webhooks: 'webhooks/index.ts',
+    scopes: 'scopes/index.ts',
     testing: 'testing/index.ts',
   }),
   splitting: true,

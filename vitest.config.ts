@@ -32,6 +32,7 @@ export default defineConfig({
       { find: /^@mcp-fleet\/core$/, replacement: src('core/src/index.ts') },
       { find: /^@mcp-fleet\/core\/node$/, replacement: src('core/src/node/index.ts') },
       { find: /^@mcp-fleet\/core\/webhooks$/, replacement: src('core/src/webhooks/index.ts') },
+      { find: /^@mcp-fleet\/core\/scopes$/, replacement: src('core/src/scopes/index.ts') },
       { find: /^@mcp-fleet\/core\/testing$/, replacement: src('core/src/testing/index.ts') },
       { find: /^@mcp-fleet\/hono$/, replacement: src('hono/src/index.ts') },
       { find: /^@mcp-fleet\/express$/, replacement: src('express/src/index.ts') },

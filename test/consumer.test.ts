@@ -1,6 +1,6 @@
 /**
  * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
- * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`; `/testing` resolved and
+ * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`, `/scopes`; `/testing` resolved and
  * type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
  * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis and @mcp-fleet/postgres are
  * installed and loaded, not connected: that needs a server. @mcp-fleet/client is used from both projects against the
@@ -20,7 +20,7 @@ import { removeTempDirs, tempDir } from './support/reference-server.js';
 
 const run = promisify(execFile);
 /** The entry points of @mcp-fleet/core: the root and its subpaths. */
-const CORE_SUBPATHS = ['index', 'node', 'webhooks', 'testing'];
+const CORE_SUBPATHS = ['index', 'node', 'webhooks', 'scopes', 'testing'];
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 let work: string;
@@ -211,7 +211,7 @@ const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].ma
 const redisEntry = import.meta.resolve('@mcp-fleet/redis');
 const postgresEntry = import.meta.resolve('@mcp-fleet/postgres');
 const clientEntry = import.meta.resolve('@mcp-fleet/client');
-const subpaths = ['node', 'webhooks', 'testing'].map((name) => import.meta.resolve('@mcp-fleet/core/' + name));
+const subpaths = ['node', 'webhooks', 'scopes', 'testing'].map((name) => import.meta.resolve('@mcp-fleet/core/' + name));
 ${USE}
 `;
 
@@ -232,7 +232,7 @@ const resolved = ['@mcp-fleet/core', '@mcp-fleet/hono', '@mcp-fleet/express'].ma
 const redisEntry = require.resolve('@mcp-fleet/redis');
 const postgresEntry = require.resolve('@mcp-fleet/postgres');
 const clientEntry = require.resolve('@mcp-fleet/client');
-const subpaths = ['node', 'webhooks', 'testing'].map((name) => require.resolve('@mcp-fleet/core/' + name));
+const subpaths = ['node', 'webhooks', 'scopes', 'testing'].map((name) => require.resolve('@mcp-fleet/core/' + name));
 (async () => {
 ${USE}
 })().catch((error) => { console.error(error); process.exit(1); });
@@ -248,6 +248,7 @@ import { createPostgresStore, type PostgresStore } from '@mcp-fleet/postgres';
 import { createClient, FleetApiError } from '@mcp-fleet/client';
 import { mountPath, toWebRequest, writeWebResponse } from '@mcp-fleet/core/node';
 import { createWebhookReceiver, type VerifiedDelivery, type WebhookPayload, type WebhookVerificationError } from '@mcp-fleet/core/webhooks';
+import { SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core/scopes';
 import { fleetStoreSuite, indexStoreContract, type RateLimitClock, rateLimitStoreContract } from '@mcp-fleet/core/testing';
 import { createServer } from 'node:http';
 import express from 'express';
@@ -275,6 +276,13 @@ export async function receive(request: Request): Promise<Response | string> {
   // @ts-expect-error: the event type is a known union, not any string
   const type: 'nope' = delivery.event.type;
   return type;
+}
+
+export function keyNames(): [readonly Tier[], readonly Scope[]] {
+  // @ts-expect-error: a tier is one of TIERS
+  const gold: Tier = 'gold';
+  void gold;
+  return [TIERS, SCOPES];
 }
 
 export function contracts(clock: RateLimitClock): void {
@@ -427,7 +435,7 @@ describe('the packed packages', () => {
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.js$/)]);
     expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.js$/)]);
     expect(result.client[3]).toMatch(/node_modules\/@mcp-fleet\/client\/dist\/index\.js$/);
-    expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.js$`))));
+    expect(result.subpaths).toEqual(['node', 'webhooks', 'scopes', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.js$`))));
   });
 
   it('a CommonJS project requires them and serves a request', async () => {
@@ -442,7 +450,7 @@ describe('the packed packages', () => {
     expect(result.redis).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/redis\/dist\/index\.cjs$/)]);
     expect(result.postgres).toEqual(['function', expect.stringMatching(/node_modules\/@mcp-fleet\/postgres\/dist\/index\.cjs$/)]);
     expect(result.client[3]).toMatch(/node_modules\/@mcp-fleet\/client\/dist\/index\.cjs$/);
-    expect(result.subpaths).toEqual(['node', 'webhooks', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.cjs$`))));
+    expect(result.subpaths).toEqual(['node', 'webhooks', 'scopes', 'testing'].map((name) => expect.stringMatching(new RegExp(`node_modules/@mcp-fleet/core/dist/${name}\\.cjs$`))));
   });
 
   it.each(['esm', 'cjs'] as const)('the types resolve and check in the %s project (module nodenext)', async (kind) => {
@@ -489,6 +497,14 @@ describe('the installed projects', () => {
     const packages = new Set((JSON.parse(stdout) as string[]).map((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1]));
     // Neither zod (the envelope's schemas), the MCP SDKs nor undici: the receiver's answers are made without them.
     expect([...packages].sort()).toEqual(['@mcp-fleet/core', 'neverthrow']);
+  });
+
+  it('@mcp-fleet/core/scopes, for code that checks key names before it loads the engine, loads nothing else', async () => {
+    const script = "const { SCOPES, TIERS, ACCOUNT_PATTERN } = require('@mcp-fleet/core/scopes'); console.log(JSON.stringify({ names: [SCOPES.length, TIERS.join(), ACCOUNT_PATTERN.test('acme')], loaded: Object.keys(require.cache) }))";
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: cjs });
+    const { names, loaded } = JSON.parse(stdout) as { names: unknown[]; loaded: string[] };
+    expect(names).toEqual([7, 'free,pro,enterprise', true]);
+    expect(new Set(loaded.map((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1]))).toEqual(new Set(['@mcp-fleet/core']));
   });
 });
 

@@ -12,6 +12,7 @@ import {
   api,
   killLeftovers,
   PRINTED_KEY,
+  REFERENCE_SERVER,
   removeTempDirs,
   runToExit,
   startServer,
@@ -25,6 +26,7 @@ import { startV1Server } from '../packages/core/src/mcp/fixtures/v1-server.js';
 import { earlyInAMinute } from './support/http-client.js';
 import { expectReadyzFollows, startRelay } from './support/relay.js';
 import { REDIS_URL, removeKeysAddedDuring, withDatabase, withoutRedis } from './support/redis.js';
+import { staticImports } from './support/static-imports.js';
 
 afterEach(async () => {
   await killLeftovers();
@@ -553,6 +555,12 @@ describe('MCP_FLEET_STDIO_COMMANDS', () => {
 });
 
 describe('variables of later features are validated now', () => {
+  it('are read before the engine loads: what main.js imports before it runs reaches no package but @mcp-fleet/core/scopes', () => {
+    // A wrong value exits 2 without loading the MCP SDKs, zod and undici (about half a second a start; main.ts).
+    const { packages } = staticImports(REFERENCE_SERVER);
+    expect([...packages].filter((from) => !from.startsWith('node:'))).toEqual(['@mcp-fleet/core/scopes']);
+  });
+
   it.each([
     ['MCP_FLEET_ALLOW_PRIVATE_NETWORKS', 'yes'],
     ['MCP_FLEET_ALLOW_PRIVATE_NETWORKS', 'true'],

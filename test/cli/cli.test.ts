@@ -15,6 +15,7 @@ import { IMPORT_BODY_LIMIT } from '../../packages/core/src/import/importer.js';
 import { MAX_INPUT_BYTES } from '../../examples/reference-server/src/cli/connection.js';
 import { startV2ToolServer, type ToolServer } from '../../packages/core/src/mcp/fixtures/tool-servers.js';
 import { api, killLeftovers, removeTempDirs, type RunningServer, startServer, tempDir } from '../support/reference-server.js';
+import { staticImports } from '../support/static-imports.js';
 
 const CLI = fileURLToPath(new URL('../../examples/reference-server/dist/mcp-fleet.js', import.meta.url));
 const BIN = fileURLToPath(new URL('../../examples/reference-server/bin/mcp-fleet.mjs', import.meta.url));
@@ -382,18 +383,8 @@ describe('the bin', () => {
 
   it('starts without loading the engine: nothing the built command imports before it runs reaches @mcp-fleet/core', () => {
     // Importing the engine cost every command 0.4 s; the keys on a local store (`keys --local`) load it when asked.
-    const seen = new Set<string>();
-    const bare = new Set<string>();
-    const visit = (file: string) => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      for (const [, from] of readFileSync(file, 'utf8').matchAll(/^(?:import|export)\b[^;'"]*?(?:from\s*)?["']([^"']+)["'];?$/gm)) {
-        if (from?.startsWith('.')) visit(join(file, '..', from));
-        else bare.add(from as string);
-      }
-    };
-    visit(CLI);
-    expect(seen.size).toBeGreaterThan(1);
+    const { files, packages: bare } = staticImports(CLI);
+    expect(files.size).toBeGreaterThan(1);
     expect([...bare].sort()).toEqual(expect.arrayContaining(['@mcp-fleet/client', 'commander']));
     expect([...bare].filter((from) => from.startsWith('@mcp-fleet/') && from !== '@mcp-fleet/client')).toEqual([]);
     // The one number it took from the engine, written out: the largest body the fleet accepts.

@@ -1,4 +1,5 @@
-import { type HealthOptions, type OAuthIssuerOptions, type OAuthOptions, SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core';
+import type { HealthOptions, OAuthIssuerOptions, OAuthOptions } from '@mcp-fleet/core';
+import { SCOPES, type Scope, TIERS, type Tier } from '@mcp-fleet/core/scopes';
 
 /** The embedded default store (MCP_FLEET_STORE unset) is `sqlite` at `EMBEDDED_STORE_PATH`. */
 export type StoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string } | { kind: 'redis'; url: string } | { kind: 'postgres'; url: string; schema?: string };
