@@ -1,8 +1,8 @@
 /**
  * The packages as a user gets them: `npm pack`ed tarballs installed into a fresh ESM project and a fresh CommonJS
- * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`, `/scopes`; `/testing` resolved and
- * type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only inspected:
- * installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis and @mcp-fleet/postgres are
+ * project, imported, type-checked and used, with the core's subpaths (`/node`, `/webhooks`, `/scopes`; `/testing`
+ * resolved and type-checked only: running it needs vitest). Global setup has built `dist/`. @mcp-fleet/sqlite is only
+ * inspected: installing it compiles sqlite3 from source, which takes over a minute. @mcp-fleet/redis and @mcp-fleet/postgres are
  * installed and loaded, not connected: that needs a server. @mcp-fleet/client is used from both projects against the
  * Express-mounted fleet, and bundled for the browser (esbuild, `platform: 'browser'`) into a third project whose
  * bundle runs in a context with the Web globals alone.
