@@ -554,13 +554,15 @@ describe('MCP_FLEET_STDIO_COMMANDS', () => {
   });
 });
 
-describe('variables of later features are validated now', () => {
-  it('are read before the engine loads: what main.js imports before it runs reaches no package but @mcp-fleet/core/scopes', () => {
+describe('the configuration first', () => {
+  it('is read before the engine loads: what main.js imports before it runs reaches no package but @mcp-fleet/core/scopes', () => {
     // A wrong value exits 2 without loading the MCP SDKs, zod and undici (about half a second a start; main.ts).
     const { packages } = staticImports(REFERENCE_SERVER);
     expect([...packages].filter((from) => !from.startsWith('node:'))).toEqual(['@mcp-fleet/core/scopes']);
   });
+});
 
+describe('variables of later features are validated now', () => {
   it.each([
     ['MCP_FLEET_ALLOW_PRIVATE_NETWORKS', 'yes'],
     ['MCP_FLEET_ALLOW_PRIVATE_NETWORKS', 'true'],
